@@ -1,0 +1,1 @@
+//! Conformance: model traces replayed against the implementation.

@@ -1,0 +1,1 @@
+//! Voter-set history: offset-indexed voter sets, and the committed voter set.

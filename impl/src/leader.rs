@@ -1,0 +1,1 @@
+//! Leader state: replica progress, the high watermark, and DescribeQuorum building.

@@ -1,0 +1,3 @@
+//! Wire formats: DescribeQuorum v0–3 (our own codec, v3 from `specs/messages`), headers and frames.
+
+pub mod describe_quorum;
