@@ -1,0 +1,1 @@
+//! The `kraft` command line: format, node, describe, add-voter, remove-voter, cluster.

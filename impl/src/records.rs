@@ -1,0 +1,1 @@
+//! Kafka record batches <-> `log::Batch` (kafka-protocol `records`), CRC-32C checked.

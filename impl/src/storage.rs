@@ -1,0 +1,1 @@
+//! Durable storage: log segments of Kafka record batches and the quorum-state file.
