@@ -99,7 +99,7 @@ pub fn encode_batch_into(batch: &Batch, buf: &mut BytesMut) -> Result<(), Record
     let mut run: Vec<kafka_protocol::records::Record> = Vec::new();
     let mut run_is_control = false;
     for record in &batch.records {
-        let kafka = to_kafka_record(record, offset, batch.epoch)?;
+        let kafka = to_kafka_record(record, offset, offset - batch.base_offset, batch.epoch)?;
         if !run.is_empty() && kafka.control != run_is_control {
             write_run(&run, buf, batch.base_offset)?;
             run.clear();
@@ -132,6 +132,7 @@ fn write_run(
 fn to_kafka_record(
     record: &Record,
     offset: i64,
+    offset_delta: i64,
     epoch: i32,
 ) -> Result<kafka_protocol::records::Record, RecordsError> {
     let encode_err = |reason: String| RecordsError::Encode {
@@ -181,7 +182,9 @@ fn to_kafka_record(
         producer_epoch: NO_PRODUCER_EPOCH,
         timestamp_type: TimestampType::Creation,
         offset,
-        sequence: NO_SEQUENCE,
+        // The encoder groups records whose `offset − sequence` agree and writes the batch's base sequence
+        // as the first record's; this yields one batch with base sequence −1 (no idempotent producer).
+        sequence: NO_SEQUENCE.wrapping_add(offset_delta as i32),
         timestamp: 0,
         key,
         value: Some(value),
