@@ -1,1 +1,3 @@
 //! Conformance: model traces replayed against the implementation.
+
+pub mod schema;
