@@ -95,18 +95,20 @@ pub fn encode_batches(batches: &[Batch]) -> Result<Bytes, RecordsError> {
 
 /// Encodes one batch, appending to `buf`.
 pub fn encode_batch_into(batch: &Batch, buf: &mut BytesMut) -> Result<(), RecordsError> {
-    let mut offset = batch.base_offset;
     let mut run: Vec<kafka_protocol::records::Record> = Vec::new();
-    let mut run_is_control = false;
-    for record in &batch.records {
-        let kafka = to_kafka_record(record, offset, offset - batch.base_offset, batch.epoch)?;
-        if !run.is_empty() && kafka.control != run_is_control {
+    for (offset, record) in (batch.base_offset..).zip(batch.records.iter()) {
+        let control = !matches!(record, Record::Data(_));
+        if run.first().is_some_and(|first| first.control != control) {
             write_run(&run, buf, batch.base_offset)?;
             run.clear();
         }
-        run_is_control = kafka.control;
-        run.push(kafka);
-        offset += 1;
+        let run_start = run.first().map_or(offset, |first| first.offset);
+        run.push(to_kafka_record(
+            record,
+            offset,
+            offset - run_start,
+            batch.epoch,
+        )?);
     }
     if !run.is_empty() {
         write_run(&run, buf, batch.base_offset)?;
@@ -600,7 +602,13 @@ mod tests {
                 Record::KRaftVersion(0),
             ],
         };
-        let decoded = decode_batches(encode_batches(&[mixed]).unwrap()).unwrap();
+        let bytes = encode_batches(&[mixed]).unwrap();
+        // Both Kafka batches carry base sequence −1 (no idempotent producer).
+        let second = batch_frame(&bytes, 0).unwrap().1;
+        for start in [0, second] {
+            assert_eq!(&bytes[start + 53..start + 57], &(-1i32).to_be_bytes());
+        }
+        let decoded = decode_batches(bytes).unwrap();
         assert_eq!(
             decoded,
             vec![
