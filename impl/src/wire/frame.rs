@@ -1,0 +1,238 @@
+//! Size-prefixed frames: `int32 size | header | body`, as Kafka sends them over TCP.
+//!
+//! `split_frame`/`take_frame` cut complete frames off a byte stream; the `*_frame` functions build and parse
+//! whole DescribeQuorum frames. Offsets in decode errors count from the first byte of the frame, i.e. the
+//! size prefix is byte 0 and the header starts at byte 4.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use super::codec::{check_room, Reader};
+use super::describe_quorum::{
+    DescribeQuorumRequest, DescribeQuorumResponse, API_KEY, REQUEST_HEADER_VERSION,
+    RESPONSE_HEADER_VERSION,
+};
+use super::error::WireError;
+use super::header::{RequestHeader, ResponseHeader};
+
+/// Kafka's default `socket.request.max.bytes` (100 MiB).
+pub const DEFAULT_MAX_FRAME_SIZE: usize = 104_857_600;
+
+/// Bytes of the size prefix.
+pub const SIZE_PREFIX: usize = 4;
+
+/// Reads the size prefix at the front of `input`. `Ok(None)`: fewer than four bytes so far.
+fn frame_len(input: &[u8], max: usize) -> Result<Option<usize>, WireError> {
+    let Some(prefix) = input.first_chunk::<SIZE_PREFIX>() else {
+        return Ok(None);
+    };
+    let size = i32::from_be_bytes(*prefix);
+    match usize::try_from(size) {
+        Ok(size) if size <= max => Ok(Some(size)),
+        _ => Err(WireError::FrameSize {
+            offset: 0,
+            size: size.into(),
+            max,
+        }),
+    }
+}
+
+/// Splits the first complete frame off `input`: `Ok(Some((payload, consumed)))`, where `payload` excludes
+/// the size prefix and `consumed` includes it; `Ok(None)` when more bytes are needed. A negative size or one
+/// above `max` is an error, so a peer cannot make us wait for (or buffer) gigabytes.
+pub fn split_frame(input: &[u8], max: usize) -> Result<Option<(&[u8], usize)>, WireError> {
+    let Some(size) = frame_len(input, max)? else {
+        return Ok(None);
+    };
+    match input.get(SIZE_PREFIX..SIZE_PREFIX + size) {
+        Some(payload) => Ok(Some((payload, SIZE_PREFIX + size))),
+        None => Ok(None),
+    }
+}
+
+/// Like [`split_frame`] for a stream buffer: removes the frame from `buf` and returns its payload.
+pub fn take_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, WireError> {
+    let Some(size) = frame_len(buf, max)? else {
+        return Ok(None);
+    };
+    if buf.len() < SIZE_PREFIX + size {
+        // Reserve what the announced (bounded) frame still needs so the reader fills it in one go.
+        buf.reserve(SIZE_PREFIX + size - buf.len());
+        return Ok(None);
+    }
+    buf.advance(SIZE_PREFIX);
+    Ok(Some(buf.split_to(size).freeze()))
+}
+
+fn put_size_prefix(buf: &mut impl BufMut, payload: usize) -> Result<(), WireError> {
+    let size = i32::try_from(payload).map_err(|_| WireError::TooLong {
+        field: "frame size",
+        length: payload,
+        max: i32::MAX as usize,
+    })?;
+    check_room(buf, SIZE_PREFIX + payload)?;
+    buf.put_i32(size);
+    Ok(())
+}
+
+/// Writes a whole DescribeQuorum request frame; the body version is `header.api_version`.
+/// On error nothing has been written.
+pub fn encode_request_frame(
+    header: &RequestHeader,
+    body: &DescribeQuorumRequest,
+    buf: &mut impl BufMut,
+) -> Result<(), WireError> {
+    if header.api_key != API_KEY {
+        return Err(WireError::UnexpectedApiKey {
+            expected: API_KEY,
+            actual: header.api_key,
+        });
+    }
+    let header_size = header.encoded_size(REQUEST_HEADER_VERSION)?;
+    let body_size = body.encoded_size(header.api_version)?;
+    put_size_prefix(buf, header_size + body_size)?;
+    header.encode(REQUEST_HEADER_VERSION, buf)?;
+    body.encode(header.api_version, buf)
+}
+
+/// Parses the payload of a DescribeQuorum request frame (what [`split_frame`] returns).
+pub fn decode_request_frame(
+    payload: &[u8],
+) -> Result<(RequestHeader, DescribeQuorumRequest), WireError> {
+    let (api_key, _) = RequestHeader::peek_api(payload)?;
+    if api_key != API_KEY {
+        return Err(WireError::UnexpectedApiKey {
+            expected: API_KEY,
+            actual: api_key,
+        });
+    }
+    let mut r = Reader::at_offset(payload, SIZE_PREFIX);
+    let header = RequestHeader::decode_from(&mut r, REQUEST_HEADER_VERSION)?;
+    let body = DescribeQuorumRequest::decode_from(&mut r, header.api_version)?;
+    r.finish()?;
+    Ok((header, body))
+}
+
+/// Writes a whole DescribeQuorum response frame with the body at `version`.
+/// On error nothing has been written.
+pub fn encode_response_frame(
+    header: &ResponseHeader,
+    body: &DescribeQuorumResponse,
+    version: i16,
+    buf: &mut impl BufMut,
+) -> Result<(), WireError> {
+    let header_size = header.encoded_size(RESPONSE_HEADER_VERSION)?;
+    let body_size = body.encoded_size(version)?;
+    put_size_prefix(buf, header_size + body_size)?;
+    header.encode(RESPONSE_HEADER_VERSION, buf)?;
+    body.encode(version, buf)
+}
+
+/// Parses the payload of a DescribeQuorum response frame; the caller knows `version` from its request.
+pub fn decode_response_frame(
+    payload: &[u8],
+    version: i16,
+) -> Result<(ResponseHeader, DescribeQuorumResponse), WireError> {
+    let mut r = Reader::at_offset(payload, SIZE_PREFIX);
+    let header = ResponseHeader::decode_from(&mut r, RESPONSE_HEADER_VERSION)?;
+    let body = DescribeQuorumResponse::decode_from(&mut r, version)?;
+    r.finish()?;
+    Ok((header, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_frame_waits_for_the_whole_frame_and_bounds_its_size() {
+        assert_eq!(split_frame(&[0, 0, 0], 10), Ok(None));
+        assert_eq!(split_frame(&[0, 0, 0, 2, 9], 10), Ok(None));
+        assert_eq!(
+            split_frame(&[0, 0, 0, 2, 9, 8, 7], 10),
+            Ok(Some((&[9u8, 8][..], 6)))
+        );
+        assert_eq!(
+            split_frame(&[0xff, 0xff, 0xff, 0xff], 10),
+            Err(WireError::FrameSize {
+                offset: 0,
+                size: -1,
+                max: 10
+            })
+        );
+        assert_eq!(
+            split_frame(&[0, 0, 0, 11], 10),
+            Err(WireError::FrameSize {
+                offset: 0,
+                size: 11,
+                max: 10
+            })
+        );
+    }
+
+    #[test]
+    fn take_frame_removes_exactly_one_frame() {
+        let mut buf = BytesMut::from(&[0, 0, 0, 1, 5, 0, 0, 0][..]);
+        assert_eq!(take_frame(&mut buf, 10), Ok(Some(Bytes::from_static(&[5]))));
+        assert_eq!(&buf[..], &[0, 0, 0]);
+        assert_eq!(take_frame(&mut buf, 10), Ok(None));
+    }
+
+    #[test]
+    fn request_frame_round_trips_and_rejects_other_apis() {
+        let header = RequestHeader {
+            api_key: API_KEY,
+            api_version: 3,
+            correlation_id: 7,
+            client_id: Some("probe".into()),
+            ..RequestHeader::default()
+        };
+        let body = DescribeQuorumRequest::for_metadata_partition();
+        let mut buf = BytesMut::new();
+        encode_request_frame(&header, &body, &mut buf).unwrap();
+        let (payload, used) = split_frame(&buf, DEFAULT_MAX_FRAME_SIZE).unwrap().unwrap();
+        assert_eq!(used, buf.len());
+        assert_eq!(
+            decode_request_frame(payload).unwrap(),
+            (header.clone(), body.clone())
+        );
+
+        let other = RequestHeader {
+            api_key: 18,
+            ..header
+        };
+        assert_eq!(
+            encode_request_frame(&other, &body, &mut BytesMut::new()),
+            Err(WireError::UnexpectedApiKey {
+                expected: API_KEY,
+                actual: 18
+            })
+        );
+    }
+
+    #[test]
+    fn response_frame_errors_point_into_the_frame() {
+        let mut buf = BytesMut::new();
+        encode_response_frame(
+            &ResponseHeader::new(7),
+            &DescribeQuorumResponse::default(),
+            2,
+            &mut buf,
+        )
+        .unwrap();
+        let (payload, _) = split_frame(&buf, DEFAULT_MAX_FRAME_SIZE).unwrap().unwrap();
+        let (header, body) = decode_response_frame(payload, 2).unwrap();
+        assert_eq!(
+            (header.correlation_id, body),
+            (7, DescribeQuorumResponse::default())
+        );
+        // Cut the body after its error code: the next field starts at frame byte 4 + 5 + 2.
+        assert_eq!(
+            decode_response_frame(&payload[..7], 2),
+            Err(WireError::Truncated {
+                field: "DescribeQuorumResponse.ErrorMessage",
+                offset: 11,
+                needed: 1
+            })
+        );
+    }
+}
