@@ -1,3 +1,4 @@
 //! Conformance: model traces replayed against the implementation.
 
 pub mod schema;
+pub mod wire;

@@ -1108,7 +1108,7 @@ pub fn load_dir(dir: &Path) -> Result<BTreeMap<String, MessageSchema>, SchemaErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bytes::BytesMut;
     use kafka_protocol::messages::describe_quorum_response as kp;
@@ -1117,7 +1117,7 @@ mod tests {
 
     /// A DescribeQuorumResponse schema in Kafka's format, written for these unit tests (v3 per KIP-1204 as
     /// this project decides it), so the interpreter is tested without depending on `specs/`.
-    const DQ_RESPONSE: &str = r#"
+    pub(crate) const DQ_RESPONSE: &str = r#"
 // A comment line, as in Kafka's files.
 {
   "apiKey": 55, "type": "response", "name": "DescribeQuorumResponse",
