@@ -8,6 +8,7 @@
 //! - the interpreter and (v0–2) `kafka-protocol` re-encode it to the same bytes;
 //! - the per-version shape holds: v0 no timestamps, v0–1 no directory ids and no `Nodes`, v0–2 no
 //!   `CommittedVoters`.
+//!
 //! The semantic checks against the model state live in `replay`.
 
 use std::path::{Path, PathBuf};
