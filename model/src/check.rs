@@ -1,0 +1,254 @@
+//! Running the checker: exhaustive proof (DFS + symmetry), bug hunting (BFS, shortest
+//! counterexample), simulation; and the bug variants' counterexamples as action lists.
+
+use crate::config::{Bug, FetchMode, ModelConfig, Start};
+use crate::properties::kind_name;
+use crate::step::KraftModel;
+use crate::types::{Action, State};
+use serde::{Deserialize, Serialize};
+use stateright::{Checker, Expectation, HasDiscoveries, Model, UniformChooser};
+use std::time::{Duration, Instant};
+
+/// Search strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Strategy {
+    /// Depth-first, honours symmetry; the exhaustive proof.
+    Dfs,
+    /// Breadth-first (no symmetry in stateright 0.31); shortest counterexamples with one thread.
+    Bfs,
+    /// Seeded random walks.
+    Simulation {
+        /// Seed of the first thread.
+        seed: u64,
+    },
+}
+
+/// How to run a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckOptions {
+    /// Strategy.
+    pub strategy: Strategy,
+    /// Worker threads.
+    pub threads: usize,
+    /// Symmetry reduction (DFS and simulation only).
+    pub symmetry: bool,
+    /// Stateright `target_max_depth` (paths of at most depth − 2 actions); `None` = unbounded.
+    pub depth: Option<usize>,
+    /// Stop after this long (the run is then not exhaustive).
+    pub timeout: Option<Duration>,
+    /// Stop at the first violation (mandatory to keep the first, shortest counterexample).
+    pub stop_at_first_violation: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            strategy: Strategy::Dfs,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            symmetry: true,
+            depth: None,
+            timeout: None,
+            stop_at_first_violation: false,
+        }
+    }
+}
+
+/// Verdict of one property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// `always`: no violating state found.
+    Holds,
+    /// `always`: a violating state found.
+    Violated,
+    /// `sometimes`: an example found.
+    ExampleFound,
+    /// `sometimes`: no example found.
+    NoExample,
+}
+
+/// One property's result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PropertyResult {
+    /// Property name.
+    pub name: String,
+    /// `always` or `sometimes`.
+    pub kind: String,
+    /// Verdict.
+    pub status: Status,
+}
+
+/// A counterexample (or example) path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counterexample {
+    /// The property it violates.
+    pub property: String,
+    /// The actions from the initial state.
+    pub actions: Vec<Action>,
+    /// States along the path (initial first), each with the action taken from it.
+    pub steps: Vec<(State, Option<Action>)>,
+    /// Stateright's action-index path, for the Explorer (`#/steps/...`).
+    pub index_path: String,
+}
+
+/// The outcome of a check.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// True if the whole bounded state space was explored.
+    pub exhaustive: bool,
+    /// Bounds and knobs.
+    pub bounds: ModelConfig,
+    /// Generated states (including revisits).
+    pub states: usize,
+    /// Unique states (representatives under symmetry).
+    pub unique_states: usize,
+    /// Longest path explored, in states.
+    pub max_depth: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Every property.
+    pub properties: Vec<PropertyResult>,
+    /// The first violated `always` property's counterexample.
+    pub counterexample: Option<Counterexample>,
+}
+
+impl CheckReport {
+    /// Every `always` property holds and every `sometimes` property found an example.
+    pub fn ok(&self) -> bool {
+        self.properties.iter().all(|p| matches!(p.status, Status::Holds | Status::ExampleFound))
+    }
+    /// Names of violated `always` properties.
+    pub fn violated(&self) -> Vec<&str> {
+        self.properties
+            .iter()
+            .filter(|p| p.status == Status::Violated)
+            .map(|p| p.name.as_str())
+            .collect()
+    }
+    /// Unique states per second.
+    pub fn unique_per_second(&self) -> f64 {
+        self.unique_states as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Runs a check of `model` with `opts`.
+pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
+    let bounds = model.cfg;
+    let properties = model.properties();
+    let started = Instant::now();
+    let mut builder = model.checker().threads(opts.threads.max(1));
+    if opts.symmetry && !matches!(opts.strategy, Strategy::Bfs) {
+        builder = builder.symmetry();
+    }
+    if let Some(d) = opts.depth {
+        builder = builder.target_max_depth(d);
+    }
+    if let Some(t) = opts.timeout {
+        builder = builder.timeout(t);
+    }
+    if opts.stop_at_first_violation {
+        builder = builder.finish_when(HasDiscoveries::AnyFailures);
+    }
+    let checker = match opts.strategy {
+        Strategy::Dfs => Box::new(builder.spawn_dfs().join()) as Box<dyn Checker<KraftModel>>,
+        Strategy::Bfs => Box::new(builder.spawn_bfs().join()),
+        Strategy::Simulation { seed } => Box::new(builder.spawn_simulation(seed, UniformChooser).join()),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let discoveries = checker.discoveries();
+    let mut results = Vec::new();
+    let mut counterexample = None;
+    for p in &properties {
+        let found = discoveries.get(p.name);
+        let status = match (&p.expectation, found.is_some()) {
+            (Expectation::Always, true) => Status::Violated,
+            (Expectation::Always, false) => Status::Holds,
+            (_, true) => Status::ExampleFound,
+            (_, false) => Status::NoExample,
+        };
+        if status == Status::Violated && counterexample.is_none() {
+            let path = found.cloned().expect("violated implies a discovery");
+            let index_path = path.encode(checker.model());
+            let steps = path.into_vec();
+            let actions = steps.iter().filter_map(|(_, a)| *a).collect();
+            counterexample = Some(Counterexample { property: p.name.to_string(), actions, steps, index_path });
+        }
+        results.push(PropertyResult {
+            name: p.name.to_string(),
+            kind: kind_name(&p.expectation).to_string(),
+            status,
+        });
+    }
+    let stopped_early = opts.stop_at_first_violation && counterexample.is_some();
+    let timed_out = opts.timeout.is_some_and(|t| started.elapsed() >= t);
+    let exhaustive = !matches!(opts.strategy, Strategy::Simulation { .. })
+        && opts.depth.is_none()
+        && !timed_out
+        && !stopped_early;
+    CheckReport {
+        exhaustive,
+        bounds,
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        seconds,
+        properties: results,
+        counterexample,
+    }
+}
+
+/// Bounds at which each bug variant is caught quickly (all within the default `check` reach: three
+/// initial voters, at most one joiner).
+pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
+    let base = ModelConfig { bug: Some(bug), fetch, max_crashes: 0, ..ModelConfig::default() };
+    match bug {
+        Bug::ConcurrentChanges => ModelConfig { max_changes: 2, max_log: 6, ..base },
+        Bug::NoEpochCommit => ModelConfig { max_changes: 2, max_epoch: 3, max_log: 6, ..base },
+        Bug::CommittedFromLatest => ModelConfig { max_changes: 1, max_log: 5, ..base },
+        Bug::HwAnyEpoch => {
+            ModelConfig { joiners: 0, max_changes: 0, max_data: 1, max_epoch: 3, max_log: 6, ..base }
+        }
+        Bug::HwCountsRemovedLeader => {
+            ModelConfig { joiners: 0, max_changes: 1, max_data: 1, max_log: 6, ..base }
+        }
+        Bug::SwapVoter => ModelConfig { max_changes: 1, max_log: 5, ..base },
+        Bug::VoteIgnoresLog => {
+            ModelConfig { joiners: 0, max_changes: 0, max_data: 1, max_epoch: 3, max_log: 6, ..base }
+        }
+    }
+}
+
+/// Shortest counterexample of `cfg` (BFS, one thread, stop at the first violation), if any.
+pub fn find_counterexample(cfg: ModelConfig) -> Option<Counterexample> {
+    let model = KraftModel::new(cfg).ok()?;
+    let opts = CheckOptions {
+        strategy: Strategy::Bfs,
+        threads: 1,
+        symmetry: false,
+        depth: None,
+        timeout: Some(Duration::from_secs(120)),
+        stop_at_first_violation: true,
+    };
+    run(model, opts).counterexample
+}
+
+/// The counterexample of a bug variant at its [`bug_bounds`], as an action list from the initial
+/// state (`Start::Elected` unless `fresh`).
+pub fn bug_counterexample(bug: Bug, fetch: FetchMode) -> Option<Counterexample> {
+    find_counterexample(bug_bounds(bug, fetch))
+}
+
+/// The first-election check: a fresh cluster, small bounds, so the start that `check` skips is
+/// covered too.
+pub fn first_election_bounds() -> ModelConfig {
+    ModelConfig {
+        start: Start::Fresh,
+        joiners: 0,
+        max_epoch: 2,
+        max_log: 4,
+        max_changes: 0,
+        max_crashes: 1,
+        max_in_flight: 6,
+        ..ModelConfig::default()
+    }
+}

@@ -1,0 +1,253 @@
+//! Bounds, knobs and bug variants of the model.
+
+use crate::types::{Mask, MAX_LOG, MAX_SERVERS};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Fetch granularity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FetchMode {
+    /// Request, leader handling and response are one action. Sound because a replica has at most
+    /// one fetch outstanding and its log changes only through that fetch's response: delaying the
+    /// request is the same as sending it later, and a delayed response is one the fetcher would
+    /// discard (its key no longer matches) or apply exactly as if it came at once.
+    Sync,
+    /// Request and response are separate messages.
+    Async,
+}
+
+/// Network semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkKind {
+    /// Unordered, no loss, no duplication (a multiset; delivery removes one copy).
+    Reliable,
+    /// Unordered, messages may be dropped.
+    Lossy,
+    /// Unordered set; a delivered message stays deliverable (duplication).
+    Duplicating,
+    /// Lossy and duplicating.
+    LossyDuplicating,
+}
+
+impl NetworkKind {
+    /// Messages may be dropped.
+    pub fn lossy(self) -> bool {
+        matches!(self, NetworkKind::Lossy | NetworkKind::LossyDuplicating)
+    }
+    /// Delivered messages stay in flight.
+    pub fn duplicating(self) -> bool {
+        matches!(self, NetworkKind::Duplicating | NetworkKind::LossyDuplicating)
+    }
+}
+
+/// Initial state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Start {
+    /// Every initial voter at epoch 0 with the bootstrap set at offset −1 and an empty log (the
+    /// contract's bootstrap); joiners likewise, as observers.
+    Fresh,
+    /// The state reached from `Fresh` by the first election of server 0 and two fetch rounds of every
+    /// initial voter: leader of epoch 1 with LeaderChange, KRaftVersion, Voters committed (HW 3).
+    /// Built by replaying those actions, so it is reachable by construction.
+    Elected,
+}
+
+/// Which voters the leader's HW rule counts (negative controls; `Latest` is KRaft's rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HwRule {
+    /// The latest voter set (KRaft).
+    Latest,
+    /// The committed voter set only (the set at HW − 1, or before the epoch start while the HW is
+    /// unknown).
+    Committed,
+}
+
+/// Deliberate protocol bugs; each must be caught by a named property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bug {
+    /// No "one change at a time" rule: neither the pending-change check nor the "last VotersRecord
+    /// committed" check (the second alone refuses the same requests as the first).
+    ConcurrentChanges,
+    /// A new leader accepts a change before its HW is known, treating its log as committed (Raft's
+    /// single-server membership bug).
+    NoEpochCommit,
+    /// DescribeQuorum reports the latest voter set as committed.
+    CommittedFromLatest,
+    /// The HW may advance to an offset of an earlier epoch (no epoch-start rule: Raft's Figure 8).
+    HwAnyEpoch,
+    /// A leader that removed itself still counts its own LEO toward the HW.
+    HwCountsRemovedLeader,
+    /// A one-out-one-in VotersRecord on an odd-sized set (passes Kafka's old overlap check).
+    SwapVoter,
+    /// Votes are granted without the log up-to-date check.
+    VoteIgnoresLog,
+}
+
+impl Bug {
+    /// Every variant.
+    pub const ALL: [Bug; 7] = [
+        Bug::ConcurrentChanges,
+        Bug::NoEpochCommit,
+        Bug::CommittedFromLatest,
+        Bug::HwAnyEpoch,
+        Bug::HwCountsRemovedLeader,
+        Bug::SwapVoter,
+        Bug::VoteIgnoresLog,
+    ];
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::ConcurrentChanges => "concurrent-changes",
+            Bug::NoEpochCommit => "no-epoch-commit",
+            Bug::CommittedFromLatest => "committed-from-latest",
+            Bug::HwAnyEpoch => "hw-any-epoch",
+            Bug::HwCountsRemovedLeader => "hw-counts-removed-leader",
+            Bug::SwapVoter => "swap-voter",
+            Bug::VoteIgnoresLog => "vote-ignores-log",
+        }
+    }
+}
+
+/// A configuration error (bounds outside what the packed state can hold).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Bounds and knobs. The bounds live in action guards (and `max_in_flight`/`max_log` in the
+/// boundary), so a search without a depth bound is exhaustive within them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Initial voters (ids `0..voters`), the bootstrap set.
+    pub voters: u8,
+    /// Joiners (ids after the voters): observers that may be added.
+    pub joiners: u8,
+    /// Highest epoch a candidate may start.
+    pub max_epoch: u8,
+    /// Longest log (including start-of-epoch records).
+    pub max_log: u8,
+    /// Most client (Data) records appended in a run.
+    pub max_data: u8,
+    /// Most membership changes appended in a run.
+    pub max_changes: u8,
+    /// Most restarts in a run.
+    pub max_crashes: u8,
+    /// Most messages in flight (states beyond are outside the boundary).
+    pub max_in_flight: u8,
+    /// Fetch granularity.
+    pub fetch: FetchMode,
+    /// Network semantics.
+    pub network: NetworkKind,
+    /// Initial state.
+    pub start: Start,
+    /// HW rule (negative controls).
+    pub hw_rule: HwRule,
+    /// Enabled bug variant, `None` = the protocol.
+    pub bug: Option<Bug>,
+    /// Leaders may resign on check-quorum expiry.
+    pub check_quorum: bool,
+    /// A refused operator request is a self-loop step (so traces show refusals); off for `check`,
+    /// where refusals are no transitions (`sometimes` properties still see them as state predicates).
+    pub refusal_steps: bool,
+    /// Drop messages the receiver is certain to ignore (older epoch, non-matching fetch response)
+    /// as soon as they are stale. A pure reduction: delivering them changes nothing but the network.
+    pub gc: bool,
+}
+
+impl Default for ModelConfig {
+    /// The default `check` bounds.
+    fn default() -> Self {
+        ModelConfig {
+            voters: 3,
+            joiners: 1,
+            max_epoch: 2,
+            max_log: 6,
+            max_data: 0,
+            max_changes: 2,
+            max_crashes: 1,
+            max_in_flight: 6,
+            fetch: FetchMode::Sync,
+            network: NetworkKind::Reliable,
+            start: Start::Elected,
+            hw_rule: HwRule::Latest,
+            bug: None,
+            check_quorum: true,
+            refusal_steps: false,
+            gc: true,
+        }
+    }
+}
+
+impl ModelConfig {
+    /// Total servers.
+    pub fn servers(&self) -> u8 {
+        self.voters + self.joiners
+    }
+    /// The bootstrap voter set (offset −1): the initial voters.
+    pub fn bootstrap(&self) -> Mask {
+        ((1u16 << self.voters) - 1) as Mask
+    }
+    /// True if `bug` is enabled.
+    pub fn has(&self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+    /// Rejects bounds the packed state cannot hold.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.voters == 0 {
+            return Err(ConfigError("--voters must be at least 1".into()));
+        }
+        if self.servers() as usize > MAX_SERVERS {
+            return Err(ConfigError(format!(
+                "voters + joiners = {} exceeds {MAX_SERVERS}",
+                self.servers()
+            )));
+        }
+        if self.max_log as usize > MAX_LOG {
+            return Err(ConfigError(format!("--max-log {} exceeds {MAX_LOG}", self.max_log)));
+        }
+        if self.max_epoch as usize >= 16 {
+            return Err(ConfigError(format!("--max-epoch {} exceeds 15", self.max_epoch)));
+        }
+        if self.start == Start::Elected && (self.max_epoch < 1 || self.max_log < 3) {
+            return Err(ConfigError(
+                "start=elected needs --max-epoch ≥ 1 and --max-log ≥ 3".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "voters={} joiners={} max_epoch={} max_log={} max_data={} max_changes={} crashes={} \
+             max_in_flight={} fetch={:?} network={:?} start={:?} hw_rule={:?} check_quorum={} bug={}",
+            self.voters,
+            self.joiners,
+            self.max_epoch,
+            self.max_log,
+            self.max_data,
+            self.max_changes,
+            self.max_crashes,
+            self.max_in_flight,
+            self.fetch,
+            self.network,
+            self.start,
+            self.hw_rule,
+            self.check_quorum,
+            self.bug.map_or("none", Bug::name)
+        )
+    }
+}

@@ -1,0 +1,128 @@
+//! Human-readable rendering of actions, states and counterexamples.
+
+use crate::config::ModelConfig;
+use crate::spec::{committed_voters, latest_voters};
+use crate::types::{ids, Action, ChangeOp, Envelope, Kind, Log, Mask, Msg, Reply, State};
+use std::fmt::Write;
+
+/// `{0,1,2}`.
+pub fn set(m: Mask) -> String {
+    let v: Vec<String> = ids(m).map(|i| i.to_string()).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+/// `[LC@1 KV@1 V{0,1,2}@1 D@2]`.
+pub fn log(l: &Log) -> String {
+    let v: Vec<String> = l
+        .as_slice()
+        .iter()
+        .map(|e| {
+            let k = match e.kind {
+                Kind::Data => "D".to_string(),
+                Kind::LeaderChange => "LC".to_string(),
+                Kind::KRaftVersion => "KV".to_string(),
+                Kind::Voters(m) => format!("V{}", set(m)),
+            };
+            format!("{k}@{}", e.epoch)
+        })
+        .collect();
+    format!("[{}]", v.join(" "))
+}
+
+fn op(o: &ChangeOp) -> String {
+    match o {
+        ChangeOp::Add(j) => format!("AddVoter({j})"),
+        ChangeOp::Remove(j) => format!("RemoveVoter({j})"),
+        ChangeOp::Swap { out, add } => format!("SwapVoter(-{out} +{add})"),
+    }
+}
+
+fn envelope(e: &Envelope) -> String {
+    let body = match &e.msg {
+        Msg::VoteRequest { epoch, last_epoch, last_offset } => {
+            format!("VoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
+        }
+        Msg::VoteResponse { epoch, granted, error } => {
+            format!("VoteResponse(epoch {epoch}, granted {granted}, {error:?})")
+        }
+        Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch(epoch {epoch})"),
+        Msg::EndQuorumEpoch { epoch } => format!("EndQuorumEpoch(epoch {epoch})"),
+        Msg::FetchRequest(k) => format!(
+            "FetchRequest(epoch {}, offset {}, last fetched epoch {})",
+            k.epoch, k.fetch_offset, k.last_fetched_epoch
+        ),
+        Msg::FetchResponse(r) => format!(
+            "FetchResponse({:?}, leader {:?}@{}, hw {}, diverging {:?}, records {})",
+            r.error,
+            r.leader_id,
+            r.leader_epoch,
+            r.high_watermark.map_or(-1, i64::from),
+            r.diverging,
+            log(&r.records)
+        ),
+    };
+    format!("{} -> {}: {body}", e.src, e.dst)
+}
+
+/// One action in words.
+pub fn action(a: &Action) -> String {
+    match a {
+        Action::ElectionTimeout(i) => format!("server {i}: election timeout"),
+        Action::FetchTimeout(i) => format!("server {i}: fetch timeout"),
+        Action::CheckQuorumTimeout(i) => format!("server {i}: check-quorum expiry (resign)"),
+        Action::ChangeTimeout(i) => format!("server {i}: pending change times out"),
+        Action::Restart(i) => format!("server {i}: crash and restart"),
+        Action::ClientAppend(i) => format!("server {i}: client append"),
+        Action::Change { server, op: o } => format!("server {server}: operator {}", op(o)),
+        Action::Fetch { replica, leader } => format!("server {replica}: fetch from {leader}"),
+        Action::Deliver(e) => format!("deliver {}", envelope(e)),
+        Action::Drop(e) => format!("drop {}", envelope(e)),
+    }
+}
+
+/// A reply in words.
+pub fn reply(r: &Reply) -> String {
+    format!("server {} answers {} with {:?} ({})", r.server, op(&r.op), r.error, r.error.code())
+}
+
+/// Every server's role, epoch, log, HW, latest and committed voter sets, then the network.
+pub fn state(cfg: &ModelConfig, s: &State) -> String {
+    let mut out = String::new();
+    for (i, v) in s.servers.iter().enumerate() {
+        let latest = latest_voters(cfg.bootstrap(), &v.log);
+        let committed = committed_voters(cfg.bootstrap(), &v.log, v.hw).map_or("-".into(), set);
+        let _ = writeln!(
+            out,
+            "    {i}: {:?}{} epoch {} voted {:?} hw {} log {} latest {} committed {}{}",
+            v.role,
+            v.leader.map_or(String::new(), |l| format!("(leader {l})")),
+            v.epoch,
+            v.voted_for,
+            v.hw.map_or(-1, i64::from),
+            log(&v.log),
+            set(latest),
+            committed,
+            v.pending.map_or(String::new(), |p| format!(" pending {}@{}", op(&p.op), p.offset)),
+        );
+    }
+    for e in &s.network {
+        let _ = writeln!(out, "    in flight: {}", envelope(e));
+    }
+    out
+}
+
+/// A numbered story: the initial state, then each action with the state after it.
+pub fn path(cfg: &ModelConfig, steps: &[(State, Option<Action>)]) -> String {
+    let mut out = String::new();
+    if let Some((init, _)) = steps.first() {
+        let _ = writeln!(out, "  0. initial state");
+        out.push_str(&state(cfg, init));
+    }
+    for (k, w) in steps.windows(2).enumerate() {
+        if let Some(a) = &w[0].1 {
+            let _ = writeln!(out, "  {}. {}", k + 1, action(a));
+            out.push_str(&state(cfg, &w[1].0));
+        }
+    }
+    out
+}

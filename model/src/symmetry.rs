@@ -1,0 +1,168 @@
+//! Symmetry reduction over server ids.
+//!
+//! Why it is sound: the protocol never looks at an id's value, only at equality and at voter-set
+//! membership. So a permutation of ids that maps the bootstrap set (offset −1, the one id-dependent
+//! constant) onto itself maps every run onto a run, and every property (all stated over sets of ids)
+//! onto itself. The permutations used here reorder the initial voters among themselves and the joiners
+//! among themselves. The representative is a member of the state's orbit (not necessarily a canonical
+//! one): merging states with equal representatives only merges symmetric states, which is sound; a
+//! non-canonical choice only loses some reduction. Only the DFS and simulation checkers use it.
+
+use crate::types::{bit, ChangeOp, Entry, Envelope, Id, Kind, Mask, Msg, Server, State, MAX_SERVERS};
+use stateright::Representative;
+
+fn map_mask(perm: &[Id], m: Mask) -> Mask {
+    perm.iter().enumerate().filter(|(old, _)| m & bit(*old as Id) != 0).fold(0, |acc, (_, &new)| acc | bit(new))
+}
+
+fn map_entry(perm: &[Id], e: &mut Entry) {
+    if let Kind::Voters(m) = e.kind {
+        e.kind = Kind::Voters(map_mask(perm, m));
+    }
+}
+
+fn map_op(perm: &[Id], op: ChangeOp) -> ChangeOp {
+    let p = |i: Id| perm[i as usize];
+    match op {
+        ChangeOp::Add(j) => ChangeOp::Add(p(j)),
+        ChangeOp::Remove(j) => ChangeOp::Remove(p(j)),
+        ChangeOp::Swap { out, add } => ChangeOp::Swap { out: p(out), add: p(add) },
+    }
+}
+
+fn map_server(perm: &[Id], s: &Server) -> Server {
+    let p = |i: Id| perm[i as usize];
+    let mut t = *s;
+    t.voted_for = s.voted_for.map(p);
+    t.leader = s.leader.map(p);
+    t.votes = map_mask(perm, s.votes);
+    t.caught_up = map_mask(perm, s.caught_up);
+    t.end = [None; MAX_SERVERS];
+    for (old, &new) in perm.iter().enumerate() {
+        t.end[new as usize] = s.end[old];
+    }
+    t.pending = s.pending.map(|mut pc| {
+        pc.op = map_op(perm, pc.op);
+        pc
+    });
+    for e in t.log.as_mut_slice() {
+        map_entry(perm, e);
+    }
+    t
+}
+
+fn map_envelope(perm: &[Id], env: &Envelope) -> Envelope {
+    let p = |i: Id| perm[i as usize];
+    let mut msg = env.msg;
+    if let Msg::FetchResponse(r) = &mut msg {
+        r.leader_id = r.leader_id.map(p);
+        for e in r.records.as_mut_slice() {
+            map_entry(perm, e);
+        }
+    }
+    Envelope { src: p(env.src), dst: p(env.dst), msg }
+}
+
+/// The state with ids renamed by `perm` (old id → new id).
+pub fn permute(s: &State, perm: &[Id]) -> State {
+    let mut servers = s.servers.clone();
+    for (old, &new) in perm.iter().enumerate() {
+        servers[new as usize] = map_server(perm, &s.servers[old]);
+    }
+    let mut network: Vec<Envelope> = s.network.iter().map(|e| map_envelope(perm, e)).collect();
+    network.sort_unstable();
+    let mut history = s.history.clone();
+    for m in history.leaders.iter_mut() {
+        *m = map_mask(perm, *m);
+    }
+    for (e, _) in history.committed.iter_mut() {
+        map_entry(perm, e);
+    }
+    if let Some((_, _, set)) = &mut history.max_reported {
+        *set = map_mask(perm, *set);
+    }
+    State { bootstrap: map_mask(perm, s.bootstrap), servers, network, history }
+}
+
+/// An id-free summary of a server used to order ids (ties keep their order).
+fn sort_key(s: &Server) -> impl Ord {
+    let log: Vec<(u8, u8)> = s
+        .log
+        .as_slice()
+        .iter()
+        .map(|e| {
+            let k = match e.kind {
+                Kind::Data => 0,
+                Kind::LeaderChange => 1,
+                Kind::KRaftVersion => 2,
+                Kind::Voters(m) => 3 + m.count_ones() as u8,
+            };
+            (e.epoch, k)
+        })
+        .collect();
+    (
+        s.role,
+        s.epoch,
+        log,
+        s.hw,
+        s.voted_for.is_some(),
+        s.leader.is_some(),
+        s.votes.count_ones(),
+        s.pending.is_some(),
+        s.fetching,
+    )
+}
+
+impl Representative for State {
+    fn representative(&self) -> Self {
+        let n = self.servers.len();
+        let mut order: Vec<Id> = (0..n as Id).collect();
+        // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
+        order.sort_by_cached_key(|&i| (self.bootstrap & bit(i) == 0, sort_key(&self.servers[i as usize])));
+        let mut perm = vec![0 as Id; n];
+        for (new, &old) in order.iter().enumerate() {
+            perm[old as usize] = new as Id;
+        }
+        permute(self, &perm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ModelConfig, Start};
+    use crate::step::KraftModel;
+    use crate::types::Action;
+
+    #[test]
+    fn representative_is_a_permutation_fixing_the_bootstrap_set() {
+        let m = KraftModel::new(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }).unwrap();
+        let s0 = m.fresh_state();
+        // Server 2 starts an election: the representative renames it but keeps it a voter.
+        let s1 = m.step(&s0, Action::ElectionTimeout(2)).unwrap().state;
+        let r = s1.representative();
+        assert_eq!(r.bootstrap, s1.bootstrap);
+        let mut a = r.servers.clone();
+        let mut b = s1.servers.clone();
+        a.sort_by_key(|s| (s.role, s.epoch));
+        b.sort_by_key(|s| (s.role, s.epoch));
+        assert_eq!(a.len(), b.len());
+        assert_eq!(r.network.len(), s1.network.len());
+        assert_eq!(r.representative(), r, "idempotent on this state");
+        // Server 1's election is the same state up to renaming.
+        let s1b = m.step(&s0, Action::ElectionTimeout(1)).unwrap().state;
+        assert_eq!(s1b.representative(), r);
+    }
+
+    #[test]
+    fn permute_rewrites_every_id() {
+        let m = KraftModel::new(ModelConfig::default()).unwrap();
+        let s = m.initial_state();
+        let perm = [1, 0, 2, 3];
+        let p = permute(&s, &perm);
+        assert_eq!(p.servers[1].role, crate::types::Role::Leader);
+        assert_eq!(p.servers[0].leader, Some(1));
+        assert_eq!(p.history.leaders[1], bit(1));
+        assert_eq!(permute(&p, &perm), s);
+    }
+}

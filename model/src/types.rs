@@ -1,0 +1,435 @@
+//! The model's vocabulary: server state, log entries, messages, actions and ghost history.
+//!
+//! Everything is small and fixed-size (u8 offsets and epochs, bitmask voter sets) so that states hash
+//! and clone fast; the JSON form (serde) is what `traces` writes and conformance reads.
+
+use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
+
+/// A server id, `0..voters` are the initial voters, `voters..voters+joiners` the joiners.
+pub type Id = u8;
+/// A voter set as a bitmask over server ids (bit `i` = server `i`).
+pub type Mask = u8;
+
+/// Most servers a model may have (ids fit in a [`Mask`] with room to spare).
+pub const MAX_SERVERS: usize = 6;
+/// Most entries a log (or a fetch response) may hold.
+pub const MAX_LOG: usize = 10;
+
+/// The mask with only `id` set.
+pub const fn bit(id: Id) -> Mask {
+    1 << id
+}
+
+/// The ids in `mask`, ascending.
+pub fn ids(mask: Mask) -> impl Iterator<Item = Id> {
+    (0..8u8).filter(move |i| mask & bit(*i) != 0)
+}
+
+/// Kafka error codes used by the model, with Kafka's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// 0
+    None,
+    /// 6: the receiver is not the leader.
+    NotLeaderOrFollower,
+    /// 7: a membership precondition is not met yet, or a pending change timed out.
+    RequestTimedOut,
+    /// 35: `kraft.version` < 1 (never reached: the model always runs kraft.version 1).
+    UnsupportedVersion,
+    /// 74: the request's epoch is older than the receiver's.
+    FencedLeaderEpoch,
+    /// 75: the request's epoch is newer than the receiver's.
+    UnknownLeaderEpoch,
+    /// 126: AddVoter of an id that is already a voter.
+    DuplicateVoter,
+    /// 127: RemoveVoter of a non-voter, or of the last voter.
+    VoterNotFound,
+}
+
+impl ErrorCode {
+    /// Kafka's numeric error code.
+    pub fn code(self) -> i16 {
+        match self {
+            ErrorCode::None => 0,
+            ErrorCode::NotLeaderOrFollower => 6,
+            ErrorCode::RequestTimedOut => 7,
+            ErrorCode::UnsupportedVersion => 35,
+            ErrorCode::FencedLeaderEpoch => 74,
+            ErrorCode::UnknownLeaderEpoch => 75,
+            ErrorCode::DuplicateVoter => 126,
+            ErrorCode::VoterNotFound => 127,
+        }
+    }
+}
+
+/// What a log entry (one record) is. Data carries no payload: its identity is (offset, epoch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// A client record.
+    #[default]
+    Data,
+    /// `LeaderChangeMessage`, first record of every leader's start-of-epoch batch.
+    LeaderChange,
+    /// `KRaftVersionRecord` (kraft.version 1), written with the first VotersRecord of a fresh cluster.
+    KRaftVersion,
+    /// `VotersRecord`: the full voter set, in force from this offset on (committed or not).
+    Voters(Mask),
+}
+
+/// One log entry: the epoch of the leader that appended it, and its kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Entry {
+    /// Leader epoch of the batch holding this record.
+    pub epoch: u8,
+    /// Record kind.
+    pub kind: Kind,
+}
+
+/// A bounded log; entry `i` is the record at offset `i`. Slots past `len` are kept at their default so
+/// that derived `Hash`/`Eq` only see the live prefix's content.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "Vec<Entry>", try_from = "Vec<Entry>")]
+pub struct Log {
+    entries: [Entry; MAX_LOG],
+    len: u8,
+}
+
+impl From<Log> for Vec<Entry> {
+    fn from(log: Log) -> Self {
+        log.as_slice().to_vec()
+    }
+}
+
+impl TryFrom<Vec<Entry>> for Log {
+    type Error = String;
+    fn try_from(v: Vec<Entry>) -> Result<Self, String> {
+        if v.len() > MAX_LOG {
+            return Err(format!("log of {} entries exceeds MAX_LOG {MAX_LOG}", v.len()));
+        }
+        Ok(Log::from_slice(&v))
+    }
+}
+
+impl Log {
+    /// A log holding `entries` (at most [`MAX_LOG`]; extra entries are a caller bug and are dropped).
+    pub fn from_slice(entries: &[Entry]) -> Log {
+        let mut log = Log::default();
+        for e in entries.iter().take(MAX_LOG) {
+            log.push(*e);
+        }
+        log
+    }
+    /// Log end offset (LEO).
+    pub fn len(&self) -> u8 {
+        self.len
+    }
+    /// True if the log holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The live entries.
+    pub fn as_slice(&self) -> &[Entry] {
+        &self.entries[..self.len as usize]
+    }
+    /// The entry at `offset`, if any.
+    pub fn get(&self, offset: u8) -> Option<Entry> {
+        self.as_slice().get(offset as usize).copied()
+    }
+    /// Appends one entry; returns false (and changes nothing) when the log is full.
+    pub fn push(&mut self, e: Entry) -> bool {
+        if (self.len as usize) < MAX_LOG {
+            self.entries[self.len as usize] = e;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// Removes every entry at offset ≥ `end`.
+    pub fn truncate(&mut self, end: u8) {
+        while self.len > end {
+            self.len -= 1;
+            self.entries[self.len as usize] = Entry::default();
+        }
+    }
+    /// The entries from `offset` to the end (empty if `offset` ≥ LEO).
+    pub fn suffix(&self, offset: u8) -> Log {
+        Log::from_slice(self.as_slice().get(offset as usize..).unwrap_or(&[]))
+    }
+    /// Epoch of the last entry, 0 for an empty log (Kafka's "last fetched epoch").
+    pub fn last_epoch(&self) -> u8 {
+        self.as_slice().last().map_or(0, |e| e.epoch)
+    }
+    /// Mutable access to the live entries (used by symmetry to rewrite voter masks).
+    pub fn as_mut_slice(&mut self) -> &mut [Entry] {
+        &mut self.entries[..self.len as usize]
+    }
+}
+
+/// A replica's role. Kafka's "Voted" state is `Unattached` with `voted_for` set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    /// No known leader in the current epoch (possibly voted).
+    #[default]
+    Unattached,
+    /// Follows `leader` in the current epoch (voters and observers alike).
+    Follower,
+    /// Asked for votes in the current epoch.
+    Candidate,
+    /// Leader of the current epoch.
+    Leader,
+    /// Was leader of the current epoch and stepped down (check-quorum, removal committed, restart).
+    Resigned,
+}
+
+/// A membership operation, as requested by an operator at some server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ChangeOp {
+    /// AddRaftVoter (API 80).
+    Add(Id),
+    /// RemoveRaftVoter (API 81).
+    Remove(Id),
+    /// Bug variant `swap-voter` only: one VotersRecord that removes `out` and adds `add`.
+    Swap {
+        /// Voter removed.
+        out: Id,
+        /// Voter added.
+        add: Id,
+    },
+}
+
+/// The leader's pending add/remove: the operation and the offset of its VotersRecord.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PendingChange {
+    /// The operation being committed.
+    pub op: ChangeOp,
+    /// Offset of its VotersRecord; the reply NONE is sent once HW > offset.
+    pub offset: u8,
+}
+
+/// A fetch is identified by its request fields; a response is applied only if it echoes the
+/// outstanding request's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FetchKey {
+    /// Fetcher's epoch when it sent the request.
+    pub epoch: u8,
+    /// Fetch offset = the fetcher's LEO.
+    pub fetch_offset: u8,
+    /// Epoch of the fetcher's last record, 0 for an empty log.
+    pub last_fetched_epoch: u8,
+}
+
+/// One server. Durable: `epoch`, `voted_for`, `log`. Everything else is volatile (lost on restart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Server {
+    /// Durable: current epoch.
+    pub epoch: u8,
+    /// Durable: the candidate this replica voted for in `epoch`.
+    pub voted_for: Option<Id>,
+    /// Durable: the log (offset i = entry i).
+    pub log: Log,
+    /// Volatile: role in `epoch`.
+    pub role: Role,
+    /// Volatile: known leader of `epoch` (Follower: whom it fetches from; Leader: itself).
+    pub leader: Option<Id>,
+    /// Volatile: high watermark (exclusive), `None` = unknown (−1 on the wire).
+    pub hw: Option<u8>,
+    /// Candidate: ids that granted their vote (itself included).
+    pub votes: Mask,
+    /// Leader: offset of its start-of-epoch batch (its LeaderChange record).
+    pub epoch_start: u8,
+    /// Leader: the last fetch offset seen from each replica in this epoch (voters and observers).
+    pub end: [Option<u8>; MAX_SERVERS],
+    /// Leader: replicas seen fetching at an offset ≥ the leader's LEO in this epoch (AddVoter's
+    /// caught-up test).
+    pub caught_up: Mask,
+    /// Leader: the add/remove awaiting commit.
+    pub pending: Option<PendingChange>,
+    /// Follower/observer (async fetch only): the outstanding fetch request.
+    pub fetching: Option<FetchKey>,
+}
+
+/// The body of a Fetch response, as in Kafka's `FetchResponse` partition data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FetchResponse {
+    /// The request this answers (correlation).
+    pub request: FetchKey,
+    /// Partition error: NONE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER.
+    pub error: ErrorCode,
+    /// `CurrentLeader.LeaderEpoch`: the responder's epoch.
+    pub leader_epoch: u8,
+    /// `CurrentLeader.LeaderId`, if the responder knows one.
+    pub leader_id: Option<Id>,
+    /// `HighWatermark`, `None` = −1.
+    pub high_watermark: Option<u8>,
+    /// `DivergingEpoch` {epoch, end offset}; when set, `records` is empty.
+    pub diverging: Option<(u8, u8)>,
+    /// Records from the fetch offset to the leader's LEO (the whole suffix, batched).
+    pub records: Log,
+}
+
+/// Protocol messages. The sender and receiver are in the [`Envelope`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// Vote request from candidate `src`.
+    VoteRequest {
+        /// Candidate epoch.
+        epoch: u8,
+        /// Epoch of the candidate's last record.
+        last_epoch: u8,
+        /// Candidate LEO (`LastOffset`).
+        last_offset: u8,
+    },
+    /// Vote response.
+    VoteResponse {
+        /// Responder's epoch after handling the request.
+        epoch: u8,
+        /// Vote granted.
+        granted: bool,
+        /// NONE or FENCED_LEADER_EPOCH.
+        error: ErrorCode,
+    },
+    /// New leader `src` of `epoch` announces itself to the other voters.
+    BeginQuorumEpoch {
+        /// Leader epoch.
+        epoch: u8,
+    },
+    /// Leader `src` of `epoch` resigned.
+    EndQuorumEpoch {
+        /// Leader epoch.
+        epoch: u8,
+    },
+    /// Fetch request (async mode only; sync mode folds request and response into one action).
+    FetchRequest(FetchKey),
+    /// Fetch response (async mode only).
+    FetchResponse(FetchResponse),
+}
+
+/// A message in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Sender.
+    pub src: Id,
+    /// Receiver.
+    pub dst: Id,
+    /// Content.
+    pub msg: Msg,
+}
+
+/// Every step the model can take. Each maps to one input of the implementation (Fetch in sync mode: a
+/// fixed request/response sequence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// Election timer of a non-leader voter (Unattached, Candidate) or of a Resigned replica.
+    ElectionTimeout(Id),
+    /// Fetch timer of a Follower: a voter becomes Candidate; an observer whose leader is gone becomes
+    /// Unattached.
+    FetchTimeout(Id),
+    /// Check-quorum expiry: the leader resigns.
+    CheckQuorumTimeout(Id),
+    /// The leader's pending add/remove times out (REQUEST_TIMED_OUT; the record stays).
+    ChangeTimeout(Id),
+    /// Crash and restart: volatile state lost, durable state kept.
+    Restart(Id),
+    /// A client append at a server (only a leader accepts).
+    ClientAppend(Id),
+    /// An operator's AddRaftVoter / RemoveRaftVoter (or the swap bug) sent to `server`.
+    Change {
+        /// Server receiving the request.
+        server: Id,
+        /// The operation.
+        op: ChangeOp,
+    },
+    /// `replica` fetches from `leader`. Sync mode: request, leader handling and response at once.
+    /// Async mode: sends the FetchRequest.
+    Fetch {
+        /// Fetcher.
+        replica: Id,
+        /// Leader it fetches from.
+        leader: Id,
+    },
+    /// Deliver one message.
+    Deliver(Envelope),
+    /// Lose one message (lossy network only).
+    Drop(Envelope),
+}
+
+/// An answer to an operator request, produced by a step (not part of the state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reply {
+    /// Server that answers.
+    pub server: Id,
+    /// The operation answered.
+    pub op: ChangeOp,
+    /// Kafka error code.
+    pub error: ErrorCode,
+}
+
+/// Bits of [`History::violations`]: transition-level property failures.
+pub mod violation {
+    /// A leader advanced its HW over an entry that conflicts with an already committed one.
+    pub const CONFLICTING_COMMIT: u16 = 1;
+    /// A replica truncated an entry below its own HW.
+    pub const TRUNCATION_BELOW_HW: u16 = 2;
+    /// A replica's known HW decreased.
+    pub const HW_DECREASED: u16 = 4;
+    /// A replica's reported committed voter set moved backwards in its history.
+    pub const COMMITTED_VOTERS_REGRESSED: u16 = 8;
+}
+
+/// Bits of [`History::events`]: past events some `sometimes` property looks for.
+pub mod event {
+    /// A replica truncated away a VotersRecord that changed the voter set.
+    pub const VOTERS_RECORD_TRUNCATED: u8 = 1;
+}
+
+/// Ghost (history) variables: part of the state, never read by the protocol itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    /// `leaders[e]`: who became leader in epoch `e` (ElectionSafety wants ≤ 1 bit).
+    pub leaders: [Mask; 16],
+    /// The longest prefix ever committed by a leader: entry and the epoch of the leader that first
+    /// committed it.
+    pub committed: Vec<(Entry, u8)>,
+    /// The committed voter set with the greatest offset ever reported by a leader:
+    /// (leader epoch, VotersRecord offset or −1 for the bootstrap set, set).
+    pub max_reported: Option<(u8, i8, Mask)>,
+    /// Membership changes appended so far (bound).
+    pub changes: u8,
+    /// Data records appended so far (bound).
+    pub data: u8,
+    /// Restarts so far (bound).
+    pub crashes: u8,
+    /// Transition-level violations ([`violation`] bits).
+    pub violations: u16,
+    /// Past events ([`event`] bits). Not hashed: they feed only `sometimes` properties, so leaving
+    /// them out of the fingerprint can only hide an example (a reported failure), never a violation.
+    pub events: u8,
+}
+
+impl Hash for History {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.leaders.hash(h);
+        self.committed.hash(h);
+        self.max_reported.hash(h);
+        self.changes.hash(h);
+        self.data.hash(h);
+        self.crashes.hash(h);
+        self.violations.hash(h);
+    }
+}
+
+/// The whole model state: servers, the network (a sorted multiset of envelopes) and history.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct State {
+    /// The bootstrap voter set (offset −1); constant, kept here so symmetry knows which ids may be
+    /// permuted with which.
+    pub bootstrap: Mask,
+    /// Server `i` is `servers[i]`.
+    pub servers: Vec<Server>,
+    /// Messages in flight, sorted (a multiset; a set on a duplicating network).
+    pub network: Vec<Envelope>,
+    /// Ghost variables for the properties.
+    pub history: History,
+}
