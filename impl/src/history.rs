@@ -1,1 +1,270 @@
 //! Voter-set history: offset-indexed voter sets, and the committed voter set.
+//!
+//! Mirrors Kafka's `VoterSetHistory`/`TreeMapLogHistory`: entries come from the bootstrap checkpoint (offset
+//! −1) and from VotersRecords in the log; the static set (`kraft.version` 0) is only a fallback.
+//! [`committed_voter_set`] is the single definition of the committed voter set used by the node,
+//! DescribeQuorum and the tests.
+
+use std::collections::BTreeMap;
+
+use crate::voter_set::VoterSet;
+
+/// Why a history update was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history offset {0} is below −1")]
+    OffsetBelowBootstrap(i64),
+    #[error("history offset {offset} is not after the last entry at {last}")]
+    NotIncreasing { offset: i64, last: i64 },
+}
+
+/// An offset-indexed map whose entries must be added at increasing offsets ≥ −1.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OffsetHistory<T> {
+    entries: BTreeMap<i64, T>,
+}
+
+impl<T> OffsetHistory<T> {
+    pub fn new() -> Self {
+        OffsetHistory {
+            entries: BTreeMap::new(),
+        }
+    }
+
+    pub fn add_at(&mut self, offset: i64, value: T) -> Result<(), HistoryError> {
+        if offset < -1 {
+            return Err(HistoryError::OffsetBelowBootstrap(offset));
+        }
+        if let Some((&last, _)) = self.entries.last_key_value() {
+            if offset <= last {
+                return Err(HistoryError::NotIncreasing { offset, last });
+            }
+        }
+        self.entries.insert(offset, value);
+        Ok(())
+    }
+
+    /// The entry with the largest offset ≤ `offset`.
+    pub fn at_or_before(&self, offset: i64) -> Option<(i64, &T)> {
+        self.entries
+            .range(..=offset)
+            .next_back()
+            .map(|(&o, v)| (o, v))
+    }
+
+    pub fn last_entry(&self) -> Option<(i64, &T)> {
+        self.entries.last_key_value().map(|(&o, v)| (o, v))
+    }
+
+    /// Suffix truncation: removes every entry at offset ≥ `end` (a log truncated to `end`).
+    pub fn truncate_new_entries(&mut self, end: i64) {
+        self.entries.split_off(&end);
+    }
+
+    /// Prefix trimming: removes entries ≤ `start` except the largest one, which stays in force.
+    pub fn trim_old_entries(&mut self, start: i64) {
+        let keep = self.entries.range(..=start).next_back().map(|(&o, _)| o);
+        if let Some(keep) = keep {
+            self.entries = self.entries.split_off(&keep);
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &T)> + '_ {
+        self.entries.iter().map(|(&o, v)| (o, v))
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+/// Voter sets by offset, with the static set (if any) as fallback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoterSetHistory {
+    /// The static set (`kraft.version` 0) or the bootstrap set; `latest()` falls back to it so that a
+    /// history can never be without a voter set.
+    base: VoterSet,
+    is_static: bool,
+    history: OffsetHistory<VoterSet>,
+}
+
+impl VoterSetHistory {
+    /// `kraft.version` 0: only the configured static set, no history.
+    pub fn with_static(set: VoterSet) -> Self {
+        VoterSetHistory {
+            base: set,
+            is_static: true,
+            history: OffsetHistory::new(),
+        }
+    }
+
+    /// `kraft.version` 1: the bootstrap checkpoint's set at offset −1.
+    pub fn with_bootstrap(set: VoterSet) -> Self {
+        let mut history = OffsetHistory::new();
+        history.entries.insert(-1, set.clone());
+        VoterSetHistory {
+            base: set,
+            is_static: false,
+            history,
+        }
+    }
+
+    /// Records the voter set of a VotersRecord at `offset`.
+    ///
+    /// No overlap check here (Kafka removed it in KAFKA-17973, and its check was weaker than its doc):
+    /// single-change safety comes from the leader's preconditions; the invariant checks test overlap.
+    pub fn add_at(&mut self, offset: i64, set: VoterSet) -> Result<(), HistoryError> {
+        self.history.add_at(offset, set)
+    }
+
+    /// The history entry at or before `offset` (never the static set).
+    pub fn at_or_before(&self, offset: i64) -> Option<(i64, &VoterSet)> {
+        self.history.at_or_before(offset)
+    }
+
+    /// The history entry at or before `offset`, falling back to the static set.
+    pub fn value_at_or_before(&self, offset: i64) -> Option<&VoterSet> {
+        self.history
+            .at_or_before(offset)
+            .map(|(_, s)| s)
+            .or(self.static_set())
+    }
+
+    /// The latest voter set: last history entry, else the static set. It takes effect when appended.
+    pub fn latest(&self) -> &VoterSet {
+        self.history
+            .last_entry()
+            .map(|(_, s)| s)
+            .unwrap_or(&self.base)
+    }
+
+    /// Offset and set of the last history entry (None with only a static set).
+    pub fn latest_entry(&self) -> Option<(i64, &VoterSet)> {
+        self.history.last_entry()
+    }
+
+    pub fn static_set(&self) -> Option<&VoterSet> {
+        self.is_static.then_some(&self.base)
+    }
+
+    /// Suffix truncation after divergence. The bootstrap entry at −1 is never removed.
+    pub fn truncate_new_entries(&mut self, end: i64) {
+        self.history.truncate_new_entries(end.max(0));
+    }
+
+    /// Prefix trimming after a snapshot, keeping the entry in force at `start`.
+    pub fn trim_old_entries(&mut self, start: i64) {
+        self.history.trim_old_entries(start);
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = (i64, &VoterSet)> + '_ {
+        self.history.iter()
+    }
+}
+
+/// THE committed voter set: the voter set at offset `hw − 1` (the latest VotersRecord below the HW),
+/// falling back to the bootstrap entry at −1 or the static set; `None` while the HW is unknown.
+///
+/// Every reader (the node, DescribeQuorum's `CommittedVoters`, the tests, conformance) calls this.
+pub fn committed_voter_set(
+    history: &VoterSetHistory,
+    high_watermark: Option<i64>,
+) -> Option<&VoterSet> {
+    let hw = high_watermark?;
+    history.value_at_or_before(hw - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::voter_set::tests::node;
+    use proptest::prelude::*;
+
+    fn set(ids: &[i32]) -> VoterSet {
+        VoterSet::new(ids.iter().map(|&i| node(i))).unwrap()
+    }
+
+    #[test]
+    fn committed_follows_hw_with_bootstrap_fallback() {
+        let mut h = VoterSetHistory::with_bootstrap(set(&[1]));
+        h.add_at(2, set(&[1])).unwrap();
+        h.add_at(5, set(&[1, 2])).unwrap();
+        assert_eq!(committed_voter_set(&h, None), None);
+        assert_eq!(committed_voter_set(&h, Some(0)), Some(&set(&[1])));
+        assert_eq!(committed_voter_set(&h, Some(5)), Some(&set(&[1])));
+        assert_eq!(committed_voter_set(&h, Some(6)), Some(&set(&[1, 2])));
+        assert_eq!(h.latest(), &set(&[1, 2]));
+    }
+
+    #[test]
+    fn static_fallback_only_when_no_history() {
+        let h = VoterSetHistory::with_static(set(&[1, 2, 3]));
+        assert_eq!(h.at_or_before(10), None);
+        assert_eq!(committed_voter_set(&h, Some(10)), Some(&set(&[1, 2, 3])));
+        assert_eq!(h.latest(), &set(&[1, 2, 3]));
+        assert_eq!(h.latest_entry(), None);
+    }
+
+    #[test]
+    fn add_at_requires_increasing_offsets() {
+        let mut h = VoterSetHistory::with_bootstrap(set(&[1]));
+        assert_eq!(
+            h.add_at(-1, set(&[2])),
+            Err(HistoryError::NotIncreasing {
+                offset: -1,
+                last: -1
+            })
+        );
+        h.add_at(3, set(&[1, 2])).unwrap();
+        assert_eq!(
+            h.add_at(3, set(&[1])),
+            Err(HistoryError::NotIncreasing { offset: 3, last: 3 })
+        );
+        let mut o = OffsetHistory::new();
+        assert_eq!(o.add_at(-2, 0), Err(HistoryError::OffsetBelowBootstrap(-2)));
+    }
+
+    #[test]
+    fn truncation_rolls_back_latest_but_keeps_bootstrap() {
+        let mut h = VoterSetHistory::with_bootstrap(set(&[1, 2, 3]));
+        h.add_at(2, set(&[1, 2, 3])).unwrap();
+        h.add_at(7, set(&[1, 2, 3, 4])).unwrap();
+        h.truncate_new_entries(7);
+        assert_eq!(h.latest_entry(), Some((2, &set(&[1, 2, 3]))));
+        h.truncate_new_entries(0);
+        assert_eq!(h.latest_entry(), Some((-1, &set(&[1, 2, 3]))));
+        h.truncate_new_entries(-5);
+        assert_eq!(h.latest_entry(), Some((-1, &set(&[1, 2, 3]))));
+    }
+
+    #[test]
+    fn trimming_keeps_entry_in_force() {
+        let mut h = VoterSetHistory::with_bootstrap(set(&[1]));
+        h.add_at(2, set(&[1, 2])).unwrap();
+        h.add_at(9, set(&[1, 2, 3])).unwrap();
+        h.trim_old_entries(5);
+        assert_eq!(h.entries().map(|(o, _)| o).collect::<Vec<_>>(), vec![2, 9]);
+        assert_eq!(h.value_at_or_before(5), Some(&set(&[1, 2])));
+    }
+
+    proptest! {
+        /// The history agrees with a naive list scan for every query and truncation.
+        #[test]
+        fn history_matches_naive_scan(offsets in proptest::collection::btree_set(0i64..50, 0..8),
+                                      q in -1i64..60, cut in -1i64..60) {
+            let mut h = VoterSetHistory::with_bootstrap(set(&[1]));
+            let mut naive: Vec<(i64, VoterSet)> = vec![(-1, set(&[1]))];
+            for (i, &o) in offsets.iter().enumerate() {
+                let s = set(&[1, 2 + i as i32]);
+                h.add_at(o, s.clone()).unwrap();
+                naive.push((o, s));
+            }
+            let scan = |n: &Vec<(i64, VoterSet)>, at: i64| n.iter().rev().find(|(o, _)| *o <= at).map(|(_, s)| s.clone());
+            prop_assert_eq!(h.value_at_or_before(q).cloned(), scan(&naive, q));
+            h.truncate_new_entries(cut);
+            naive.retain(|(o, _)| *o < cut.max(0));
+            prop_assert_eq!(h.value_at_or_before(q).cloned(), scan(&naive, q));
+            prop_assert_eq!(Some(h.latest().clone()), naive.last().map(|(_, s)| s.clone()));
+        }
+    }
+}

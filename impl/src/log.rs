@@ -13,7 +13,11 @@ pub enum Record {
     /// A client record (opaque value).
     Data(Bytes),
     /// LeaderChangeMessage, control type 2, written first in every new leader's epoch.
-    LeaderChange { leader_id: i32, voters: Vec<i32>, granting_voters: Vec<i32> },
+    LeaderChange {
+        leader_id: i32,
+        voters: Vec<i32>,
+        granting_voters: Vec<i32>,
+    },
     /// KRaftVersionRecord, control type 5.
     KRaftVersion(i16),
     /// VotersRecord, control type 6: the voter set that takes effect at this offset.
@@ -46,6 +50,8 @@ pub enum LogError {
     OutOfRange { offset: i64, start: i64, end: i64 },
     #[error("corrupt record batch at offset {offset}: {reason}")]
     Corrupt { offset: i64, reason: String },
+    #[error("a batch must hold at least one record")]
+    EmptyBatch,
     #[error("log I/O error: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -70,10 +76,295 @@ pub trait RaftLog {
     /// Whole batches holding offsets ≥ `from`, until about `max_bytes` of encoded size (at least one batch).
     fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Batch>, LogError>;
     /// Kafka's `endOffsetForEpoch`: the largest epoch ≤ `epoch` in the log and the end offset of that epoch
-    /// (the base offset of the first batch of a later epoch, or the LEO). `None` if no such epoch.
+    /// (the base offset of the first batch of a later epoch, or the LEO). If every batch has a larger epoch,
+    /// `(epoch, base offset of the first batch)` as Kafka's epoch cache answers. `None` for an empty log.
     fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)>;
     /// Makes every appended batch durable.
     fn flush(&mut self) -> Result<(), LogError>;
     /// Offset below which every record is durable.
     fn flushed_offset(&self) -> i64;
+}
+
+/// Kafka's epoch-cache answer over a sequence of batches (shared by the log implementations).
+pub fn end_offset_for_epoch_in(
+    batches: &[Batch],
+    end_offset: i64,
+    epoch: i32,
+) -> Option<(i32, i64)> {
+    let first = batches.first()?;
+    // Index of the first batch whose epoch is > `epoch` (batch epochs are non-decreasing).
+    let after = batches.partition_point(|b| b.epoch <= epoch);
+    if after == 0 {
+        return Some((epoch, first.base_offset));
+    }
+    let found = batches[after - 1].epoch;
+    let end = batches.get(after).map_or(end_offset, |b| b.base_offset);
+    Some((found, end))
+}
+
+/// An in-memory [`RaftLog`]: used by tests, conformance and benchmarks. `flush` is a no-op marker.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryLog {
+    batches: Vec<Batch>,
+    start_offset: i64,
+    flushed: i64,
+}
+
+impl MemoryLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// All batches, in order.
+    pub fn batches(&self) -> &[Batch] {
+        &self.batches
+    }
+
+    fn check_append(&self, batch: &Batch) -> Result<(), LogError> {
+        if batch.records.is_empty() {
+            return Err(LogError::EmptyBatch);
+        }
+        if batch.base_offset != self.end_offset() {
+            return Err(LogError::NonContiguous {
+                expected: self.end_offset(),
+                got: batch.base_offset,
+            });
+        }
+        if batch.epoch < self.last_epoch() {
+            return Err(LogError::EpochRegression {
+                last: self.last_epoch(),
+                got: batch.epoch,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Rough encoded size of a batch, for the `max_bytes` limit of `read`.
+pub fn approximate_size(batch: &Batch) -> usize {
+    const BATCH_OVERHEAD: usize = 61;
+    BATCH_OVERHEAD
+        + batch
+            .records
+            .iter()
+            .map(|r| match r {
+                Record::Data(b) => 16 + b.len(),
+                Record::LeaderChange {
+                    voters,
+                    granting_voters,
+                    ..
+                } => 24 + 4 * (voters.len() + granting_voters.len()),
+                Record::KRaftVersion(_) => 20,
+                Record::Voters(set) => {
+                    20 + set
+                        .nodes()
+                        .map(|n| 40 + n.listeners.len() * 32)
+                        .sum::<usize>()
+                }
+            })
+            .sum::<usize>()
+}
+
+impl RaftLog for MemoryLog {
+    fn start_offset(&self) -> i64 {
+        self.start_offset
+    }
+
+    fn end_offset(&self) -> i64 {
+        self.batches
+            .last()
+            .map_or(self.start_offset, Batch::next_offset)
+    }
+
+    fn last_epoch(&self) -> i32 {
+        self.batches.last().map_or(0, |b| b.epoch)
+    }
+
+    fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError> {
+        let batch = Batch {
+            base_offset: self.end_offset(),
+            epoch,
+            records,
+        };
+        self.check_append(&batch)?;
+        let base = batch.base_offset;
+        self.batches.push(batch);
+        Ok(base)
+    }
+
+    fn append_as_follower(&mut self, batches: Vec<Batch>) -> Result<(), LogError> {
+        // Validate the whole sequence first so a bad batch leaves the log unchanged.
+        let mut end = self.end_offset();
+        let mut last = self.last_epoch();
+        for b in &batches {
+            if b.records.is_empty() {
+                return Err(LogError::EmptyBatch);
+            }
+            if b.base_offset != end {
+                return Err(LogError::NonContiguous {
+                    expected: end,
+                    got: b.base_offset,
+                });
+            }
+            if b.epoch < last {
+                return Err(LogError::EpochRegression { last, got: b.epoch });
+            }
+            end = b.next_offset();
+            last = b.epoch;
+        }
+        for b in batches {
+            self.check_append(&b)?;
+            self.batches.push(b);
+        }
+        Ok(())
+    }
+
+    fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset < self.start_offset {
+            return Err(LogError::OutOfRange {
+                offset,
+                start: self.start_offset,
+                end: self.end_offset(),
+            });
+        }
+        if offset >= self.end_offset() {
+            return Ok(());
+        }
+        let keep = self.batches.partition_point(|b| b.base_offset < offset);
+        self.batches.truncate(keep);
+        if let Some(last) = self.batches.last_mut() {
+            let len = (offset - last.base_offset) as usize;
+            last.records.truncate(len);
+        }
+        self.flushed = self.flushed.min(offset);
+        Ok(())
+    }
+
+    fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Batch>, LogError> {
+        let end = self.end_offset();
+        if from < self.start_offset || from > end {
+            return Err(LogError::OutOfRange {
+                offset: from,
+                start: self.start_offset,
+                end,
+            });
+        }
+        let first = self.batches.partition_point(|b| b.next_offset() <= from);
+        let mut out = Vec::new();
+        let mut size = 0;
+        for b in &self.batches[first..] {
+            let s = approximate_size(b);
+            if !out.is_empty() && size + s > max_bytes {
+                break;
+            }
+            size += s;
+            out.push(b.clone());
+        }
+        Ok(out)
+    }
+
+    fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        end_offset_for_epoch_in(&self.batches, self.end_offset(), epoch)
+    }
+
+    fn flush(&mut self) -> Result<(), LogError> {
+        self.flushed = self.end_offset();
+        Ok(())
+    }
+
+    fn flushed_offset(&self) -> i64 {
+        self.flushed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn data(n: usize) -> Vec<Record> {
+        (0..n)
+            .map(|i| Record::Data(Bytes::from(vec![i as u8])))
+            .collect()
+    }
+
+    #[test]
+    fn append_read_truncate() {
+        let mut log = MemoryLog::new();
+        assert_eq!(log.append_as_leader(1, data(3)).unwrap(), 0);
+        assert_eq!(log.append_as_leader(2, data(2)).unwrap(), 3);
+        assert_eq!(log.end_offset(), 5);
+        assert_eq!(log.last_epoch(), 2);
+        assert!(matches!(
+            log.append_as_leader(1, data(1)),
+            Err(LogError::EpochRegression { last: 2, got: 1 })
+        ));
+        assert!(matches!(
+            log.append_as_leader(3, vec![]),
+            Err(LogError::EmptyBatch)
+        ));
+        assert_eq!(log.read(4, 1).unwrap().len(), 1);
+        assert_eq!(log.read(0, usize::MAX).unwrap().len(), 2);
+        assert!(log.read(6, 10).is_err());
+        log.truncate_to(2).unwrap();
+        assert_eq!(log.end_offset(), 2);
+        assert_eq!(log.last_epoch(), 1);
+        assert!(log.truncate_to(-1).is_err());
+    }
+
+    #[test]
+    fn follower_append_is_all_or_nothing() {
+        let mut log = MemoryLog::new();
+        let good = Batch {
+            base_offset: 0,
+            epoch: 1,
+            records: data(2),
+        };
+        let gap = Batch {
+            base_offset: 5,
+            epoch: 1,
+            records: data(1),
+        };
+        assert!(matches!(
+            log.append_as_follower(vec![good.clone(), gap]),
+            Err(LogError::NonContiguous { .. })
+        ));
+        assert_eq!(log.end_offset(), 0);
+        log.append_as_follower(vec![good]).unwrap();
+        assert_eq!(log.end_offset(), 2);
+    }
+
+    #[test]
+    fn end_offset_for_epoch_like_kafka() {
+        let mut log = MemoryLog::new();
+        assert_eq!(log.end_offset_for_epoch(1), None);
+        log.append_as_leader(2, data(3)).unwrap();
+        log.append_as_leader(2, data(1)).unwrap();
+        log.append_as_leader(4, data(2)).unwrap();
+        assert_eq!(log.end_offset_for_epoch(0), Some((0, 0)));
+        assert_eq!(log.end_offset_for_epoch(2), Some((2, 4)));
+        assert_eq!(log.end_offset_for_epoch(3), Some((2, 4)));
+        assert_eq!(log.end_offset_for_epoch(4), Some((4, 6)));
+        assert_eq!(log.end_offset_for_epoch(9), Some((4, 6)));
+    }
+
+    proptest! {
+        /// Truncation at any offset keeps exactly the records below it, in order.
+        #[test]
+        fn truncate_keeps_prefix(sizes in proptest::collection::vec(1usize..4, 0..6), cut in 0i64..20) {
+            let mut log = MemoryLog::new();
+            let mut flat = Vec::new();
+            for (e, n) in sizes.iter().enumerate() {
+                let recs = data(*n);
+                flat.extend(recs.iter().cloned().map(|r| (e as i32, r)));
+                log.append_as_leader(e as i32, recs).unwrap();
+            }
+            log.truncate_to(cut).unwrap();
+            let kept: Vec<(i32, Record)> = log.read(0, usize::MAX).unwrap().into_iter()
+                .flat_map(|b| b.records.into_iter().map(move |r| (b.epoch, r))).collect();
+            let expect: Vec<(i32, Record)> = flat.into_iter().take(cut as usize).collect();
+            prop_assert_eq!(log.end_offset(), expect.len() as i64);
+            prop_assert_eq!(kept, expect);
+        }
+    }
 }

@@ -1,0 +1,354 @@
+//! Building and reading the kafka-protocol structs of the Raft RPCs (one topic, one partition).
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    begin_quorum_epoch_request, begin_quorum_epoch_response, end_quorum_epoch_request,
+    end_quorum_epoch_response, fetch_request, fetch_response, vote_request, vote_response,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, EndQuorumEpochRequest,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, TopicName, VoteRequest, VoteResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+/// The metadata log's topic and partition; every other topic/partition is refused.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+pub const METADATA_PARTITION: i32 = 0;
+
+/// Private tagged field of a Fetch response partition: the request's `(epoch i32, fetch offset i64,
+/// last fetched epoch i32)`, big-endian. Kafka peers skip unknown tags.
+pub const FETCH_ECHO_TAG: i32 = 0x4b52;
+
+/// Kafka error codes used by the core (`Errors.java`).
+pub mod errors {
+    pub const NONE: i16 = 0;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    pub const REQUEST_TIMED_OUT: i16 = 7;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const FENCED_LEADER_EPOCH: i16 = 74;
+    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
+    pub const INVALID_VOTER_KEY: i16 = 125;
+    pub const DUPLICATE_VOTER: i16 = 126;
+    pub const VOTER_NOT_FOUND: i16 = 127;
+}
+
+/// Kafka's default message for an error code (`Errors.message()`); `None` for NONE.
+pub fn error_message(code: i16) -> Option<&'static str> {
+    Some(match code {
+        errors::NONE => return None,
+        errors::UNKNOWN_TOPIC_OR_PARTITION => "This server does not host this topic-partition.",
+        errors::NOT_LEADER_OR_FOLLOWER => "For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition.",
+        errors::REQUEST_TIMED_OUT => "The request timed out.",
+        errors::UNSUPPORTED_VERSION => "The version of API is not supported.",
+        errors::INVALID_REQUEST => "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
+        errors::FENCED_LEADER_EPOCH => "The leader epoch in the request is older than the epoch on the broker.",
+        errors::UNKNOWN_LEADER_EPOCH => "The leader epoch in the request is newer than the epoch on the broker.",
+        errors::INCONSISTENT_CLUSTER_ID => "The clusterId in the request does not match that found on the server",
+        errors::INVALID_VOTER_KEY => "The voter key doesn't match the receiving replica's key.",
+        errors::DUPLICATE_VOTER => "The voter is already part of the set of voters.",
+        errors::VOTER_NOT_FOUND => "The voter is not part of the set of voters.",
+        _ => "Unexpected error.",
+    })
+}
+
+pub(crate) fn topic_name() -> TopicName {
+    TopicName(StrBytes::from_static_str(METADATA_TOPIC))
+}
+
+pub(crate) fn is_metadata_topic(name: &str) -> bool {
+    name == METADATA_TOPIC
+}
+
+pub(crate) fn cluster_id_mismatch(request: &Option<StrBytes>, local: &str) -> bool {
+    request.as_ref().is_some_and(|c| c.as_str() != local)
+}
+
+/// The single metadata partition of a Vote request, if the request names exactly it.
+pub(crate) fn vote_partition(req: &VoteRequest) -> Option<&vote_request::PartitionData> {
+    match req.topics.as_slice() {
+        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
+            [p] if p.partition_index == METADATA_PARTITION => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub(crate) fn begin_partition(
+    req: &BeginQuorumEpochRequest,
+) -> Option<&begin_quorum_epoch_request::PartitionData> {
+    match req.topics.as_slice() {
+        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
+            [p] if p.partition_index == METADATA_PARTITION => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub(crate) fn end_partition(
+    req: &EndQuorumEpochRequest,
+) -> Option<&end_quorum_epoch_request::PartitionData> {
+    match req.topics.as_slice() {
+        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
+            [p] if p.partition_index == METADATA_PARTITION => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub(crate) fn fetch_partition(req: &FetchRequest) -> Option<&fetch_request::FetchPartition> {
+    match req.topics.as_slice() {
+        [t] if is_metadata_topic(&t.topic.0) => match t.partitions.as_slice() {
+            [p] if p.partition == METADATA_PARTITION => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The replica id of a Fetch: `replica_state` (v15+), else the old `replica_id` field.
+pub(crate) fn fetch_replica_id(req: &FetchRequest) -> i32 {
+    if req.replica_state.replica_id.0 >= 0 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    }
+}
+
+pub(crate) fn vote_response_partition(
+    resp: &VoteResponse,
+) -> Option<&vote_response::PartitionData> {
+    resp.topics.first().and_then(|t| t.partitions.first())
+}
+
+pub(crate) fn begin_response_partition(
+    resp: &BeginQuorumEpochResponse,
+) -> Option<&begin_quorum_epoch_response::PartitionData> {
+    resp.topics.first().and_then(|t| t.partitions.first())
+}
+
+pub(crate) fn end_response_partition(
+    resp: &EndQuorumEpochResponse,
+) -> Option<&end_quorum_epoch_response::PartitionData> {
+    resp.topics.first().and_then(|t| t.partitions.first())
+}
+
+pub(crate) fn fetch_response_partition(
+    resp: &FetchResponse,
+) -> Option<&fetch_response::PartitionData> {
+    resp.responses.first().and_then(|t| t.partitions.first())
+}
+
+pub(crate) fn vote_response(
+    top_error: i16,
+    partition_error: i16,
+    leader_id: i32,
+    epoch: i32,
+    granted: bool,
+) -> VoteResponse {
+    let partitions = if top_error == 0 {
+        vec![vote_response::PartitionData::default()
+            .with_partition_index(METADATA_PARTITION)
+            .with_error_code(partition_error)
+            .with_leader_id(BrokerId(leader_id))
+            .with_leader_epoch(epoch)
+            .with_vote_granted(granted)]
+    } else {
+        Vec::new()
+    };
+    VoteResponse::default()
+        .with_error_code(top_error)
+        .with_topics(vec![vote_response::TopicData::default()
+            .with_topic_name(topic_name())
+            .with_partitions(partitions)])
+}
+
+pub(crate) fn begin_response(
+    top_error: i16,
+    partition_error: i16,
+    leader_id: i32,
+    epoch: i32,
+) -> BeginQuorumEpochResponse {
+    BeginQuorumEpochResponse::default()
+        .with_error_code(top_error)
+        .with_topics(vec![begin_quorum_epoch_response::TopicData::default()
+            .with_topic_name(topic_name())
+            .with_partitions(vec![
+                begin_quorum_epoch_response::PartitionData::default()
+                    .with_partition_index(METADATA_PARTITION)
+                    .with_error_code(partition_error)
+                    .with_leader_id(BrokerId(leader_id))
+                    .with_leader_epoch(epoch),
+            ])])
+}
+
+pub(crate) fn end_response(
+    top_error: i16,
+    partition_error: i16,
+    leader_id: i32,
+    epoch: i32,
+) -> EndQuorumEpochResponse {
+    EndQuorumEpochResponse::default()
+        .with_error_code(top_error)
+        .with_topics(vec![end_quorum_epoch_response::TopicData::default()
+            .with_topic_name(topic_name())
+            .with_partitions(vec![
+                end_quorum_epoch_response::PartitionData::default()
+                    .with_partition_index(METADATA_PARTITION)
+                    .with_error_code(partition_error)
+                    .with_leader_id(BrokerId(leader_id))
+                    .with_leader_epoch(epoch),
+            ])])
+}
+
+/// The identity of a fetch request, echoed in its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FetchEcho {
+    pub epoch: i32,
+    pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
+}
+
+impl FetchEcho {
+    pub(crate) fn encode(&self) -> Bytes {
+        let mut b = BytesMut::with_capacity(16);
+        b.put_i32(self.epoch);
+        b.put_i64(self.fetch_offset);
+        b.put_i32(self.last_fetched_epoch);
+        b.freeze()
+    }
+
+    pub(crate) fn decode(mut bytes: Bytes) -> Option<FetchEcho> {
+        if bytes.len() != 16 {
+            return None;
+        }
+        Some(FetchEcho {
+            epoch: bytes.get_i32(),
+            fetch_offset: bytes.get_i64(),
+            last_fetched_epoch: bytes.get_i32(),
+        })
+    }
+}
+
+/// What a Fetch response partition says, read once.
+pub(crate) struct FetchReply {
+    pub error: i16,
+    pub high_watermark: i64,
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub diverging: Option<(i32, i64)>,
+    pub records: Option<Bytes>,
+    pub echo: Option<FetchEcho>,
+}
+
+pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
+    let p = fetch_response_partition(resp)?;
+    let error = if resp.error_code != 0 {
+        resp.error_code
+    } else {
+        p.error_code
+    };
+    let diverging = (p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0)
+        .then_some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset));
+    let echo = p
+        .unknown_tagged_fields
+        .get(&FETCH_ECHO_TAG)
+        .and_then(|b| FetchEcho::decode(b.clone()));
+    Some(FetchReply {
+        error,
+        high_watermark: p.high_watermark,
+        leader_id: p.current_leader.leader_id.0,
+        leader_epoch: p.current_leader.leader_epoch,
+        diverging,
+        records: p.records.clone().filter(|r| !r.is_empty()),
+        echo,
+    })
+}
+
+pub(crate) struct FetchResponseParts {
+    pub top_error: i16,
+    pub error: i16,
+    pub high_watermark: i64,
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub diverging: Option<(i32, i64)>,
+    pub records: Option<Bytes>,
+    pub echo: Option<FetchEcho>,
+    pub log_start_offset: i64,
+}
+
+pub(crate) fn fetch_response(parts: FetchResponseParts) -> FetchResponse {
+    let mut p = fetch_response::PartitionData::default()
+        .with_partition_index(METADATA_PARTITION)
+        .with_error_code(parts.error)
+        .with_high_watermark(parts.high_watermark)
+        .with_log_start_offset(parts.log_start_offset)
+        .with_current_leader(
+            fetch_response::LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(parts.leader_id))
+                .with_leader_epoch(parts.leader_epoch),
+        )
+        .with_records(Some(parts.records.unwrap_or_default()));
+    if let Some((epoch, end_offset)) = parts.diverging {
+        p = p.with_diverging_epoch(
+            fetch_response::EpochEndOffset::default()
+                .with_epoch(epoch)
+                .with_end_offset(end_offset),
+        );
+    }
+    if let Some(echo) = parts.echo {
+        p.unknown_tagged_fields
+            .insert(FETCH_ECHO_TAG, echo.encode());
+    }
+    FetchResponse::default()
+        .with_error_code(parts.top_error)
+        .with_responses(vec![fetch_response::FetchableTopicResponse::default()
+            .with_topic(topic_name())
+            .with_partitions(vec![p])])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_round_trip_and_rejects_bad_length() {
+        let e = FetchEcho {
+            epoch: 3,
+            fetch_offset: 17,
+            last_fetched_epoch: 2,
+        };
+        assert_eq!(FetchEcho::decode(e.encode()), Some(e));
+        assert_eq!(FetchEcho::decode(Bytes::from_static(b"short")), None);
+    }
+
+    #[test]
+    fn fetch_response_round_trip_through_reader() {
+        let echo = FetchEcho {
+            epoch: 1,
+            fetch_offset: 0,
+            last_fetched_epoch: 0,
+        };
+        let r = fetch_response(FetchResponseParts {
+            top_error: 0,
+            error: 0,
+            high_watermark: -1,
+            leader_id: 1,
+            leader_epoch: 1,
+            diverging: Some((1, 3)),
+            records: None,
+            echo: Some(echo),
+            log_start_offset: 0,
+        });
+        let read = read_fetch_response(&r).unwrap();
+        assert_eq!(
+            (read.diverging, read.echo, read.records),
+            (Some((1, 3)), Some(echo), None)
+        );
+        assert_eq!(error_message(errors::NONE), None);
+        assert!(error_message(errors::VOTER_NOT_FOUND).is_some());
+    }
+}
