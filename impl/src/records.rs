@@ -283,6 +283,8 @@ pub fn decode_batches(bytes: Bytes) -> Result<Vec<Batch>, RecordsError> {
 #[derive(Debug)]
 pub struct Scan {
     pub batches: Vec<Batch>,
+    /// Encoded byte length of each batch in `batches`.
+    pub lengths: Vec<usize>,
     /// Byte length of the valid prefix (the end of the last good batch).
     pub valid_bytes: usize,
     /// Why decoding stopped before the end of the buffer, if it did.
@@ -291,28 +293,26 @@ pub struct Scan {
 
 /// Decodes the valid prefix of `bytes` and reports where and why it stops (used by log recovery).
 pub fn scan_batches(bytes: Bytes) -> Scan {
-    let mut batches = Vec::new();
-    let mut position = 0;
-    while position < bytes.len() {
-        match decode_one(&bytes, position) {
+    let mut scan = Scan {
+        batches: Vec::new(),
+        lengths: Vec::new(),
+        valid_bytes: 0,
+        error: None,
+    };
+    while scan.valid_bytes < bytes.len() {
+        match decode_one(&bytes, scan.valid_bytes) {
             Ok((batch, len)) => {
-                batches.push(batch);
-                position += len;
+                scan.batches.push(batch);
+                scan.lengths.push(len);
+                scan.valid_bytes += len;
             }
             Err(error) => {
-                return Scan {
-                    batches,
-                    valid_bytes: position,
-                    error: Some(error),
-                }
+                scan.error = Some(error);
+                break;
             }
         }
     }
-    Scan {
-        batches,
-        valid_bytes: position,
-        error: None,
-    }
+    scan
 }
 
 /// Reads the frame of the batch at `position`: (base offset, total length including the 12-byte prefix).

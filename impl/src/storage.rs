@@ -1,1 +1,142 @@
-//! Durable storage: log segments of Kafka record batches and the quorum-state file.
+//! Durable state of a node: the data directory, its identity, the bootstrap checkpoint, the quorum-state file
+//! and the log segments.
+//!
+//! Layout (after Kafka's):
+//! ```text
+//! D/meta.properties                                   node id, directory id, cluster id
+//! D/__cluster_metadata-0/bootstrap.checkpoint          kraft.version + initial voter set (record batches)
+//! D/__cluster_metadata-0/quorum-state                  epoch, voted key, leader (JSON, replaced atomically)
+//! D/__cluster_metadata-0/<20-digit base offset>.log    log segments: Kafka v2 record batches
+//! ```
+//!
+//! Durability policy: the quorum-state file is fsynced (file and directory) before the shell sends any
+//! message of the same core output. Log appends are written to the page cache at once and fsynced by
+//! [`FileLog::flush`], which the shell calls before it hands the core's output to the network; the core only
+//! reports `flushed_offset()` in Fetch and counts it toward the HW. Cost: one `fdatasync` per batch of
+//! appends that the shell groups together (one per event-loop turn), not one per record.
+
+mod file_log;
+mod meta;
+mod quorum_state;
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use file_log::{FileLog, DEFAULT_SEGMENT_BYTES};
+pub use meta::{
+    format_directory_id, parse_directory_id, read_bootstrap, write_bootstrap, MetaProperties,
+};
+pub use quorum_state::{read_quorum_state, write_quorum_state};
+
+use crate::log::LogError;
+
+/// The metadata log partition's directory inside a data directory.
+pub const LOG_DIR_NAME: &str = "__cluster_metadata-0";
+pub const META_FILE: &str = "meta.properties";
+pub const BOOTSTRAP_FILE: &str = "bootstrap.checkpoint";
+pub const QUORUM_STATE_FILE: &str = "quorum-state";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("data directory {0} is not formatted (run `kraft format` first)")]
+    NotFormatted(PathBuf),
+    #[error("data directory {dir} belongs to {field} {found}, not {expected}")]
+    Foreign {
+        dir: PathBuf,
+        field: &'static str,
+        expected: String,
+        found: String,
+    },
+    #[error("corrupt {path}: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+impl StorageError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> StorageError + '_ {
+        move |source| StorageError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The paths of one data directory.
+#[derive(Clone, Debug)]
+pub struct DataDir {
+    pub root: PathBuf,
+}
+
+impl DataDir {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DataDir { root: root.into() }
+    }
+    pub fn meta_path(&self) -> PathBuf {
+        self.root.join(META_FILE)
+    }
+    pub fn log_dir(&self) -> PathBuf {
+        self.root.join(LOG_DIR_NAME)
+    }
+    pub fn bootstrap_path(&self) -> PathBuf {
+        self.log_dir().join(BOOTSTRAP_FILE)
+    }
+    pub fn quorum_state_path(&self) -> PathBuf {
+        self.log_dir().join(QUORUM_STATE_FILE)
+    }
+    pub fn is_formatted(&self) -> bool {
+        self.meta_path().exists()
+    }
+
+    /// Reads the identity and checks it against the expected node id and cluster id, if given.
+    pub fn open(
+        &self,
+        expect_node_id: Option<i32>,
+        expect_cluster_id: Option<&str>,
+    ) -> Result<MetaProperties, StorageError> {
+        if !self.is_formatted() {
+            return Err(StorageError::NotFormatted(self.root.clone()));
+        }
+        let meta = MetaProperties::read(&self.meta_path())?;
+        if let Some(expected) = expect_node_id.filter(|id| *id != meta.node_id) {
+            return Err(StorageError::Foreign {
+                dir: self.root.clone(),
+                field: "node id",
+                expected: expected.to_string(),
+                found: meta.node_id.to_string(),
+            });
+        }
+        if let Some(expected) = expect_cluster_id.filter(|c| *c != meta.cluster_id) {
+            return Err(StorageError::Foreign {
+                dir: self.root.clone(),
+                field: "cluster id",
+                expected: expected.to_string(),
+                found: meta.cluster_id.clone(),
+            });
+        }
+        Ok(meta)
+    }
+}
+
+/// fsync of a directory, so created, renamed and deleted entries survive a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), io::Error> {
+    File::open(dir)?.sync_all()
+}
+
+/// Writes `bytes` to `path` atomically: temporary file, fsync, rename, fsync of the directory.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = dir.join(tmp_name);
+    let mut file = File::create(&tmp).map_err(StorageError::io(&tmp))?;
+    file.write_all(bytes).map_err(StorageError::io(&tmp))?;
+    file.sync_all().map_err(StorageError::io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(StorageError::io(path))?;
+    sync_dir(dir).map_err(StorageError::io(dir))
+}
