@@ -483,6 +483,7 @@ impl<L: RaftLog> Node<L> {
             node.role = RoleState::Unattached;
             node.arm_unattached_timers(now);
         }
+        node.refresh_timers();
         Ok(node)
     }
 

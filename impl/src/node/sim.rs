@@ -1,1 +1,450 @@
+//! A deterministic in-process cluster for tests and benchmarks: N nodes over [`MemoryLog`], a network the
+//! caller controls (deliver, drop, duplicate, in any order), per-node clocks, crash and restart from the
+//! durable state only (log and persisted election state).
 
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::{
+    AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
+    Message, Millis, Node, NodeConfig, NodeError, Output, Role, Timer,
+};
+use crate::log::MemoryLog;
+use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+
+/// A message in flight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Envelope {
+    pub from: i32,
+    pub to: i32,
+    pub msg: Message,
+}
+
+/// One simulated replica: the running node (None while crashed) and its durable state.
+pub struct SimNode {
+    pub config: NodeConfig,
+    pub node: Option<Node<MemoryLog>>,
+    /// The last persisted election state (what survives a crash).
+    pub persisted: ElectionState,
+    /// The log kept across a crash (MemoryLog is fully flushed after every append).
+    crashed_log: Option<MemoryLog>,
+    pub clock: Millis,
+}
+
+/// The simulated cluster.
+pub struct Sim {
+    pub nodes: BTreeMap<i32, SimNode>,
+    pub network: Vec<Envelope>,
+    pub client_replies: Vec<(i32, ClientId, ClientResponse)>,
+    next_client: u64,
+}
+
+/// Directory id of simulated node `id` (deterministic, never nil).
+pub fn directory_id(id: i32) -> Uuid {
+    Uuid::from_u128(0x1000 + id as u128)
+}
+
+/// Replica key of simulated node `id`.
+pub fn key(id: i32) -> ReplicaKey {
+    ReplicaKey::new(id, directory_id(id))
+}
+
+/// Default listener of simulated node `id`.
+pub fn listener(id: i32) -> Endpoint {
+    Endpoint {
+        name: "CONTROLLER".into(),
+        host: "localhost".into(),
+        port: 9000 + id as u16,
+    }
+}
+
+/// Voter node of simulated node `id`.
+pub fn voter_node(id: i32) -> VoterNode {
+    VoterNode {
+        key: key(id),
+        listeners: vec![listener(id)],
+        supported: SupportedVersions::CURRENT,
+    }
+}
+
+/// A voter set of simulated nodes.
+pub fn voter_set(ids: &[i32]) -> VoterSet {
+    VoterSet::new(ids.iter().map(|&id| voter_node(id))).expect("ids are distinct and non-empty")
+}
+
+/// The configuration the simulator gives node `id`.
+pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
+    NodeConfig {
+        cluster_id: "sim-cluster".into(),
+        node_id: id,
+        directory_id: directory_id(id),
+        listeners: vec![listener(id)],
+        bootstrap,
+        election_timeout_ms: 1000,
+        fetch_timeout_ms: 2000,
+        fetch_interval_ms: 50,
+        check_quorum_timeout_ms: 3000,
+        request_timeout_ms: 2000,
+        observer_expiry_ms: 300_000,
+        seed: seed.wrapping_mul(1_000_003).wrapping_add(id as u64),
+    }
+}
+
+/// AddRaftVoter for simulated node `id` (its default listener).
+pub fn add_voter_request(id: i32) -> ClientRequest {
+    use kafka_protocol::messages::add_raft_voter_request::Listener;
+    use kafka_protocol::messages::AddRaftVoterRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let l = listener(id);
+    ClientRequest::AddRaftVoter(
+        AddRaftVoterRequest::default()
+            .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+            .with_timeout_ms(2000)
+            .with_voter_id(id)
+            .with_voter_directory_id(directory_id(id))
+            .with_listeners(vec![Listener::default()
+                .with_name(StrBytes::from_string(l.name))
+                .with_host(StrBytes::from_string(l.host))
+                .with_port(l.port)]),
+    )
+}
+
+/// RemoveRaftVoter for simulated node `id`.
+pub fn remove_voter_request(id: i32) -> ClientRequest {
+    use kafka_protocol::messages::RemoveRaftVoterRequest;
+    use kafka_protocol::protocol::StrBytes;
+    ClientRequest::RemoveRaftVoter(
+        RemoveRaftVoterRequest::default()
+            .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+            .with_voter_id(id)
+            .with_voter_directory_id(directory_id(id)),
+    )
+}
+
+/// DescribeQuorum for `__cluster_metadata`-0 at `version`.
+pub fn describe_request(version: i16) -> ClientRequest {
+    ClientRequest::DescribeQuorum {
+        version,
+        request: DescribeQuorumRequest::for_metadata_partition(),
+    }
+}
+
+/// The error code of an Add/Remove/Update reply.
+pub fn change_error_code(resp: &ClientResponse) -> Option<i16> {
+    match resp {
+        ClientResponse::AddRaftVoter(r) => Some(r.error_code),
+        ClientResponse::RemoveRaftVoter(r) => Some(r.error_code),
+        ClientResponse::UpdateRaftVoter(r) => Some(r.error_code),
+        _ => None,
+    }
+}
+
+impl Sim {
+    /// Voters `1..=voters` (bootstrap checkpoint, `kraft.version` 1) and observers after them that start
+    /// with the same bootstrap set.
+    pub fn new(voters: i32, observers: i32, seed: u64) -> Result<Sim, NodeError> {
+        let ids: Vec<i32> = (1..=voters).collect();
+        let set = voter_set(&ids);
+        Self::with_configs(
+            (1..=voters + observers).map(|id| config(id, Bootstrap::Checkpoint(set.clone()), seed)),
+        )
+    }
+
+    /// Static voters (`kraft.version` 0).
+    pub fn new_static(voters: i32, seed: u64) -> Result<Sim, NodeError> {
+        let ids: Vec<i32> = (1..=voters).collect();
+        let set = voter_set(&ids);
+        Self::with_configs((1..=voters).map(|id| config(id, Bootstrap::Static(set.clone()), seed)))
+    }
+
+    pub fn with_configs(configs: impl IntoIterator<Item = NodeConfig>) -> Result<Sim, NodeError> {
+        let mut nodes = BTreeMap::new();
+        for config in configs {
+            let node = Node::new(config.clone(), MemoryLog::new(), ElectionState::default())?;
+            let id = config.node_id;
+            nodes.insert(
+                id,
+                SimNode {
+                    config,
+                    node: Some(node),
+                    persisted: ElectionState::default(),
+                    crashed_log: None,
+                    clock: 0,
+                },
+            );
+        }
+        Ok(Sim {
+            nodes,
+            network: Vec::new(),
+            client_replies: Vec::new(),
+            next_client: 0,
+        })
+    }
+
+    /// The running node `id`. Panics if unknown or crashed: a test bug, not a protocol outcome.
+    pub fn node(&self, id: i32) -> &Node<MemoryLog> {
+        self.nodes[&id].node.as_ref().expect("node is running")
+    }
+
+    pub fn node_mut(&mut self, id: i32) -> &mut Node<MemoryLog> {
+        self.nodes
+            .get_mut(&id)
+            .and_then(|n| n.node.as_mut())
+            .expect("node is running")
+    }
+
+    pub fn is_running(&self, id: i32) -> bool {
+        self.nodes.get(&id).is_some_and(|n| n.node.is_some())
+    }
+
+    pub fn clock(&self, id: i32) -> Millis {
+        self.nodes[&id].clock
+    }
+
+    /// Routes an output: persisted state first, then messages into the network, then client replies.
+    pub fn absorb(&mut self, from: i32, out: Output) {
+        let sim_node = self.nodes.get_mut(&from).expect("known node");
+        for effect in out.effects {
+            let Effect::PersistElectionState(state) = effect;
+            sim_node.persisted = state;
+        }
+        for (to, msg) in out.messages {
+            self.network.push(Envelope { from, to, msg });
+        }
+        for (client, reply) in out.client_replies {
+            self.client_replies.push((from, client, reply));
+        }
+    }
+
+    /// Delivers the message at `index` of the network (removing it). A message to a crashed or unknown
+    /// node is lost.
+    pub fn deliver(&mut self, index: usize) {
+        if index >= self.network.len() {
+            return;
+        }
+        let env = self.network.remove(index);
+        if !self.is_running(env.to) {
+            return;
+        }
+        let now = self.clock(env.to);
+        let out = self.node_mut(env.to).handle(now, env.from, env.msg);
+        self.absorb(env.to, out);
+    }
+
+    pub fn drop_message(&mut self, index: usize) {
+        if index < self.network.len() {
+            self.network.remove(index);
+        }
+    }
+
+    pub fn duplicate(&mut self, index: usize) {
+        if let Some(env) = self.network.get(index).cloned() {
+            self.network.push(env);
+        }
+    }
+
+    /// Delivers messages in FIFO order until the network is empty or `max` messages were delivered.
+    /// Returns how many were delivered.
+    pub fn deliver_all(&mut self, max: usize) -> usize {
+        let mut n = 0;
+        while !self.network.is_empty() && n < max {
+            self.deliver(0);
+            n += 1;
+        }
+        n
+    }
+
+    /// Sets node `id`'s clock (never backwards) and fires its due timers.
+    pub fn tick(&mut self, id: i32, now: Millis) {
+        if !self.is_running(id) {
+            return;
+        }
+        let sim_node = self.nodes.get_mut(&id).expect("known node");
+        sim_node.clock = sim_node.clock.max(now);
+        let now = sim_node.clock;
+        let out = self.node_mut(id).tick(now);
+        self.absorb(id, out);
+    }
+
+    /// Advances every clock by `ms` and ticks every running node.
+    pub fn advance(&mut self, ms: Millis) {
+        let ids: Vec<i32> = self.nodes.keys().copied().collect();
+        for id in ids {
+            let now = self.nodes[&id].clock + ms;
+            self.tick(id, now);
+        }
+    }
+
+    /// Advances node `id`'s clock to the deadline of `timer` (if armed) and fires exactly that timer.
+    pub fn fire(&mut self, id: i32, timer: Timer) {
+        if !self.is_running(id) {
+            return;
+        }
+        let Some(deadline) = self.node(id).timers().get(timer) else {
+            return;
+        };
+        let sim_node = self.nodes.get_mut(&id).expect("known node");
+        sim_node.clock = sim_node.clock.max(deadline);
+        let now = sim_node.clock;
+        let out = self.node_mut(id).fire(now, timer);
+        self.absorb(id, out);
+    }
+
+    /// Crash: volatile state is lost; the log and the persisted election state remain.
+    pub fn crash(&mut self, id: i32) {
+        if let Some(sim_node) = self.nodes.get_mut(&id) {
+            if let Some(node) = sim_node.node.take() {
+                sim_node.crashed_log = Some(node.log().clone());
+            }
+        }
+    }
+
+    /// Restart from the durable state.
+    pub fn restart(&mut self, id: i32) -> Result<(), NodeError> {
+        let Some(sim_node) = self.nodes.get_mut(&id) else {
+            return Ok(());
+        };
+        if sim_node.node.is_some() {
+            return Ok(());
+        }
+        let log = sim_node.crashed_log.take().unwrap_or_default();
+        let node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
+        sim_node.node = Some(node);
+        Ok(())
+    }
+
+    /// Sends a client request to node `id`; returns the replies produced right away.
+    pub fn client(&mut self, id: i32, req: ClientRequest) -> Vec<ClientResponse> {
+        self.next_client += 1;
+        let client = ClientId(self.next_client);
+        let now = self.clock(id);
+        let out = self.node_mut(id).handle_client(now, client, req);
+        let before = self.client_replies.len();
+        self.absorb(id, out);
+        self.client_replies[before..]
+            .iter()
+            .filter(|(_, c, _)| *c == client)
+            .map(|(_, _, r)| r.clone())
+            .collect()
+    }
+
+    /// DescribeQuorum at `version` answered by node `id`.
+    pub fn describe(&mut self, id: i32, version: i16) -> DescribeQuorumResponse {
+        match self.client(id, describe_request(version)).pop() {
+            Some(ClientResponse::DescribeQuorum(r)) => r,
+            other => {
+                unreachable!("DescribeQuorum is answered at once with its own type, got {other:?}")
+            }
+        }
+    }
+
+    /// The id of the last client request sent.
+    pub fn last_client_id(&self) -> ClientId {
+        ClientId(self.next_client)
+    }
+
+    /// Every reply the cluster gave to `client` so far.
+    pub fn replies_to(&self, client: ClientId) -> Vec<ClientResponse> {
+        self.client_replies
+            .iter()
+            .filter(|(_, c, _)| *c == client)
+            .map(|(_, _, r)| r.clone())
+            .collect()
+    }
+
+    /// Client append on node `id`.
+    pub fn append(&mut self, id: i32, data: &[&[u8]]) -> Result<i64, AppendError> {
+        let now = self.clock(id);
+        let records = data.iter().map(|d| Bytes::copy_from_slice(d)).collect();
+        let (offset, out) = self.node_mut(id).append(now, records)?;
+        self.absorb(id, out);
+        Ok(offset)
+    }
+
+    /// The running leader with the highest epoch.
+    pub fn leader(&self) -> Option<i32> {
+        self.nodes
+            .iter()
+            .filter_map(|(id, n)| n.node.as_ref().map(|node| (*id, node)))
+            .filter(|(_, node)| node.role() == Role::Leader)
+            .max_by_key(|(_, node)| node.epoch())
+            .map(|(id, _)| id)
+    }
+
+    /// Fires node `id`'s election timer (its fetch timeout if it follows a leader) and delivers messages
+    /// until quiet: a deterministic election.
+    pub fn elect(&mut self, id: i32) {
+        let timer = if self.node(id).timers().election.is_some() {
+            Timer::Election
+        } else {
+            Timer::FetchTimeout
+        };
+        self.fire(id, timer);
+        self.deliver_all(10_000);
+    }
+
+    /// Lets every follower fetch until nothing changes (bounded): fires due fetch timers, delivers.
+    pub fn replicate(&mut self, rounds: usize) {
+        for _ in 0..rounds {
+            let ids: Vec<i32> = self.nodes.keys().copied().collect();
+            let mut sent = false;
+            for id in ids {
+                if !self.is_running(id) {
+                    continue;
+                }
+                let node = self.node(id);
+                if node.timers().fetch.is_some() && node.outstanding_fetch_is_none() {
+                    self.fire(id, Timer::Fetch);
+                    sent = true;
+                }
+            }
+            let delivered = self.deliver_all(10_000);
+            if !sent && delivered == 0 {
+                break;
+            }
+        }
+    }
+}
+
+impl<L: crate::log::RaftLog> Node<L> {
+    /// Whether no fetch is awaiting its response.
+    pub fn outstanding_fetch_is_none(&self) -> bool {
+        self.outstanding_fetch.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_nodes_elect_and_commit() {
+        let mut sim = Sim::new(3, 0, 7).unwrap();
+        sim.elect(1);
+        assert_eq!(sim.leader(), Some(1));
+        assert_eq!(sim.node(1).high_watermark(), None);
+        sim.replicate(5);
+        assert_eq!(sim.node(1).high_watermark(), Some(3));
+        sim.append(1, &[b"a"]).unwrap();
+        sim.replicate(5);
+        for id in 1..=3 {
+            assert_eq!(sim.node(id).high_watermark(), Some(4), "node {id}");
+        }
+    }
+
+    #[test]
+    fn crash_keeps_log_and_election_state() {
+        let mut sim = Sim::new(3, 0, 1).unwrap();
+        sim.elect(2);
+        sim.replicate(5);
+        sim.crash(2);
+        sim.restart(2).unwrap();
+        assert_eq!(sim.node(2).role(), Role::Resigned);
+        assert_eq!(sim.node(2).epoch(), 1);
+        assert_eq!(sim.node(2).log().batches().len(), 1);
+        assert_eq!(sim.node(2).high_watermark(), None);
+    }
+}
