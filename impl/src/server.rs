@@ -1,1 +1,163 @@
-//! The tokio network shell around the node: Kafka framing, request dispatch, persist-then-send.
+//! The network shell (tokio): a KRaft node serving Kafka's wire protocol over TCP.
+//!
+//! One task owns the core ([`driver`]); connection tasks ([`conn`]) decode frames and hand requests to it;
+//! peer links ([`peer`]) carry the core's outgoing requests. Effects (the quorum-state file) are persisted
+//! before any message of the same output is released. See `impl/README.md` for the limits and their
+//! defaults.
+
+pub mod client;
+pub mod codec;
+mod conn;
+pub mod driver;
+mod peer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+use crate::log::RaftLog;
+use crate::node::Node;
+use crate::storage::StorageError;
+
+pub use codec::BrokerInfo;
+pub use driver::Status;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot persist the election state: {0}")]
+    Persist(StorageError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// Limits of incoming connections.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request frame accepted; checked on the size prefix, before any allocation.
+    pub max_frame_bytes: usize,
+    /// A connection with no new request for this long is closed.
+    pub idle_timeout: Duration,
+    /// A request frame, once started, must arrive completely within this time; a response must be taken
+    /// by the client within it too.
+    pub frame_timeout: Duration,
+    /// Requests of one connection being served at once; the connection is not read beyond it.
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: 8 << 20,
+            idle_timeout: Duration::from_secs(600),
+            frame_timeout: Duration::from_secs(10),
+            max_in_flight: 64,
+        }
+    }
+}
+
+/// Limits of outgoing peer links.
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub connect_timeout: Duration,
+    pub io_timeout: Duration,
+    pub max_frame_bytes: usize,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            connect_timeout: Duration::from_millis(500),
+            io_timeout: Duration::from_secs(5),
+            max_frame_bytes: 64 << 20,
+        }
+    }
+}
+
+/// A running node's handles.
+pub struct Running {
+    pub status: watch::Receiver<Status>,
+    pub local_addr: std::net::SocketAddr,
+    pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
+}
+
+/// Serves `node` on `listener` until `shutdown` resolves or the node task fails.
+pub async fn serve<L: RaftLog + Send + 'static>(
+    node: Node<L>,
+    quorum_state_path: std::path::PathBuf,
+    listener: TcpListener,
+    broker: BrokerInfo,
+    limits: Limits,
+    links: LinkConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Running, ServerError> {
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ServerError::Listen {
+            addr: format!("{}:{}", broker.host, broker.port),
+            source,
+        })?;
+    let (events_tx, events_rx) = mpsc::channel(1024);
+    let status = Status {
+        leader_id: node.leader_id(),
+        epoch: node.epoch(),
+        high_watermark: node.high_watermark(),
+    };
+    let (status_tx, status_rx) = watch::channel(status);
+    let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links);
+    let driver = driver::Driver {
+        node,
+        quorum_state_path,
+        events: events_rx,
+        peers,
+        start: tokio::time::Instant::now(),
+        status: status_tx,
+    };
+    let ctx = Arc::new(conn::ConnContext {
+        events: events_tx,
+        limits,
+        broker,
+    });
+    let node_task = tokio::spawn(driver.run());
+    let accept = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    tokio::spawn(conn::serve(stream, ctx.clone()));
+                }
+                Err(e) => {
+                    // e.g. EMFILE: keep serving existing connections, retry shortly.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            result = node_task => {
+                accept.abort();
+                match result {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!("node task ended abnormally: {e}");
+                        Ok(())
+                    }
+                }
+            }
+            _ = shutdown => {
+                accept.abort();
+                Ok(())
+            }
+        }
+    });
+    Ok(Running {
+        status: status_rx,
+        local_addr,
+        task,
+    })
+}

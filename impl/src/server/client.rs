@@ -1,0 +1,233 @@
+//! A small blocking admin client (std TCP): ApiVersions, Metadata, DescribeQuorum, Add/RemoveRaftVoter.
+//! Used by the CLI and the integration tests.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
+    MetadataRequest, MetadataResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
+    RequestHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use super::codec::{decode_client_response, request_frame, response_body, CodecError};
+use crate::node::ClientResponse;
+use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+
+/// Largest response frame the client accepts.
+const MAX_RESPONSE: usize = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach {addr}: {source}")]
+    Unreachable {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("no answer from {addr} within {timeout:?}")]
+    Timeout { addr: String, timeout: Duration },
+    #[error("connection to {addr} failed: {source}")]
+    Io {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("bad response from {addr}: {reason}")]
+    Protocol { addr: String, reason: String },
+}
+
+pub struct Client {
+    addr: String,
+    stream: TcpStream,
+    timeout: Duration,
+    correlation: i32,
+}
+
+impl Client {
+    pub fn connect(addr: &str, timeout: Duration) -> Result<Client, ClientError> {
+        let unreachable = |source| ClientError::Unreachable {
+            addr: addr.to_string(),
+            source,
+        };
+        let mut last = None;
+        for sock in addr.to_socket_addrs().map_err(unreachable)? {
+            match TcpStream::connect_timeout(&sock, timeout) {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    stream
+                        .set_read_timeout(Some(timeout))
+                        .map_err(unreachable)?;
+                    stream
+                        .set_write_timeout(Some(timeout))
+                        .map_err(unreachable)?;
+                    return Ok(Client {
+                        addr: addr.to_string(),
+                        stream,
+                        timeout,
+                        correlation: 0,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(ClientError::Timeout {
+                        addr: addr.to_string(),
+                        timeout,
+                    })
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(unreachable(
+            last.unwrap_or_else(|| std::io::Error::other("no address")),
+        ))
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn io(&self, source: std::io::Error) -> ClientError {
+        match source.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ClientError::Timeout {
+                addr: self.addr.clone(),
+                timeout: self.timeout,
+            },
+            _ => ClientError::Io {
+                addr: self.addr.clone(),
+                source,
+            },
+        }
+    }
+
+    fn protocol(&self, e: impl std::fmt::Display) -> ClientError {
+        ClientError::Protocol {
+            addr: self.addr.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// Sends a raw frame and returns the payload of the response frame.
+    pub fn round_trip_raw(&mut self, frame: &[u8]) -> Result<Bytes, ClientError> {
+        self.stream.write_all(frame).map_err(|e| self.io(e))?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).map_err(|e| self.io(e))?;
+        let size = i32::from_be_bytes(size);
+        if size < 0 || size as usize > MAX_RESPONSE {
+            return Err(self.protocol(format!("response frame size {size}")));
+        }
+        let mut payload = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut payload)
+            .map_err(|e| self.io(e))?;
+        Ok(Bytes::from(payload))
+    }
+
+    fn call(
+        &mut self,
+        key: i16,
+        version: i16,
+        frame: Result<Bytes, CodecError>,
+    ) -> Result<Bytes, ClientError> {
+        let frame = frame.map_err(|e| self.protocol(e))?;
+        let correlation = self.correlation;
+        let payload = self.round_trip_raw(&frame)?;
+        // An UNSUPPORTED_VERSION answer always comes with response header v0 (ApiVersions v0 body).
+        let (corr, body) = response_body(payload, key, version).map_err(|e| self.protocol(e))?;
+        if corr != correlation {
+            return Err(self.protocol(format!("correlation id {corr}, expected {correlation}")));
+        }
+        Ok(body)
+    }
+
+    fn next_correlation(&mut self) -> i32 {
+        self.correlation = self.correlation.wrapping_add(1);
+        self.correlation
+    }
+
+    pub fn api_versions(&mut self, version: i16) -> Result<ApiVersionsResponse, ClientError> {
+        let corr = self.next_correlation();
+        let req = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("kraft"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let mut body = self.call(
+            18,
+            version,
+            request_frame(18, version, corr, "kraft-cli", &req),
+        )?;
+        ApiVersionsResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
+    }
+
+    pub fn metadata(&mut self, version: i16) -> Result<MetadataResponse, ClientError> {
+        let corr = self.next_correlation();
+        let req = MetadataRequest::default().with_topics(Some(Vec::new()));
+        let mut body = self.call(
+            3,
+            version,
+            request_frame(3, version, corr, "kraft-cli", &req),
+        )?;
+        MetadataResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
+    }
+
+    pub fn describe_quorum(&mut self, version: i16) -> Result<DescribeQuorumResponse, ClientError> {
+        let corr = self.next_correlation();
+        let req = DescribeQuorumRequest::for_metadata_partition();
+        let frame = describe_frame(version, corr, &req);
+        let body = self.call(55, version, frame)?;
+        match decode_client_response(body, 55, version).map_err(|e| self.protocol(e))? {
+            ClientResponse::DescribeQuorum(r) => Ok(r),
+            other => Err(self.protocol(format!("unexpected {other:?}"))),
+        }
+    }
+
+    pub fn add_voter(
+        &mut self,
+        req: &AddRaftVoterRequest,
+    ) -> Result<AddRaftVoterResponse, ClientError> {
+        let corr = self.next_correlation();
+        let mut body = self.call(80, 0, request_frame(80, 0, corr, "kraft-cli", req))?;
+        AddRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
+    }
+
+    pub fn remove_voter(
+        &mut self,
+        req: &RemoveRaftVoterRequest,
+    ) -> Result<RemoveRaftVoterResponse, ClientError> {
+        let corr = self.next_correlation();
+        let mut body = self.call(81, 0, request_frame(81, 0, corr, "kraft-cli", req))?;
+        RemoveRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
+    }
+}
+
+/// A DescribeQuorum request frame: kafka-protocol header, body from our `wire` codec (v0–3).
+pub fn describe_frame(
+    version: i16,
+    correlation: i32,
+    req: &DescribeQuorumRequest,
+) -> Result<Bytes, CodecError> {
+    let header = RequestHeader::default()
+        .with_request_api_key(55)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation)
+        .with_client_id(Some(StrBytes::from_static_str("kraft-cli")));
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0);
+    // DescribeQuorum uses request header v2 at every version (the `wire` constant).
+    header
+        .encode(
+            &mut buf,
+            crate::wire::describe_quorum::REQUEST_HEADER_VERSION,
+        )
+        .map_err(|e| CodecError::Encode {
+            what: "request header",
+            reason: e.to_string(),
+        })?;
+    req.encode(version, &mut buf)
+        .map_err(|e| CodecError::Encode {
+            what: "DescribeQuorumRequest",
+            reason: e.to_string(),
+        })?;
+    let size = (buf.len() - 4) as i32;
+    buf[0..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}

@@ -1,0 +1,543 @@
+//! Requests and responses as bytes: what the shell reads from and writes to sockets.
+//!
+//! Headers go through kafka-protocol; DescribeQuorum bodies through our own `wire` codec (it has v3); every
+//! other body through kafka-protocol's generated structs. Frames carry the int32 size prefix.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+use kafka_protocol::messages::{
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, EndQuorumEpochRequest,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
+    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
+    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+};
+use kafka_protocol::protocol::{
+    decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
+    StrBytes,
+};
+
+use crate::node::{ClientRequest, ClientResponse, Message};
+use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+
+/// Kafka's UNSUPPORTED_VERSION error code.
+pub const UNSUPPORTED_VERSION: i16 = 35;
+
+/// Versions this shell writes for its own outgoing requests (the core's `SUPPORTED_APIS` maxima).
+pub const FETCH_VERSION: i16 = 17;
+pub const VOTE_VERSION: i16 = 1;
+pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = 1;
+pub const END_QUORUM_EPOCH_VERSION: i16 = 1;
+/// Metadata versions served (a minimal answer: this node as the only broker, no topics).
+pub const METADATA_VERSIONS: (i16, i16) = (0, 12);
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("request frame of {0} bytes is too short for a request header")]
+    ShortHeader(usize),
+    #[error("malformed {what}: {reason}")]
+    Malformed { what: &'static str, reason: String },
+    #[error("cannot encode {what}: {reason}")]
+    Encode { what: &'static str, reason: String },
+}
+
+fn malformed(what: &'static str) -> impl FnOnce(anyhow_free::Error) -> CodecError {
+    move |e| CodecError::Malformed { what, reason: e.0 }
+}
+
+/// Errors of kafka-protocol come as `anyhow::Error`; they are carried here as their message.
+mod anyhow_free {
+    pub struct Error(pub String);
+    impl<E: std::fmt::Display> From<E> for Error {
+        fn from(e: E) -> Self {
+            Error(e.to_string())
+        }
+    }
+}
+
+/// A decoded request frame.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A Raft RPC from a peer; `from` is the sender named in the request body.
+    Peer {
+        from: i32,
+        message: Message,
+    },
+    Client(ClientRequest),
+    Metadata(MetadataRequest),
+    /// An api key or version this node does not serve: answered with UNSUPPORTED_VERSION.
+    Unsupported,
+}
+
+/// Where a response goes back: correlation id plus the api key and version that fix its encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub correlation_id: i32,
+    pub api_key: i16,
+    pub api_version: i16,
+}
+
+fn supported(key: i16, version: i16) -> bool {
+    let max = match key {
+        18 => 4,
+        3 => METADATA_VERSIONS.1,
+        1 => return (15..=FETCH_VERSION).contains(&version),
+        52 | 53 | 54 => 1,
+        55 => crate::wire::describe_quorum::MAX_VERSION,
+        80..=82 => 0,
+        _ => return false,
+    };
+    (0..=max).contains(&version)
+}
+
+/// Decodes a request frame payload (without the size prefix).
+///
+/// Every frame of at least 8 bytes yields a [`Reply`] (key, version, correlation id sit at fixed places in
+/// all header versions), so unknown keys and versions can be answered; a malformed body of a supported
+/// request is an error (the connection is then closed).
+pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
+    if payload.len() < 8 {
+        return Err(CodecError::ShortHeader(payload.len()));
+    }
+    let key = i16::from_be_bytes([payload[0], payload[1]]);
+    let version = i16::from_be_bytes([payload[2], payload[3]]);
+    let correlation_id = i32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+    let reply = Reply {
+        correlation_id,
+        api_key: key,
+        api_version: version,
+    };
+    if !supported(key, version) {
+        return Ok((reply, Incoming::Unsupported));
+    }
+    let mut buf = payload;
+    decode_request_header_from_buffer(&mut buf).map_err(|e| CodecError::Malformed {
+        what: "request header",
+        reason: e.to_string(),
+    })?;
+    let peer = |from: i32, message: Message| Incoming::Peer { from, message };
+    let incoming = match key {
+        18 => Incoming::Client(ClientRequest::ApiVersions(
+            ApiVersionsRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("ApiVersionsRequest")(e.into()))?,
+        )),
+        3 => Incoming::Metadata(
+            MetadataRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("MetadataRequest")(e.into()))?,
+        ),
+        55 => Incoming::Client(ClientRequest::DescribeQuorum {
+            version,
+            request: DescribeQuorumRequest::decode(&buf, version).map_err(|e| {
+                CodecError::Malformed {
+                    what: "DescribeQuorumRequest",
+                    reason: e.to_string(),
+                }
+            })?,
+        }),
+        80 => Incoming::Client(ClientRequest::AddRaftVoter(
+            AddRaftVoterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("AddRaftVoterRequest")(e.into()))?,
+        )),
+        81 => Incoming::Client(ClientRequest::RemoveRaftVoter(
+            RemoveRaftVoterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("RemoveRaftVoterRequest")(e.into()))?,
+        )),
+        82 => Incoming::Client(ClientRequest::UpdateRaftVoter(
+            UpdateRaftVoterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("UpdateRaftVoterRequest")(e.into()))?,
+        )),
+        52 => {
+            let r = VoteRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("VoteRequest")(e.into()))?;
+            let from = r
+                .topics
+                .first()
+                .and_then(|t| t.partitions.first())
+                .map_or(-1, |p| p.replica_id.0);
+            peer(from, Message::VoteRequest(r))
+        }
+        53 => {
+            let r = BeginQuorumEpochRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("BeginQuorumEpochRequest")(e.into()))?;
+            let from = r
+                .topics
+                .first()
+                .and_then(|t| t.partitions.first())
+                .map_or(-1, |p| p.leader_id.0);
+            peer(from, Message::BeginQuorumEpochRequest(r))
+        }
+        54 => {
+            let r = EndQuorumEpochRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("EndQuorumEpochRequest")(e.into()))?;
+            let from = r
+                .topics
+                .first()
+                .and_then(|t| t.partitions.first())
+                .map_or(-1, |p| p.leader_id.0);
+            peer(from, Message::EndQuorumEpochRequest(r))
+        }
+        1 => {
+            let r = FetchRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("FetchRequest")(e.into()))?;
+            let from = r.replica_state.replica_id.0;
+            peer(from, Message::FetchRequest(r))
+        }
+        _ => Incoming::Unsupported,
+    };
+    Ok((reply, incoming))
+}
+
+fn frame(
+    reply: &Reply,
+    body: impl FnOnce(&mut BytesMut) -> Result<(), CodecError>,
+) -> Result<Bytes, CodecError> {
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0); // size, filled below
+    let header_version = ApiKey::try_from(reply.api_key)
+        .map(|k| k.response_header_version(reply.api_version))
+        .unwrap_or(0);
+    ResponseHeader::default()
+        .with_correlation_id(reply.correlation_id)
+        .encode(&mut buf, header_version)
+        .map_err(|e| CodecError::Encode {
+            what: "response header",
+            reason: e.to_string(),
+        })?;
+    body(&mut buf)?;
+    let size = (buf.len() - 4) as i32;
+    buf[0..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+fn encode_body<M: Encodable>(
+    what: &'static str,
+    m: &M,
+    v: i16,
+    buf: &mut BytesMut,
+) -> Result<(), CodecError> {
+    m.encode(buf, v).map_err(|e| CodecError::Encode {
+        what,
+        reason: e.to_string(),
+    })
+}
+
+/// Adds the Metadata API (served by the shell, not the core) to an ApiVersions answer.
+pub fn with_shell_apis(mut resp: ApiVersionsResponse) -> ApiVersionsResponse {
+    if !resp.api_keys.iter().any(|k| k.api_key == 3) {
+        resp.api_keys.push(
+            ApiVersion::default()
+                .with_api_key(3)
+                .with_min_version(METADATA_VERSIONS.0)
+                .with_max_version(METADATA_VERSIONS.1),
+        );
+        resp.api_keys.sort_by_key(|k| k.api_key);
+    }
+    resp
+}
+
+/// Kafka's answer to an unknown api key or version: ApiVersionsResponse v0 (header v0) with
+/// UNSUPPORTED_VERSION and the supported ranges, so the client can pick a version and retry.
+pub fn unsupported_response(
+    reply: &Reply,
+    api_versions: ApiVersionsResponse,
+) -> Result<Bytes, CodecError> {
+    let body = with_shell_apis(api_versions).with_error_code(UNSUPPORTED_VERSION);
+    let reply = Reply {
+        api_key: 18,
+        api_version: 0,
+        ..*reply
+    };
+    frame(&reply, |buf| {
+        encode_body("ApiVersionsResponse", &body, 0, buf)
+    })
+}
+
+pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, CodecError> {
+    let v = reply.api_version;
+    frame(reply, |buf| match resp {
+        ClientResponse::ApiVersions(r) => {
+            encode_body("ApiVersionsResponse", &with_shell_apis(r.clone()), v, buf)
+        }
+        ClientResponse::DescribeQuorum(r) => r.encode(v, buf).map_err(|e| CodecError::Encode {
+            what: "DescribeQuorumResponse",
+            reason: e.to_string(),
+        }),
+        ClientResponse::AddRaftVoter(r) => encode_body("AddRaftVoterResponse", r, v, buf),
+        ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
+        ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+    })
+}
+
+pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecError> {
+    let v = reply.api_version;
+    frame(reply, |buf| match message {
+        Message::VoteResponse(r) => encode_body("VoteResponse", r, v, buf),
+        Message::BeginQuorumEpochResponse(r) => encode_body("BeginQuorumEpochResponse", r, v, buf),
+        Message::EndQuorumEpochResponse(r) => encode_body("EndQuorumEpochResponse", r, v, buf),
+        Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
+        other => Err(CodecError::Encode {
+            what: "response",
+            reason: format!("{other:?} is a request"),
+        }),
+    })
+}
+
+/// Identity the shell reports in Metadata.
+#[derive(Clone, Debug)]
+pub struct BrokerInfo {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+    pub cluster_id: String,
+}
+
+/// Minimal Metadata: this node as the only broker and controller, no topics.
+pub fn metadata_response(reply: &Reply, info: &BrokerInfo) -> Result<Bytes, CodecError> {
+    let v = reply.api_version;
+    let broker = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(info.node_id))
+        .with_host(StrBytes::from_string(info.host.clone()))
+        .with_port(i32::from(info.port));
+    let mut resp = MetadataResponse::default().with_brokers(vec![broker]);
+    if v >= 1 {
+        resp = resp.with_controller_id(BrokerId(info.node_id));
+    }
+    if v >= 2 {
+        resp = resp.with_cluster_id(Some(StrBytes::from_string(info.cluster_id.clone())));
+    }
+    frame(reply, |buf| encode_body("MetadataResponse", &resp, v, buf))
+}
+
+/// Is this message a response (sent back on the requester's connection)?
+pub fn is_response(message: &Message) -> bool {
+    matches!(
+        message,
+        Message::VoteResponse(_)
+            | Message::BeginQuorumEpochResponse(_)
+            | Message::EndQuorumEpochResponse(_)
+            | Message::FetchResponse(_)
+    )
+}
+
+/// Api key and version this shell uses to send a request message.
+pub fn request_api(message: &Message) -> Option<(i16, i16)> {
+    Some(match message {
+        Message::VoteRequest(_) => (52, VOTE_VERSION),
+        Message::BeginQuorumEpochRequest(_) => (53, BEGIN_QUORUM_EPOCH_VERSION),
+        Message::EndQuorumEpochRequest(_) => (54, END_QUORUM_EPOCH_VERSION),
+        Message::FetchRequest(_) => (1, FETCH_VERSION),
+        _ => return None,
+    })
+}
+
+/// A request frame (size prefix, header, body) for any request kind this crate sends.
+pub fn request_frame<M: Encodable>(
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: &str,
+    body: &M,
+) -> Result<Bytes, CodecError> {
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0);
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key)
+        .with_request_api_version(api_version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
+    encode_request_header_into_buffer(&mut buf, &header).map_err(|e| CodecError::Encode {
+        what: "request header",
+        reason: e.to_string(),
+    })?;
+    encode_body("request", body, api_version, &mut buf)?;
+    let size = (buf.len() - 4) as i32;
+    buf[0..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// The request frame for a peer message.
+pub fn peer_request_frame(
+    message: &Message,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<Bytes, CodecError> {
+    let Some((key, v)) = request_api(message) else {
+        return Err(CodecError::Encode {
+            what: "request",
+            reason: format!("{message:?} is a response"),
+        });
+    };
+    match message {
+        Message::VoteRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        _ => unreachable_response(message),
+    }
+}
+
+fn unreachable_response(message: &Message) -> Result<Bytes, CodecError> {
+    Err(CodecError::Encode {
+        what: "request",
+        reason: format!("{message:?} is a response"),
+    })
+}
+
+/// Splits a response payload into its correlation id and body (header version from key and version).
+pub fn response_body(
+    payload: Bytes,
+    api_key: i16,
+    api_version: i16,
+) -> Result<(i32, Bytes), CodecError> {
+    let header_version = ApiKey::try_from(api_key)
+        .map(|k| k.response_header_version(api_version))
+        .unwrap_or(0);
+    let mut buf = payload;
+    let header =
+        ResponseHeader::decode(&mut buf, header_version).map_err(|e| CodecError::Malformed {
+            what: "response header",
+            reason: e.to_string(),
+        })?;
+    Ok((header.correlation_id, buf))
+}
+
+/// Decodes a peer response body for the request kind `api_key` at `api_version`.
+pub fn decode_peer_response(
+    mut body: Bytes,
+    api_key: i16,
+    api_version: i16,
+) -> Result<Message, CodecError> {
+    let v = api_version;
+    Ok(match api_key {
+        52 => Message::VoteResponse(
+            VoteResponse::decode(&mut body, v).map_err(|e| malformed("VoteResponse")(e.into()))?,
+        ),
+        53 => Message::BeginQuorumEpochResponse(
+            BeginQuorumEpochResponse::decode(&mut body, v)
+                .map_err(|e| malformed("BeginQuorumEpochResponse")(e.into()))?,
+        ),
+        54 => Message::EndQuorumEpochResponse(
+            EndQuorumEpochResponse::decode(&mut body, v)
+                .map_err(|e| malformed("EndQuorumEpochResponse")(e.into()))?,
+        ),
+        1 => Message::FetchResponse(
+            FetchResponse::decode(&mut body, v)
+                .map_err(|e| malformed("FetchResponse")(e.into()))?,
+        ),
+        other => {
+            return Err(CodecError::Malformed {
+                what: "response",
+                reason: format!("unexpected api key {other}"),
+            })
+        }
+    })
+}
+
+/// Client-side decoders (used by the CLI client).
+pub fn decode_client_response(
+    body: Bytes,
+    api_key: i16,
+    api_version: i16,
+) -> Result<ClientResponse, CodecError> {
+    let mut b = body;
+    let v = api_version;
+    Ok(match api_key {
+        18 => ClientResponse::ApiVersions(
+            ApiVersionsResponse::decode(&mut b, v)
+                .map_err(|e| malformed("ApiVersionsResponse")(e.into()))?,
+        ),
+        55 => {
+            ClientResponse::DescribeQuorum(DescribeQuorumResponse::decode(&b, v).map_err(|e| {
+                CodecError::Malformed {
+                    what: "DescribeQuorumResponse",
+                    reason: e.to_string(),
+                }
+            })?)
+        }
+        80 => ClientResponse::AddRaftVoter(
+            AddRaftVoterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("AddRaftVoterResponse")(e.into()))?,
+        ),
+        81 => ClientResponse::RemoveRaftVoter(
+            RemoveRaftVoterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("RemoveRaftVoterResponse")(e.into()))?,
+        ),
+        82 => ClientResponse::UpdateRaftVoter(
+            UpdateRaftVoterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("UpdateRaftVoterResponse")(e.into()))?,
+        ),
+        other => {
+            return Err(CodecError::Malformed {
+                what: "response",
+                reason: format!("unexpected api key {other}"),
+            })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::metadata_request::MetadataRequest as Req;
+
+    #[test]
+    fn unknown_key_and_version_are_unsupported_not_errors() {
+        let mut p = BytesMut::new();
+        p.put_i16(999);
+        p.put_i16(0);
+        p.put_i32(42);
+        let (reply, incoming) = decode_request(p.freeze()).unwrap();
+        assert_eq!(reply.correlation_id, 42);
+        assert!(matches!(incoming, Incoming::Unsupported));
+        let frame = unsupported_response(&reply, ApiVersionsResponse::default()).unwrap();
+        // size | corr 42 | error 35
+        assert_eq!(&frame[4..8], &42i32.to_be_bytes());
+        assert_eq!(&frame[8..10], &35i16.to_be_bytes());
+        let mut p = BytesMut::new();
+        p.put_i16(55);
+        p.put_i16(4);
+        p.put_i32(7);
+        assert!(matches!(
+            decode_request(p.freeze()).unwrap().1,
+            Incoming::Unsupported
+        ));
+        assert!(matches!(
+            decode_request(Bytes::from_static(&[0, 1])),
+            Err(CodecError::ShortHeader(2))
+        ));
+    }
+
+    #[test]
+    fn metadata_round_trip_at_every_served_version() {
+        let info = BrokerInfo {
+            node_id: 3,
+            host: "127.0.0.1".into(),
+            port: 9093,
+            cluster_id: "cid".into(),
+        };
+        for v in METADATA_VERSIONS.0..=METADATA_VERSIONS.1 {
+            let req = request_frame(3, v, 5, "t", &Req::default()).unwrap();
+            let (reply, incoming) = decode_request(req.slice(4..)).unwrap();
+            assert!(matches!(incoming, Incoming::Metadata(_)), "v{v}");
+            let frame = metadata_response(&reply, &info).unwrap();
+            let (corr, mut body) = response_body(frame.slice(4..), 3, v).unwrap();
+            assert_eq!(corr, 5);
+            let resp = MetadataResponse::decode(&mut body, v).unwrap();
+            assert_eq!(resp.brokers[0].node_id.0, 3);
+            if v >= 2 {
+                assert_eq!(resp.cluster_id.as_deref(), Some("cid"));
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_body_of_a_supported_request_is_malformed() {
+        let req = request_frame(52, 1, 1, "t", &VoteRequest::default()).unwrap();
+        let cut = req.slice(4..req.len() - 2);
+        assert!(matches!(
+            decode_request(cut),
+            Err(CodecError::Malformed { .. })
+        ));
+    }
+}

@@ -1,0 +1,209 @@
+//! One incoming connection: read frames under the limits, dispatch, write responses in request order.
+//!
+//! The reader reserves a slot in a bounded queue before reading each frame, so at most
+//! `max_in_flight` requests of one connection are being served; the writer takes the queued
+//! response futures in order, so responses leave in request order whatever order they complete in.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+use super::codec::{self, BrokerInfo, Incoming, Reply};
+use super::driver::Event;
+use super::Limits;
+use crate::node::{ClientRequest, ClientResponse};
+
+/// A response frame that may not be ready yet; `Err` closes the connection.
+type Pending = oneshot::Receiver<Option<Bytes>>;
+
+pub struct ConnContext {
+    pub events: mpsc::Sender<Event>,
+    pub limits: Limits,
+    pub broker: BrokerInfo,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("connection closed")]
+    Closed,
+    #[error("idle for {0:?}")]
+    Idle(std::time::Duration),
+    #[error("frame not received within {0:?} (slow client)")]
+    Slow(std::time::Duration),
+    #[error("frame size {size} outside [8, {max}]")]
+    FrameSize { size: i64, max: usize },
+    #[error("read: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+async fn read_frame(read: &mut OwnedReadHalf, limits: &Limits) -> Result<Bytes, ReadError> {
+    let mut size = [0u8; 4];
+    // Idle timeout: the first byte of the next frame; slow-client timeout: the rest of the frame.
+    match tokio::time::timeout(limits.idle_timeout, read.read(&mut size[..1])).await {
+        Err(_) => return Err(ReadError::Idle(limits.idle_timeout)),
+        Ok(Ok(0)) => return Err(ReadError::Closed),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(e.into()),
+    }
+    let rest = async {
+        read.read_exact(&mut size[1..]).await?;
+        let size = i32::from_be_bytes(size);
+        // Checked before allocating anything for the body.
+        if size < 8 || size as usize > limits.max_frame_bytes {
+            return Err(ReadError::FrameSize {
+                size: size.into(),
+                max: limits.max_frame_bytes,
+            });
+        }
+        let mut payload = vec![0u8; size as usize];
+        read.read_exact(&mut payload).await?;
+        Ok(Bytes::from(payload))
+    };
+    match tokio::time::timeout(limits.frame_timeout, rest).await {
+        Err(_) => Err(ReadError::Slow(limits.frame_timeout)),
+        Ok(r) => r,
+    }
+}
+
+pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
+    let peer_addr = stream.peer_addr().ok();
+    let _ = stream.set_nodelay(true);
+    let (mut read, mut write) = stream.into_split();
+    let (queue, mut responses) = mpsc::channel::<Pending>(ctx.limits.max_in_flight.max(1));
+    let write_timeout = ctx.limits.frame_timeout;
+    let writer = tokio::spawn(async move {
+        while let Some(pending) = responses.recv().await {
+            let Ok(Some(frame)) = pending.await else {
+                return; // the request could not be answered: close
+            };
+            match tokio::time::timeout(write_timeout, write.write_all(&frame)).await {
+                Ok(Ok(())) => {}
+                _ => return, // a client that does not read its responses is dropped
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    loop {
+        let Ok(slot) = queue.reserve().await else {
+            break;
+        };
+        let payload = match read_frame(&mut read, &ctx.limits).await {
+            Ok(payload) => payload,
+            Err(ReadError::Closed) => break,
+            Err(e) => {
+                tracing::info!(peer = ?peer_addr, "closing connection: {e}");
+                break;
+            }
+        };
+        match codec::decode_request(payload) {
+            Ok((reply, incoming)) => slot.send(dispatch(&ctx, reply, incoming).await),
+            Err(e) => {
+                tracing::warn!(peer = ?peer_addr, "closing connection after malformed request: {e}");
+                break;
+            }
+        }
+    }
+    drop(queue);
+    let _ = writer.await;
+}
+
+fn ready(frame: Result<Bytes, codec::CodecError>) -> Pending {
+    let (tx, rx) = oneshot::channel();
+    let _ = tx.send(match frame {
+        Ok(frame) => Some(frame),
+        Err(e) => {
+            tracing::error!("cannot encode response: {e}");
+            None
+        }
+    });
+    rx
+}
+
+/// Hands the request to the node task (or answers it here) and returns the future response frame.
+async fn dispatch(ctx: &ConnContext, reply: Reply, incoming: Incoming) -> Pending {
+    match incoming {
+        Incoming::Metadata(_) => ready(codec::metadata_response(&reply, &ctx.broker)),
+        Incoming::Unsupported => {
+            // The supported ranges come from the core's ApiVersions answer.
+            let request = ClientRequest::ApiVersions(Default::default());
+            let (tx, rx) = oneshot::channel();
+            if ctx
+                .events
+                .send(Event::Client { request, reply: tx })
+                .await
+                .is_err()
+            {
+                return ready(Err(codec::CodecError::Encode {
+                    what: "response",
+                    reason: "node stopped".into(),
+                }));
+            }
+            respond_later(async move {
+                match rx.await {
+                    Ok(ClientResponse::ApiVersions(versions)) => {
+                        codec::unsupported_response(&reply, versions).ok()
+                    }
+                    _ => None,
+                }
+            })
+        }
+        Incoming::Client(request) => {
+            let (tx, rx) = oneshot::channel();
+            if ctx
+                .events
+                .send(Event::Client { request, reply: tx })
+                .await
+                .is_err()
+            {
+                return ready(Err(codec::CodecError::Encode {
+                    what: "response",
+                    reason: "node stopped".into(),
+                }));
+            }
+            respond_later(async move {
+                let response = rx.await.ok()?;
+                codec::client_response(&reply, &response)
+                    .map_err(|e| tracing::error!("cannot encode response: {e}"))
+                    .ok()
+            })
+        }
+        Incoming::Peer { from, message } => {
+            let (tx, rx) = oneshot::channel();
+            if ctx
+                .events
+                .send(Event::PeerRequest {
+                    from,
+                    message,
+                    reply: tx,
+                })
+                .await
+                .is_err()
+            {
+                return ready(Err(codec::CodecError::Encode {
+                    what: "response",
+                    reason: "node stopped".into(),
+                }));
+            }
+            respond_later(async move {
+                let response = rx.await.ok()?;
+                codec::peer_response(&reply, &response)
+                    .map_err(|e| tracing::error!("cannot encode response: {e}"))
+                    .ok()
+            })
+        }
+    }
+}
+
+fn respond_later(
+    work: impl std::future::Future<Output = Option<Bytes>> + Send + 'static,
+) -> Pending {
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let _ = tx.send(work.await);
+    });
+    rx
+}

@@ -1,0 +1,177 @@
+//! The node task: the only owner of the core. It feeds events and time into `Node`, persists effects, and
+//! only then routes the output (responses to their connection, requests to peer links, client replies).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use super::codec::is_response;
+use super::peer::PeerLinks;
+use super::ServerError;
+use crate::log::RaftLog;
+use crate::node::{ClientId, ClientRequest, ClientResponse, Effect, Message, Millis, Node, Output};
+use crate::storage::write_quorum_state;
+use crate::voter_set::Endpoint;
+
+/// Inputs of the node task.
+#[derive(Debug)]
+pub enum Event {
+    /// A peer request; the core's response goes to `reply` (dropped if the core gives none).
+    PeerRequest {
+        from: i32,
+        message: Message,
+        reply: oneshot::Sender<Message>,
+    },
+    /// A response to a request this node sent to `from`.
+    PeerResponse { from: i32, message: Message },
+    Client {
+        request: ClientRequest,
+        reply: oneshot::Sender<ClientResponse>,
+    },
+}
+
+/// A short summary published after every step, for logs and `kraft cluster`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub leader_id: Option<i32>,
+    pub epoch: i32,
+    pub high_watermark: Option<i64>,
+}
+
+pub struct Driver<L: RaftLog> {
+    pub node: Node<L>,
+    pub quorum_state_path: PathBuf,
+    pub events: mpsc::Receiver<Event>,
+    pub peers: PeerLinks,
+    pub start: Instant,
+    pub status: watch::Sender<Status>,
+}
+
+impl<L: RaftLog> Driver<L> {
+    fn now(&self) -> Millis {
+        self.start.elapsed().as_millis() as Millis
+    }
+
+    /// Runs until every event sender is gone; a failed persist stops the node (it must not go on).
+    pub async fn run(mut self) -> Result<(), ServerError> {
+        let mut clients: HashMap<ClientId, oneshot::Sender<ClientResponse>> = HashMap::new();
+        let mut next_client = 0u64;
+        // Fire timers armed at construction (relative to 0) against the real clock.
+        let out = self.node.tick(self.now());
+        self.apply(out, None, &mut clients)?;
+        loop {
+            let deadline = self
+                .node
+                .next_deadline()
+                .map(|d| self.start + std::time::Duration::from_millis(d))
+                .unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
+            let event = tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(event) => Some(event),
+                    None => return Ok(()),
+                },
+                _ = tokio::time::sleep_until(deadline) => None,
+            };
+            let now = self.now();
+            match event {
+                None => {
+                    let out = self.node.tick(now);
+                    self.apply(out, None, &mut clients)?;
+                }
+                Some(Event::PeerRequest {
+                    from,
+                    message,
+                    reply,
+                }) => {
+                    let out = self.node.handle(now, from, message);
+                    self.apply(out, Some((from, reply)), &mut clients)?;
+                }
+                Some(Event::PeerResponse { from, message }) => {
+                    let out = self.node.handle(now, from, message);
+                    self.apply(out, None, &mut clients)?;
+                }
+                Some(Event::Client { request, reply }) => {
+                    let id = ClientId(next_client);
+                    next_client += 1;
+                    clients.insert(id, reply);
+                    let out = self.node.handle_client(now, id, request);
+                    self.apply(out, None, &mut clients)?;
+                }
+            }
+            // Clients that hung up while waiting (e.g. an add-voter whose caller timed out).
+            clients.retain(|_, reply| !reply.is_closed());
+        }
+    }
+
+    /// Persist first, then send: the shell contract of `node`.
+    fn apply(
+        &mut self,
+        out: Output,
+        mut requester: Option<(i32, oneshot::Sender<Message>)>,
+        clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
+    ) -> Result<(), ServerError> {
+        for effect in &out.effects {
+            match effect {
+                Effect::PersistElectionState(state) => {
+                    write_quorum_state(&self.quorum_state_path, state)
+                        .map_err(ServerError::Persist)?;
+                }
+            }
+        }
+        for (to, message) in out.messages {
+            if is_response(&message) {
+                match requester.take() {
+                    Some((from, reply)) if from == to || from < 0 => {
+                        let _ = reply.send(message);
+                    }
+                    other => {
+                        requester = other;
+                        tracing::warn!(to, "dropping a response with no matching request");
+                    }
+                }
+                continue;
+            }
+            match self.endpoint_of(to) {
+                Some(endpoint) => self.peers.send(to, endpoint, message),
+                None => tracing::warn!(to, "no known endpoint for node; dropping request"),
+            }
+        }
+        for (id, response) in out.client_replies {
+            if let Some(reply) = clients.remove(&id) {
+                let _ = reply.send(response);
+            }
+        }
+        let status = Status {
+            leader_id: self.node.leader_id(),
+            epoch: self.node.epoch(),
+            high_watermark: self.node.high_watermark(),
+        };
+        self.status.send_if_modified(|s| {
+            let changed = *s != status;
+            *s = status;
+            changed
+        });
+        Ok(())
+    }
+
+    /// The default listener of `id` in the latest voter set, else in any voter set of the history.
+    fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
+        if let Some(e) = self
+            .node
+            .latest_voters()
+            .voter(id)
+            .and_then(|v| v.default_listener())
+        {
+            return Some(e.clone());
+        }
+        let mut found = None;
+        for (_, set) in self.node.history().entries() {
+            if let Some(e) = set.voter(id).and_then(|v| v.default_listener()) {
+                found = Some(e.clone());
+            }
+        }
+        found
+    }
+}

@@ -1,0 +1,206 @@
+//! Outgoing links to peers: one task per destination node, one pipelined TCP connection at a time.
+//!
+//! Requests that cannot be sent (peer down, connect timeout) are dropped: the core re-sends on its timers.
+//! Responses are matched to requests by correlation id and handed to the node task as `PeerResponse`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::codec::{decode_peer_response, peer_request_frame, request_api, response_body};
+use super::driver::Event;
+use super::LinkConfig;
+use crate::node::Message;
+use crate::voter_set::Endpoint;
+
+/// Queue depth per peer; beyond it new requests are dropped (the core retries).
+const QUEUE: usize = 256;
+
+pub struct PeerLinks {
+    local_id: i32,
+    events: mpsc::Sender<Event>,
+    config: LinkConfig,
+    links: HashMap<i32, mpsc::Sender<(Endpoint, Message)>>,
+}
+
+impl PeerLinks {
+    pub fn new(local_id: i32, events: mpsc::Sender<Event>, config: LinkConfig) -> Self {
+        PeerLinks {
+            local_id,
+            events,
+            config,
+            links: HashMap::new(),
+        }
+    }
+
+    pub fn send(&mut self, to: i32, endpoint: Endpoint, message: Message) {
+        let link = self.links.entry(to).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            let task = PeerTask {
+                peer: to,
+                client_id: format!("kraft-node-{}", self.local_id),
+                events: self.events.clone(),
+                config: self.config.clone(),
+            };
+            tokio::spawn(task.run(rx));
+            tx
+        });
+        if link.try_send((endpoint, message)).is_err() {
+            tracing::debug!(to, "peer queue full; dropping request");
+        }
+    }
+}
+
+struct PeerTask {
+    peer: i32,
+    client_id: String,
+    events: mpsc::Sender<Event>,
+    config: LinkConfig,
+}
+
+type Inflight = Arc<Mutex<VecDeque<(i32, i16, i16)>>>;
+
+struct Connection {
+    endpoint: Endpoint,
+    writer: OwnedWriteHalf,
+    inflight: Inflight,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl PeerTask {
+    async fn run(self, mut rx: mpsc::Receiver<(Endpoint, Message)>) {
+        let mut conn: Option<Connection> = None;
+        let mut correlation = 0i32;
+        while let Some((endpoint, message)) = rx.recv().await {
+            if conn
+                .as_ref()
+                .is_some_and(|c| c.reader.is_finished() || c.endpoint != endpoint)
+            {
+                if let Some(c) = conn.take() {
+                    c.reader.abort();
+                }
+            }
+            if conn.is_none() {
+                conn = self.connect(&endpoint).await;
+            }
+            let Some(c) = conn.as_mut() else {
+                continue; // unreachable now; the core will ask again
+            };
+            let Some((api_key, api_version)) = request_api(&message) else {
+                continue;
+            };
+            correlation = correlation.wrapping_add(1);
+            let frame = match peer_request_frame(&message, correlation, &self.client_id) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    tracing::error!(peer = self.peer, "cannot encode request: {e}");
+                    continue;
+                }
+            };
+            if let Ok(mut q) = c.inflight.lock() {
+                q.push_back((correlation, api_key, api_version));
+            }
+            let write =
+                tokio::time::timeout(self.config.io_timeout, c.writer.write_all(&frame)).await;
+            if !matches!(write, Ok(Ok(()))) {
+                tracing::debug!(
+                    peer = self.peer,
+                    "write to peer failed; reconnecting on next request"
+                );
+                if let Some(c) = conn.take() {
+                    c.reader.abort();
+                }
+            }
+        }
+        if let Some(c) = conn {
+            c.reader.abort();
+        }
+    }
+
+    async fn connect(&self, endpoint: &Endpoint) -> Option<Connection> {
+        let addr = (endpoint.host.as_str(), endpoint.port);
+        let stream = match tokio::time::timeout(
+            self.config.connect_timeout,
+            TcpStream::connect(addr),
+        )
+        .await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::debug!(peer = self.peer, host = %endpoint.host, port = endpoint.port, "connect failed: {e}");
+                return None;
+            }
+            Err(_) => {
+                tracing::debug!(peer = self.peer, "connect timed out");
+                return None;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (mut read, writer) = stream.into_split();
+        let inflight: Inflight = Arc::default();
+        let queue = inflight.clone();
+        let events = self.events.clone();
+        let peer = self.peer;
+        let max_frame = self.config.max_frame_bytes;
+        let reader = tokio::spawn(async move {
+            loop {
+                let mut size = [0u8; 4];
+                if read.read_exact(&mut size).await.is_err() {
+                    return;
+                }
+                let size = i32::from_be_bytes(size);
+                if size < 0 || size as usize > max_frame {
+                    tracing::warn!(peer, size, "peer response frame size out of range; closing");
+                    return;
+                }
+                let mut payload = vec![0u8; size as usize];
+                if read.read_exact(&mut payload).await.is_err() {
+                    return;
+                }
+                let expected = queue.lock().ok().and_then(|mut q| q.pop_front());
+                let Some((correlation, api_key, api_version)) = expected else {
+                    tracing::warn!(peer, "unsolicited response; closing");
+                    return;
+                };
+                let message =
+                    response_body(payload.into(), api_key, api_version).and_then(|(corr, body)| {
+                        if corr != correlation {
+                            return Err(super::codec::CodecError::Malformed {
+                                what: "response header",
+                                reason: format!("correlation id {corr}, expected {correlation}"),
+                            });
+                        }
+                        decode_peer_response(body, api_key, api_version)
+                    });
+                match message {
+                    Ok(message) => {
+                        if events
+                            .send(Event::PeerResponse {
+                                from: peer,
+                                message,
+                            })
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(peer, "bad response: {e}; closing");
+                        return;
+                    }
+                }
+            }
+        });
+        Some(Connection {
+            endpoint: endpoint.clone(),
+            writer,
+            inflight,
+            reader,
+        })
+    }
+}
