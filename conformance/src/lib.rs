@@ -1,4 +1,19 @@
-//! Conformance: model traces replayed against the implementation.
+//! Conformance: the `kraft` implementation replayed step by step against the model's traces, and
+//! DescribeQuorum checked on the wire for every version at every traced state.
+//!
+//! - [`schema`]: an interpreter of Kafka message JSON schemas (`specs/messages`), independent of `kraft`.
+//! - [`wire`]: DescribeQuorum encodings checked by three decoders.
+//! - [`mapping`]: model ⇄ implementation, both ways (its doc comment is the mapping's definition).
+//! - [`harness`]: the implementation cluster driven by model actions.
+//! - [`replay`]: the lockstep replay and its divergences; [`report`] renders them.
+//! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
+//! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
+pub mod harness;
+pub mod mapping;
+pub mod replay;
+pub mod report;
 pub mod schema;
+pub mod sources;
+pub mod vectors;
 pub mod wire;

@@ -1,0 +1,282 @@
+//! `cargo run -p conformance`: replays model traces against the implementation and checks DescribeQuorum
+//! on the wire. The default run is the CI gate; the exit code is non-zero iff a divergence was found or
+//! anything could not run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use conformance::replay::{self, Options, TraceSpec};
+use conformance::{report, sources, vectors, wire};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Source {
+    Exhaustive,
+    Random,
+    Files,
+    Bugs,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "conformance",
+    about = "Replay model traces against the kraft implementation"
+)]
+struct Cli {
+    /// (a) Depth of the exhaustive path enumeration (every path of at most this many actions).
+    #[arg(long, default_value_t = 5)]
+    depth: usize,
+    /// (b) Number of seeded random walks.
+    #[arg(long, default_value_t = 400)]
+    walks: u64,
+    /// (b) Actions per random walk.
+    #[arg(long, default_value_t = 200)]
+    walk_depth: usize,
+    /// (b) Seed of the first walk (walk k uses seed + k).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// (c) Trace files or directories of `.jsonl` files (default: conformance/traces).
+    #[arg(long)]
+    traces: Vec<PathBuf>,
+    /// (d) Only this bug variant (with --only bugs).
+    #[arg(long)]
+    bug: Option<String>,
+    /// Run only these sources (default: all).
+    #[arg(long, value_enum)]
+    only: Vec<Source>,
+    /// Run only the trace with this index in its source (with --only).
+    #[arg(long)]
+    index: Option<usize>,
+    /// Message schemas (default: specs/messages).
+    #[arg(long)]
+    messages: Option<PathBuf>,
+    /// Golden vectors (default: specs/vectors).
+    #[arg(long)]
+    vectors: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Stop after this many divergences are printed (all are counted).
+    #[arg(long, default_value_t = 3)]
+    max_reports: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let started = Instant::now();
+    let mut problems: Vec<String> = Vec::new();
+    let wants = |s: Source| cli.only.is_empty() || cli.only.contains(&s);
+
+    let messages = cli
+        .messages
+        .clone()
+        .unwrap_or_else(wire::default_messages_dir);
+    let mut checker = match wire::WireChecker::load(&messages) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "conformance: cannot load the message schemas from {}: {e}",
+                messages.display()
+            );
+            println!("conformance: 0 traces, 0 steps, 0 DescribeQuorum encodings checked, 0 divergences (could not run)");
+            return ExitCode::FAILURE;
+        }
+    };
+    for v in 0..=kraft::wire::describe_quorum::MAX_VERSION {
+        if let Err(e) = checker.check_request(&replay::describe_request(), v) {
+            problems.push(format!("DescribeQuorum request v{v}: {e}"));
+        }
+    }
+    let vectors_dir = cli
+        .vectors
+        .clone()
+        .unwrap_or_else(wire::default_vectors_dir);
+    match vectors::check_dir(&vectors_dir, &mut checker) {
+        Ok(n) => println!(
+            "vectors: {n} golden vectors in {} agree",
+            vectors_dir.display()
+        ),
+        Err(e) => problems.push(format!("vectors: {e}")),
+    }
+
+    let mut traces: Vec<TraceSpec> = Vec::new();
+    let pick = |mut v: Vec<TraceSpec>| match cli.index {
+        Some(i) => v.drain(..).nth(i).into_iter().collect(),
+        None => v,
+    };
+    if wants(Source::Exhaustive) {
+        match sources::exhaustive(sources::exhaustive_config(), cli.depth) {
+            Ok(v) => {
+                println!(
+                    "(a) exhaustive: {} paths of depth ≤ {} at {}",
+                    v.len(),
+                    cli.depth,
+                    sources::exhaustive_config()
+                );
+                traces.extend(pick(v));
+            }
+            Err(e) => problems.push(format!("exhaustive source: {e}")),
+        }
+    }
+    if wants(Source::Random) {
+        match sources::random_walks(cli.walks, cli.walk_depth, cli.seed) {
+            Ok(v) => {
+                println!(
+                    "(b) random: {} walks of ≤ {} actions from seed {}",
+                    v.len(),
+                    cli.walk_depth,
+                    cli.seed
+                );
+                traces.extend(pick(v));
+            }
+            Err(e) => problems.push(format!("random source: {e}")),
+        }
+    }
+    if wants(Source::Files) {
+        let paths = if cli.traces.is_empty() {
+            vec![default_traces_dir()]
+        } else {
+            cli.traces.clone()
+        };
+        let mut files = Vec::new();
+        for p in &paths {
+            match sources::trace_files(p) {
+                Ok(f) => files.extend(f),
+                Err(e) => problems.push(format!("trace files: {e}")),
+            }
+        }
+        let mut from_files = Vec::new();
+        for f in &files {
+            match sources::read_trace_file(f) {
+                Ok(v) => from_files.extend(v),
+                Err(e) => problems.push(format!("trace file: {e}")),
+            }
+        }
+        println!(
+            "(c) files: {} traces from {} files",
+            from_files.len(),
+            files.len()
+        );
+        traces.extend(pick(from_files));
+    }
+
+    let opts = Options::default();
+    let outcome = run_all(&traces, &checker, &opts, cli.threads.max(1));
+    let mut divergences = outcome.divergences;
+    let (mut steps, mut encodings, mut count) =
+        (outcome.steps, outcome.encodings, traces.len() as u64);
+
+    if wants(Source::Bugs) {
+        // (d) Each bug-variant counterexample must diverge from the correct implementation.
+        for (bug, t) in sources::bug_traces() {
+            if cli.bug.as_deref().is_some_and(|b| b != bug.name()) {
+                continue;
+            }
+            let t = match t {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.push(e);
+                    continue;
+                }
+            };
+            count += 1;
+            match replay::replay(&t, &mut checker, &opts) {
+                Ok(c) => {
+                    steps += c.steps;
+                    problems.push(format!(
+                        "{}: the counterexample replays without divergence, so the harness cannot see this bug",
+                        t.label
+                    ));
+                }
+                Err(d) => {
+                    steps += d.step as u64;
+                    let action = d
+                        .action
+                        .map(|a| model::story::action(&a))
+                        .unwrap_or_default();
+                    println!(
+                        "(d) {} diverges as required at step {} ({action}): {}",
+                        t.label,
+                        d.step,
+                        report::headline(&d)
+                    );
+                }
+            }
+        }
+    }
+    encodings += checker.checked;
+
+    for d in divergences.iter().take(cli.max_reports) {
+        eprintln!("{}", report::render(d));
+    }
+    for p in &problems {
+        eprintln!("conformance: {p}");
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{:.1} s, {:.0} steps/s",
+        secs,
+        steps as f64 / secs.max(1e-9)
+    );
+    let d = divergences.len();
+    println!("conformance: {count} traces, {steps} steps, {encodings} DescribeQuorum encodings checked, {d} divergences");
+    divergences.clear();
+    if d > 0 || !problems.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn default_traces_dir() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
+}
+
+struct Outcome {
+    steps: u64,
+    encodings: u64,
+    divergences: Vec<Box<replay::Divergence>>,
+}
+
+/// Replays `traces` on `threads` workers, each with its own copy of the schemas.
+fn run_all(
+    traces: &[TraceSpec],
+    checker: &wire::WireChecker,
+    opts: &Options,
+    threads: usize,
+) -> Outcome {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let total = Mutex::new(Outcome {
+        steps: 0,
+        encodings: 0,
+        divergences: Vec::new(),
+    });
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut wire =
+                    wire::WireChecker::new(checker.response.clone(), checker.request.clone());
+                let (mut steps, mut divs) = (0u64, Vec::new());
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(t) = traces.get(i) else { break };
+                    match replay::replay(t, &mut wire, opts) {
+                        Ok(c) => steps += c.steps,
+                        Err(d) => {
+                            steps += d.step as u64;
+                            divs.push(d);
+                        }
+                    }
+                }
+                let mut tot = total.lock().unwrap_or_else(|p| p.into_inner());
+                tot.steps += steps;
+                tot.encodings += wire.checked;
+                tot.divergences.extend(divs);
+            });
+        }
+    });
+    total.into_inner().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,714 @@
+//! The mapping between the model (`model`) and the implementation (`kraft`), both ways.
+//!
+//! # Identities
+//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)`, one listener
+//! `CONTROLLER://node<i>.conformance:<9000+i>`. The cluster id is [`CLUSTER_ID`]. Initial voters are
+//! formatted with the bootstrap checkpoint (`Bootstrap::Checkpoint`, `kraft.version` 1) holding the model's
+//! bootstrap set; joiners get the same checkpoint (contract §1).
+//!
+//! # Model actions → implementation inputs (see `harness`)
+//! - `Deliver(m)`: the in-flight `kraft` message whose abstraction is `m` is handed to `dst.handle(now,
+//!   src, msg)`. Messages travel as the kafka-protocol structs the implementation emitted, encoded and
+//!   decoded at the version the shell uses ([`wire_version`]), so what crosses is what a socket carries.
+//!   On a duplicating network the message stays in flight; `Drop(m)` removes it.
+//! - `Fetch{replica, leader}` (sync mode): fire the replica's `Fetch` timer; the implementation must send
+//!   exactly one FetchRequest, to `leader`; it is delivered at once, and the FetchResponse the leader
+//!   returns is delivered back at once. Async mode: the request goes into the network like any message.
+//! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
+//!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
+//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its log and the last election state it asked
+//!   the shell to persist (`Effect::PersistElectionState`); nothing else survives. Messages in flight stay.
+//! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
+//!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
+//! - `ClientAppend(i)`: `Node::append` of one Data record.
+//!
+//! # Implementation state → model state ([`abstract_view`])
+//! From `node.view()`: role, epoch, leader, voted-for, the log (offset i = record i, its epoch, its kind;
+//! a VotersRecord as the set of its ids), HW, latest and committed voter sets; at a leader, the epoch
+//! start offset, every other replica's end offset and caught-up flag, and the pending change; the
+//! outstanding fetch. Operator replies are compared per step (the model's `Step::replies`), and the
+//! messages sent are compared as the multiset of in-flight envelopes after every step.
+//!
+//! # Where the model is deliberately more abstract
+//! - **Timestamps**: the model has no clock. Each node has its own clock that moves 1 ms per input and
+//!   jumps to a timer's deadline when the model fires that timer; timers are only fired on the model's
+//!   command, never by `tick`. Observer expiry is set beyond any run (the model never expires observers).
+//!   DescribeQuorum timestamps are not compared.
+//! - **Endpoints and directory ids**: the model knows ids only. A VotersRecord or voter set abstracts to
+//!   its ids; [`abstract_view`] also checks that every voter carries the directory id and listener of its
+//!   id, so nothing is lost silently.
+//! - **Batch framing**: the model has records one-to-one with offsets; batches (and the record bytes
+//!   of a Fetch response) abstract to their records.
+//! - **Acknowledgements the model leaves out**: BeginQuorumEpoch and EndQuorumEpoch *responses* are not
+//!   in the model's network; the harness drops them when they are sent. Their only use in Kafka is to let
+//!   a stale sender learn a newer epoch, which the model gets through the other messages.
+//! - **Candidate votes** (`Server::votes`) are not in `NodeView`: they are compared through their effect
+//!   (the step at which the candidate becomes leader).
+//! - **Fields of a role the node is not in**: `epoch_start`, `end`, `caught_up`, `pending` only at a
+//!   leader (the model resets them on every role change, the implementation drops its leader state).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    AddRaftVoterRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+    FetchResponse, RemoveRaftVoterRequest, VoteRequest, VoteResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use kraft::node::{
+    Bootstrap, EntryKind, Message, NodeConfig, NodeView, Role as KRole, FETCH_ECHO_TAG,
+};
+use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+use model::types::{
+    bit, ids, ChangeOp, Entry, ErrorCode, FetchKey, Id, Kind, Log, Mask, Msg, PendingChange, Role,
+};
+use uuid::Uuid;
+
+/// Cluster id of every conformance node.
+pub const CLUSTER_ID: &str = "conformance-cluster";
+/// The listener name every node uses as its default.
+pub const LISTENER: &str = "CONTROLLER";
+/// Observer expiry beyond any run: the model never forgets a replica's progress within an epoch.
+pub const NEVER: u64 = u64::MAX / 4;
+
+/// Directory id of model server `i` (never nil).
+pub fn directory_id(i: Id) -> Uuid {
+    Uuid::from_u128(0x6b72_6166_7400_0000_0000_0000_0000_0000 | (u128::from(i) + 1))
+}
+
+/// The one listener of model server `i`.
+pub fn endpoint(i: Id) -> Endpoint {
+    Endpoint {
+        name: LISTENER.to_string(),
+        host: format!("node{i}.conformance"),
+        port: 9000 + u16::from(i),
+    }
+}
+
+/// The replica key of model server `i`.
+pub fn replica_key(i: Id) -> ReplicaKey {
+    ReplicaKey::new(i32::from(i), directory_id(i))
+}
+
+/// The voter node of model server `i`, as a bootstrap checkpoint or an AddRaftVoter writes it.
+pub fn voter_node(i: Id) -> VoterNode {
+    VoterNode {
+        key: replica_key(i),
+        listeners: vec![endpoint(i)],
+        supported: SupportedVersions::CURRENT,
+    }
+}
+
+/// The voter set of a mask.
+pub fn voter_set(mask: Mask) -> Result<VoterSet, String> {
+    VoterSet::new(ids(mask).map(voter_node)).map_err(|e| format!("voter set {mask:#b}: {e}"))
+}
+
+/// Timer settings of every node. Only their deadlines matter (timers fire on the model's command).
+pub const ELECTION_TIMEOUT_MS: u64 = 1000;
+pub const FETCH_TIMEOUT_MS: u64 = 2000;
+pub const FETCH_INTERVAL_MS: u64 = 50;
+pub const CHECK_QUORUM_TIMEOUT_MS: u64 = 3000;
+pub const REQUEST_TIMEOUT_MS: u64 = 2000;
+
+/// Configuration of model server `i` in a cluster with bootstrap set `bootstrap`.
+pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
+    Ok(NodeConfig {
+        cluster_id: CLUSTER_ID.to_string(),
+        node_id: i32::from(i),
+        directory_id: directory_id(i),
+        listeners: vec![endpoint(i)],
+        bootstrap: Bootstrap::Checkpoint(voter_set(bootstrap)?),
+        election_timeout_ms: ELECTION_TIMEOUT_MS,
+        fetch_timeout_ms: FETCH_TIMEOUT_MS,
+        fetch_interval_ms: FETCH_INTERVAL_MS,
+        check_quorum_timeout_ms: CHECK_QUORUM_TIMEOUT_MS,
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        observer_expiry_ms: NEVER,
+        seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    })
+}
+
+/// The request for an operator change, as the admin client sends it.
+pub enum ChangeRequest {
+    Add(AddRaftVoterRequest),
+    Remove(RemoveRaftVoterRequest),
+}
+
+/// `op` as a request; `None` for the swap bug, which has no Kafka request.
+pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
+    use kafka_protocol::messages::add_raft_voter_request::Listener;
+    let cluster = Some(StrBytes::from_static_str(CLUSTER_ID));
+    match op {
+        ChangeOp::Add(j) => {
+            let e = endpoint(j);
+            let listener = Listener::default()
+                .with_name(StrBytes::from_string(e.name))
+                .with_host(StrBytes::from_string(e.host))
+                .with_port(e.port);
+            Some(ChangeRequest::Add(
+                AddRaftVoterRequest::default()
+                    .with_cluster_id(cluster)
+                    .with_timeout_ms(REQUEST_TIMEOUT_MS as i32)
+                    .with_voter_id(i32::from(j).into())
+                    .with_voter_directory_id(directory_id(j))
+                    .with_listeners(vec![listener]),
+            ))
+        }
+        ChangeOp::Remove(j) => Some(ChangeRequest::Remove(
+            RemoveRaftVoterRequest::default()
+                .with_cluster_id(cluster)
+                .with_voter_id(i32::from(j).into())
+                .with_voter_directory_id(directory_id(j)),
+        )),
+        ChangeOp::Swap { .. } => None,
+    }
+}
+
+/// Kafka error code → the model's, `None` for a code the model does not know.
+pub fn error_code(code: i16) -> Option<ErrorCode> {
+    Some(match code {
+        0 => ErrorCode::None,
+        6 => ErrorCode::NotLeaderOrFollower,
+        7 => ErrorCode::RequestTimedOut,
+        35 => ErrorCode::UnsupportedVersion,
+        74 => ErrorCode::FencedLeaderEpoch,
+        75 => ErrorCode::UnknownLeaderEpoch,
+        126 => ErrorCode::DuplicateVoter,
+        127 => ErrorCode::VoterNotFound,
+        _ => return None,
+    })
+}
+
+fn small<T: TryInto<u8> + Copy + std::fmt::Debug>(v: T, what: &str) -> Result<u8, String> {
+    v.try_into()
+        .map_err(|_| format!("{what} {v:?} does not fit the model"))
+}
+
+fn id_of(v: i32, what: &str) -> Result<Id, String> {
+    small(v, what)
+}
+
+/// The ids of a voter set, checking every voter's identity against the mapping.
+pub fn mask_of(set: &VoterSet) -> Result<Mask, String> {
+    let mut m: Mask = 0;
+    for n in set.nodes() {
+        let i = id_of(n.key.id, "voter id")?;
+        if n.key != replica_key(i) {
+            return Err(format!(
+                "voter {} has key {:?}, expected {:?}",
+                i,
+                n.key,
+                replica_key(i)
+            ));
+        }
+        if n.listeners != vec![endpoint(i)] {
+            return Err(format!(
+                "voter {i} has listeners {:?}, expected {:?}",
+                n.listeners,
+                vec![endpoint(i)]
+            ));
+        }
+        m |= bit(i);
+    }
+    Ok(m)
+}
+
+fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
+    Ok(match kind {
+        EntryKind::Data => Kind::Data,
+        EntryKind::LeaderChange => Kind::LeaderChange,
+        EntryKind::KRaftVersion(1) => Kind::KRaftVersion,
+        EntryKind::KRaftVersion(v) => {
+            return Err(format!("KRaftVersionRecord level {v}, the model writes 1"))
+        }
+        EntryKind::Voters(set) => Kind::Voters(mask_of(set)?),
+    })
+}
+
+fn record_kind(r: &kraft::log::Record) -> Result<Kind, String> {
+    Ok(match r {
+        kraft::log::Record::Data(_) => Kind::Data,
+        kraft::log::Record::LeaderChange { .. } => Kind::LeaderChange,
+        kraft::log::Record::KRaftVersion(1) => Kind::KRaftVersion,
+        kraft::log::Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
+        kraft::log::Record::Voters(set) => Kind::Voters(mask_of(set)?),
+    })
+}
+
+fn role_of(r: KRole) -> Role {
+    match r {
+        KRole::Unattached => Role::Unattached,
+        KRole::Candidate => Role::Candidate,
+        KRole::Follower => Role::Follower,
+        KRole::Leader => Role::Leader,
+        KRole::Resigned => Role::Resigned,
+    }
+}
+
+/// The comparable projection of one server: what both sides expose (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Abstract {
+    pub role: Role,
+    pub epoch: u8,
+    pub leader: Option<Id>,
+    pub voted_for: Option<Id>,
+    pub log: Vec<Entry>,
+    pub hw: Option<u8>,
+    pub latest_voters: Mask,
+    pub committed_voters: Option<Mask>,
+    /// Leader only.
+    pub epoch_start: Option<u8>,
+    /// Leader only: other replicas' end offsets (`None` = unknown), by id.
+    pub end: BTreeMap<Id, Option<u8>>,
+    /// Leader only: other replicas that caught up in this epoch.
+    pub caught_up: Mask,
+    /// Leader only.
+    pub pending: Option<PendingChange>,
+    pub fetching: Option<FetchKey>,
+}
+
+impl Abstract {
+    /// Field-by-field rendering, for side-by-side reports.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let set = |m: Mask| {
+            format!(
+                "{{{}}}",
+                ids(m).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            )
+        };
+        let log = self
+            .log
+            .iter()
+            .map(|e| {
+                let k = match e.kind {
+                    Kind::Data => "D".to_string(),
+                    Kind::LeaderChange => "LC".to_string(),
+                    Kind::KRaftVersion => "KV".to_string(),
+                    Kind::Voters(m) => format!("V{}", set(m)),
+                };
+                format!("{k}@{}", e.epoch)
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let end = self
+            .end
+            .iter()
+            .filter_map(|(i, o)| o.map(|o| format!("{i}:{o}")))
+            .collect::<Vec<_>>()
+            .join(",");
+        vec![
+            ("role", format!("{:?}", self.role)),
+            ("epoch", self.epoch.to_string()),
+            ("leader", format!("{:?}", self.leader)),
+            ("voted_for", format!("{:?}", self.voted_for)),
+            ("log", format!("[{log}]")),
+            ("hw", self.hw.map_or("unknown".into(), |h| h.to_string())),
+            ("latest_voters", set(self.latest_voters)),
+            (
+                "committed_voters",
+                self.committed_voters.map_or("none".into(), set),
+            ),
+            ("epoch_start", format!("{:?}", self.epoch_start)),
+            ("end_offsets", format!("{{{end}}}")),
+            ("caught_up", set(self.caught_up)),
+            ("pending", format!("{:?}", self.pending)),
+            ("fetching", format!("{:?}", self.fetching)),
+        ]
+    }
+}
+
+/// The model side of the projection. `committed` is what the model reports as committed (a bug variant
+/// may report another set than the spec function).
+pub fn abstract_model(
+    me: Id,
+    s: &model::types::Server,
+    bootstrap: Mask,
+    committed: Option<Mask>,
+    servers: usize,
+) -> Abstract {
+    let leading = s.role == Role::Leader;
+    Abstract {
+        role: s.role,
+        epoch: s.epoch,
+        leader: s.leader,
+        voted_for: s.voted_for,
+        log: s.log.as_slice().to_vec(),
+        hw: s.hw,
+        latest_voters: model::spec::latest_voters(bootstrap, &s.log),
+        committed_voters: committed,
+        epoch_start: leading.then_some(s.epoch_start),
+        end: if leading {
+            (0..servers as Id)
+                .filter(|&j| j != me)
+                .map(|j| (j, s.end[j as usize]))
+                .collect()
+        } else {
+            BTreeMap::new()
+        },
+        caught_up: if leading { s.caught_up & !bit(me) } else { 0 },
+        pending: if leading { s.pending } else { None },
+        fetching: s.fetching,
+    }
+}
+
+/// The implementation side of the projection. `leader_state` gives the epoch start offset.
+pub fn abstract_view(
+    me: Id,
+    v: &NodeView,
+    epoch_start: Option<i64>,
+    servers: usize,
+) -> Result<Abstract, String> {
+    let role = role_of(v.role);
+    let leading = role == Role::Leader;
+    let mut log = Vec::with_capacity(v.log.len());
+    for (i, e) in v.log.iter().enumerate() {
+        if e.offset != i as i64 {
+            return Err(format!("log record {i} has offset {}", e.offset));
+        }
+        log.push(Entry {
+            epoch: small(e.epoch, "record epoch")?,
+            kind: kind_of(&e.kind)?,
+        });
+    }
+    if v.log_end_offset != log.len() as i64 {
+        return Err(format!(
+            "LEO {} but {} records",
+            v.log_end_offset,
+            log.len()
+        ));
+    }
+    let mut end = BTreeMap::new();
+    let mut caught_up: Mask = 0;
+    if leading {
+        for j in (0..servers as Id).filter(|&j| j != me) {
+            end.insert(j, None);
+        }
+        for r in &v.replicas {
+            let j = id_of(r.key.id, "replica id")?;
+            if j == me {
+                continue;
+            }
+            if r.key != replica_key(j) {
+                return Err(format!("leader tracks replica {j} under key {:?}", r.key));
+            }
+            let o = r
+                .end_offset
+                .map(|o| small(o, "replica end offset"))
+                .transpose()?;
+            if end.insert(j, o).is_none() {
+                return Err(format!("leader tracks unknown replica {j}"));
+            }
+            if r.caught_up {
+                caught_up |= bit(j);
+            }
+        }
+    }
+    let pending = match (&v.pending_change, leading) {
+        (Some(p), true) => {
+            let j = id_of(p.key.id, "pending change key")?;
+            let op = match p.kind {
+                kraft::node::ChangeKind::Add => ChangeOp::Add(j),
+                kraft::node::ChangeKind::Remove => ChangeOp::Remove(j),
+            };
+            Some(PendingChange {
+                op,
+                offset: small(p.offset, "pending change offset")?,
+            })
+        }
+        _ => None,
+    };
+    let fetching = match &v.outstanding_fetch {
+        Some(f) => Some(FetchKey {
+            epoch: small(f.epoch, "fetch epoch")?,
+            fetch_offset: small(f.fetch_offset, "fetch offset")?,
+            last_fetched_epoch: small(f.last_fetched_epoch, "last fetched epoch")?,
+        }),
+        None => None,
+    };
+    Ok(Abstract {
+        role,
+        epoch: small(v.epoch, "epoch")?,
+        leader: v.leader_id.map(|l| id_of(l, "leader id")).transpose()?,
+        voted_for: v.voted.map(|k| id_of(k.id, "voted-for id")).transpose()?,
+        log,
+        hw: v.high_watermark.map(|h| small(h, "HW")).transpose()?,
+        latest_voters: mask_of(&v.latest_voters)?,
+        committed_voters: v.committed_voters.as_ref().map(mask_of).transpose()?,
+        epoch_start: if leading {
+            Some(small(epoch_start.unwrap_or(-1), "epoch start offset")?)
+        } else {
+            None
+        },
+        end,
+        caught_up,
+        pending,
+        fetching,
+    })
+}
+
+/// The kafka-protocol version the shell writes each Raft RPC at.
+pub fn wire_version(msg: &Message) -> i16 {
+    match msg {
+        Message::VoteRequest(_) | Message::VoteResponse(_) => 1,
+        Message::BeginQuorumEpochRequest(_) | Message::BeginQuorumEpochResponse(_) => 1,
+        Message::EndQuorumEpochRequest(_) | Message::EndQuorumEpochResponse(_) => 1,
+        Message::FetchRequest(_) | Message::FetchResponse(_) => 17,
+    }
+}
+
+/// Encodes and decodes `msg` with kafka-protocol at [`wire_version`]: what a socket would carry.
+pub fn through_wire(msg: &Message) -> Result<Message, String> {
+    use bytes::BytesMut;
+    use kafka_protocol::protocol::{Decodable, Encodable};
+    fn rt<T: Encodable + Decodable>(m: &T, v: i16, name: &str) -> Result<T, String> {
+        let mut buf = BytesMut::new();
+        m.encode(&mut buf, v)
+            .map_err(|e| format!("{name} v{v} does not encode: {e}"))?;
+        let mut bytes = buf.freeze();
+        let back =
+            T::decode(&mut bytes, v).map_err(|e| format!("{name} v{v} does not decode: {e}"))?;
+        if !bytes.is_empty() {
+            return Err(format!(
+                "{name} v{v}: {} bytes left after decoding",
+                bytes.len()
+            ));
+        }
+        Ok(back)
+    }
+    let v = wire_version(msg);
+    Ok(match msg {
+        Message::VoteRequest(m) => Message::VoteRequest(rt(m, v, "VoteRequest")?),
+        Message::VoteResponse(m) => Message::VoteResponse(rt(m, v, "VoteResponse")?),
+        Message::BeginQuorumEpochRequest(m) => {
+            Message::BeginQuorumEpochRequest(rt(m, v, "BeginQuorumEpochRequest")?)
+        }
+        Message::BeginQuorumEpochResponse(m) => {
+            Message::BeginQuorumEpochResponse(rt(m, v, "BeginQuorumEpochResponse")?)
+        }
+        Message::EndQuorumEpochRequest(m) => {
+            Message::EndQuorumEpochRequest(rt(m, v, "EndQuorumEpochRequest")?)
+        }
+        Message::EndQuorumEpochResponse(m) => {
+            Message::EndQuorumEpochResponse(rt(m, v, "EndQuorumEpochResponse")?)
+        }
+        Message::FetchRequest(m) => Message::FetchRequest(rt(m, v, "FetchRequest")?),
+        Message::FetchResponse(m) => Message::FetchResponse(rt(m, v, "FetchResponse")?),
+    })
+}
+
+/// True for messages the model leaves out (see the module doc).
+pub fn left_out(msg: &Message) -> bool {
+    matches!(
+        msg,
+        Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_)
+    )
+}
+
+fn code(top: i16, partition: Option<i16>) -> Result<ErrorCode, String> {
+    let c = if top != 0 {
+        top
+    } else {
+        partition.unwrap_or(0)
+    };
+    error_code(c).ok_or_else(|| format!("error code {c} has no model counterpart"))
+}
+
+fn vote_request(m: &VoteRequest) -> Result<Msg, String> {
+    let p = m
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("VoteRequest without a partition")?;
+    Ok(Msg::VoteRequest {
+        epoch: small(p.replica_epoch, "VoteRequest epoch")?,
+        last_epoch: small(p.last_offset_epoch, "VoteRequest last epoch")?,
+        last_offset: small(p.last_offset, "VoteRequest last offset")?,
+    })
+}
+
+fn vote_response(m: &VoteResponse) -> Result<Msg, String> {
+    let p = m
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("VoteResponse without a partition")?;
+    Ok(Msg::VoteResponse {
+        epoch: small(p.leader_epoch, "VoteResponse epoch")?,
+        granted: p.vote_granted,
+        error: code(m.error_code, Some(p.error_code))?,
+    })
+}
+
+fn begin(m: &BeginQuorumEpochRequest, src: Id) -> Result<Msg, String> {
+    let p = m
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("BeginQuorumEpoch without a partition")?;
+    if p.leader_id.0 != i32::from(src) {
+        return Err(format!(
+            "BeginQuorumEpoch from {src} names leader {}",
+            p.leader_id.0
+        ));
+    }
+    Ok(Msg::BeginQuorumEpoch {
+        epoch: small(p.leader_epoch, "BeginQuorumEpoch epoch")?,
+    })
+}
+
+fn end(m: &EndQuorumEpochRequest, src: Id) -> Result<Msg, String> {
+    let p = m
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("EndQuorumEpoch without a partition")?;
+    if p.leader_id.0 != i32::from(src) {
+        return Err(format!(
+            "EndQuorumEpoch from {src} names leader {}",
+            p.leader_id.0
+        ));
+    }
+    Ok(Msg::EndQuorumEpoch {
+        epoch: small(p.leader_epoch, "EndQuorumEpoch epoch")?,
+    })
+}
+
+fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
+    let p = m
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("FetchRequest without a partition")?;
+    Ok(FetchKey {
+        epoch: small(p.current_leader_epoch, "Fetch epoch")?,
+        fetch_offset: small(p.fetch_offset, "fetch offset")?,
+        last_fetched_epoch: small(p.last_fetched_epoch, "last fetched epoch")?,
+    })
+}
+
+/// The records of a Fetch response as model entries.
+pub fn records_of(bytes: Option<&Bytes>) -> Result<Log, String> {
+    let Some(bytes) = bytes.filter(|b| !b.is_empty()) else {
+        return Ok(Log::default());
+    };
+    let batches = kraft::records::decode_batches(bytes.clone())
+        .map_err(|e| format!("fetched records: {e}"))?;
+    let mut entries = Vec::new();
+    for b in &batches {
+        for r in &b.records {
+            entries.push(Entry {
+                epoch: small(b.epoch, "batch epoch")?,
+                kind: record_kind(r)?,
+            });
+        }
+    }
+    if entries.len() > model::types::MAX_LOG {
+        return Err(format!(
+            "{} fetched records exceed the model's log",
+            entries.len()
+        ));
+    }
+    Ok(Log::from_slice(&entries))
+}
+
+fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, String> {
+    let p = m
+        .responses
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or("FetchResponse without a partition")?;
+    let echo = p
+        .unknown_tagged_fields
+        .get(&FETCH_ECHO_TAG)
+        .ok_or("FetchResponse without the request echo")?;
+    if echo.len() != 16 {
+        return Err(format!("FetchResponse echo of {} bytes", echo.len()));
+    }
+    let be_i32 = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let be_i64 = |b: &[u8]| i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+    let request = FetchKey {
+        epoch: small(be_i32(&echo[0..4]), "echoed epoch")?,
+        fetch_offset: small(be_i64(&echo[4..12]), "echoed fetch offset")?,
+        last_fetched_epoch: small(be_i32(&echo[12..16]), "echoed last fetched epoch")?,
+    };
+    let d = &p.diverging_epoch;
+    let diverging = if d.epoch >= 0 && d.end_offset >= 0 {
+        Some((
+            small(d.epoch, "diverging epoch")?,
+            small(d.end_offset, "diverging end offset")?,
+        ))
+    } else {
+        None
+    };
+    let leader = p.current_leader.leader_id.0;
+    Ok(model::types::FetchResponse {
+        request,
+        error: code(m.error_code, Some(p.error_code))?,
+        leader_epoch: small(p.current_leader.leader_epoch, "Fetch leader epoch")?,
+        leader_id: if leader < 0 {
+            None
+        } else {
+            Some(id_of(leader, "Fetch leader id")?)
+        },
+        high_watermark: if p.high_watermark < 0 {
+            None
+        } else {
+            Some(small(p.high_watermark, "Fetch HW")?)
+        },
+        diverging,
+        records: records_of(p.records.as_ref())?,
+    })
+}
+
+/// The model message of an implementation message from `src`.
+pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
+    match msg {
+        Message::VoteRequest(m) => vote_request(m),
+        Message::VoteResponse(m) => vote_response(m),
+        Message::BeginQuorumEpochRequest(m) => begin(m, src),
+        Message::EndQuorumEpochRequest(m) => end(m, src),
+        Message::FetchRequest(m) => fetch_request(m).map(Msg::FetchRequest),
+        Message::FetchResponse(m) => fetch_response(m).map(Msg::FetchResponse),
+        Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_) => {
+            Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_are_distinct_and_round_trip() {
+        let set = voter_set(0b1011).unwrap();
+        assert_eq!(mask_of(&set).unwrap(), 0b1011);
+        assert_ne!(directory_id(0), directory_id(1));
+        assert!(!directory_id(0).is_nil());
+        // A voter with a foreign directory id is refused, not silently abstracted.
+        let wrong = VoterSet::new([VoterNode {
+            key: ReplicaKey::new(0, Uuid::from_u128(7)),
+            ..voter_node(0)
+        }])
+        .unwrap();
+        assert!(mask_of(&wrong).is_err());
+    }
+
+    #[test]
+    fn every_model_error_code_maps_back() {
+        for c in [
+            ErrorCode::None,
+            ErrorCode::NotLeaderOrFollower,
+            ErrorCode::RequestTimedOut,
+            ErrorCode::UnsupportedVersion,
+            ErrorCode::FencedLeaderEpoch,
+            ErrorCode::UnknownLeaderEpoch,
+            ErrorCode::DuplicateVoter,
+            ErrorCode::VoterNotFound,
+        ] {
+            assert_eq!(error_code(c.code()), Some(c));
+        }
+        assert_eq!(error_code(42), None);
+    }
+}

@@ -1,0 +1,171 @@
+//! Trace sources (issue §2): (a) every path of the model up to a depth, (b) seeded random walks at
+//! larger bounds, (c) JSON Lines trace files written by `cargo run -p model -- traces`, (d) the
+//! counterexamples of the model's bug variants.
+
+use std::path::{Path, PathBuf};
+
+use model::check;
+use model::trace::{self, SplitMix64};
+use model::{Bug, FetchMode, KraftModel, ModelConfig, NetworkKind, Start};
+
+use crate::replay::TraceSpec;
+
+/// Bounds of the exhaustive source: the model's default `check` bounds, with refusals as visible steps
+/// and stale messages kept (`trace::trace_config`), so a replay exercises both.
+pub fn exhaustive_config() -> ModelConfig {
+    trace::trace_config(ModelConfig::default())
+}
+
+/// (a) Every maximal path of at most `depth` actions after the initial state.
+pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {
+    let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    trace::for_each_path(&model, depth, &mut |p| {
+        let k = out.len();
+        out.push(TraceSpec {
+            label: format!("exhaustive depth {depth} #{k}"),
+            reproduce: format!(
+                "cargo run -p conformance -- --only exhaustive --depth {depth} --index {k}"
+            ),
+            config: cfg,
+            actions: p.to_vec(),
+            recorded: None,
+        });
+    });
+    Ok(out)
+}
+
+/// The configurations random walks cycle through (walk seed modulo their count): larger than the
+/// exhaustive bounds, both fetch modes, every network kind, both starts.
+pub fn walk_configs() -> Vec<ModelConfig> {
+    let big = ModelConfig {
+        voters: 3,
+        joiners: 2,
+        max_epoch: 6,
+        max_log: 10,
+        max_data: 3,
+        max_changes: 4,
+        max_crashes: 2,
+        max_in_flight: 10,
+        ..ModelConfig::default()
+    };
+    [
+        big,
+        ModelConfig {
+            fetch: FetchMode::Async,
+            network: NetworkKind::LossyDuplicating,
+            ..big
+        },
+        ModelConfig {
+            start: Start::Fresh,
+            fetch: FetchMode::Async,
+            network: NetworkKind::Lossy,
+            ..big
+        },
+        ModelConfig {
+            voters: 4,
+            joiners: 2,
+            network: NetworkKind::Duplicating,
+            ..big
+        },
+    ]
+    .into_iter()
+    .map(trace::trace_config)
+    .collect()
+}
+
+/// (b) `n` random walks of at most `depth` actions; walk k uses seed `seed + k`.
+pub fn random_walks(n: u64, depth: usize, seed: u64) -> Result<Vec<TraceSpec>, String> {
+    let configs = walk_configs();
+    let mut out = Vec::new();
+    for k in 0..n {
+        let s = seed.wrapping_add(k);
+        let cfg = configs[(s % configs.len() as u64) as usize];
+        let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
+        let actions = trace::random_walk(&model, &mut SplitMix64(s), depth);
+        out.push(TraceSpec {
+            label: format!("random seed {s}"),
+            reproduce: format!("cargo run -p conformance -- --only random --seed {s} --walks 1 --walk-depth {depth}"),
+            config: cfg,
+            actions,
+            recorded: None,
+        });
+    }
+    Ok(out)
+}
+
+/// The `.jsonl` files of `path` (itself if it is a file), sorted.
+pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl" || x == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// (c) Every trace of a JSON Lines file. The recorded initial state must be the model's, and the
+/// recorded states after each action are checked during the replay.
+pub fn read_trace_file(path: &Path) -> Result<Vec<TraceSpec>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let t = trace::from_json_line(line)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+        let model =
+            KraftModel::new(t.config).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+        if model.initial_state() != t.init {
+            return Err(format!(
+                "{}:{}: the initial state is not the model's",
+                path.display(),
+                n + 1
+            ));
+        }
+        let k = out.len();
+        out.push(TraceSpec {
+            label: format!("{} line {}", path.display(), n + 1),
+            reproduce: format!(
+                "cargo run -p conformance -- --only files --traces {} --index {k}",
+                path.display()
+            ),
+            config: t.config,
+            actions: t.steps.iter().map(|s| s.action).collect(),
+            recorded: Some(t.steps.into_iter().map(|s| s.state).collect()),
+        });
+    }
+    Ok(out)
+}
+
+/// (d) The shortest counterexample of each bug variant (sync fetch), as a trace with the bug on.
+pub fn bug_traces() -> Vec<(Bug, Result<TraceSpec, String>)> {
+    Bug::ALL
+        .iter()
+        .map(|&bug| {
+            let t = match check::bug_counterexample(bug, FetchMode::Sync) {
+                Some(c) => Ok(TraceSpec {
+                    label: format!("bug {} ({})", bug.name(), c.property),
+                    reproduce: format!(
+                        "cargo run -p conformance -- --only bugs --bug {}",
+                        bug.name()
+                    ),
+                    config: check::bug_bounds(bug, FetchMode::Sync),
+                    actions: c.actions,
+                    recorded: None,
+                }),
+                None => Err(format!(
+                    "the model found no counterexample for bug {}",
+                    bug.name()
+                )),
+            };
+            (bug, t)
+        })
+        .collect()
+}
