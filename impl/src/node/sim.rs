@@ -30,7 +30,7 @@ pub struct SimNode {
     /// The last persisted election state (what survives a crash).
     pub persisted: ElectionState,
     /// The log kept across a crash (MemoryLog is fully flushed after every append).
-    crashed_log: Option<MemoryLog>,
+    pub crashed_log: Option<MemoryLog>,
     pub clock: Millis,
 }
 
@@ -194,6 +194,15 @@ impl Sim {
             .get_mut(&id)
             .and_then(|n| n.node.as_mut())
             .expect("node is running")
+    }
+
+    /// The durable log of node `id`, running or crashed.
+    pub fn durable_log(&self, id: i32) -> Option<&MemoryLog> {
+        let n = self.nodes.get(&id)?;
+        n.node
+            .as_ref()
+            .map(|node| node.log())
+            .or(n.crashed_log.as_ref())
     }
 
     pub fn is_running(&self, id: i32) -> bool {
