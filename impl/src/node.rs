@@ -352,7 +352,8 @@ pub struct NodeView {
 pub struct Faults {
     /// The committed voter set is taken from the latest VotersRecord instead of the one below the HW.
     pub committed_from_latest: bool,
-    /// A membership change is accepted while another one is pending.
+    /// A membership change is accepted while another one is pending (the pending-change and the
+    /// uncommitted-VotersRecord checks of the gate are skipped).
     pub accept_change_while_pending: bool,
     /// The HW counts a leader that removed itself.
     pub hw_counts_removed_leader: bool,
@@ -1508,6 +1509,7 @@ impl<L: RaftLog> Node<L> {
             .with_max_wait_ms(0)
             .with_topics(vec![FetchTopic::default()
                 .with_topic(messages::topic_name())
+                .with_topic_id(messages::METADATA_TOPIC_ID)
                 .with_partitions(vec![FetchPartition::default()
                     .with_partition(METADATA_PARTITION)
                     .with_current_leader_epoch(fetch.epoch)
@@ -1778,8 +1780,12 @@ impl<L: RaftLog> Node<L> {
 
     /// §3 steps 2–5: no pending change, HW known, `kraft.version` ≥ 1, last VotersRecord committed.
     fn check_change_gate(&self) -> Result<i64, i16> {
+        if self.faults.accept_change_while_pending {
+            // Seeded fault: skip the one-change-at-a-time rules (pending change, uncommitted record).
+            return membership_gate(false, self.high_watermark(), self.kraft_version(), Some(-1));
+        }
         membership_gate(
-            self.pending.is_some() && !self.faults.accept_change_while_pending,
+            self.pending.is_some(),
             self.high_watermark(),
             self.kraft_version(),
             self.history.latest_entry().map(|(o, _)| o),

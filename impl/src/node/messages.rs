@@ -52,6 +52,9 @@ pub fn error_message(code: i16) -> Option<&'static str> {
     })
 }
 
+/// Kafka's topic id of `__cluster_metadata` (`Uuid.METADATA_TOPIC_ID`): Fetch v13+ carries the id, not the name.
+pub const METADATA_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(1);
+
 pub(crate) fn topic_name() -> TopicName {
     TopicName(StrBytes::from_static_str(METADATA_TOPIC))
 }
@@ -101,7 +104,7 @@ pub(crate) fn end_partition(
 
 pub(crate) fn fetch_partition(req: &FetchRequest) -> Option<&fetch_request::FetchPartition> {
     match req.topics.as_slice() {
-        [t] if is_metadata_topic(&t.topic.0) => match t.partitions.as_slice() {
+        [t] if is_metadata_topic(&t.topic.0) || t.topic_id == METADATA_TOPIC_ID => match t.partitions.as_slice() {
             [p] if p.partition == METADATA_PARTITION => Some(p),
             _ => None,
         },
@@ -307,6 +310,7 @@ pub(crate) fn fetch_response(parts: FetchResponseParts) -> FetchResponse {
         .with_error_code(parts.top_error)
         .with_responses(vec![fetch_response::FetchableTopicResponse::default()
             .with_topic(topic_name())
+            .with_topic_id(METADATA_TOPIC_ID)
             .with_partitions(vec![p])])
 }
 
