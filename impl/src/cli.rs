@@ -1,1 +1,315 @@
-//! The `kraft` command line: format, node, describe, add-voter, remove-voter, cluster.
+//! The `kraft` command line: `format`, `node`, `describe`, `add-voter`, `remove-voter`, `cluster`.
+//!
+//! Exit codes (also in `impl/README.md`):
+//! - 0 success
+//! - 1 the server answered with a Kafka error code (its name and message are printed)
+//! - 2 usage error (bad flags or values)
+//! - 3 server unreachable (connection refused, unknown host)
+//! - 4 timeout (no answer in time, or the change did not complete before `--timeout-ms`)
+//! - 5 protocol error (a response that cannot be decoded)
+//! - 6 storage or configuration error (data directory, config file)
+//! - 7 the node stopped on a fatal error (e.g. the quorum-state file cannot be written)
+
+pub mod admin;
+pub mod describe;
+pub mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_KAFKA_ERROR: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_UNREACHABLE: i32 = 3;
+pub const EXIT_TIMEOUT: i32 = 4;
+pub const EXIT_PROTOCOL: i32 = 5;
+pub const EXIT_STORAGE: i32 = 6;
+pub const EXIT_NODE_FAILED: i32 = 7;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kraft",
+    version,
+    about = "KRaft dynamic membership with a committed voter set (KIP-853, KIP-1204)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Format a data directory: identity (meta.properties) and the bootstrap voter set.
+    Format(FormatArgs),
+    /// Run a node from a formatted data directory.
+    Node(NodeArgs),
+    /// Describe the quorum like `kafka-metadata-quorum describe`, plus CommittedVoters.
+    Describe(DescribeArgs),
+    /// Add a voter (AddRaftVoter) and wait until the change is committed.
+    AddVoter(AddVoterArgs),
+    /// Remove a voter (RemoveRaftVoter) and wait until the change is committed.
+    RemoveVoter(RemoveVoterArgs),
+    /// Format (if needed) and run an N-node local cluster in this process, until Ctrl-C or SIGTERM.
+    Cluster(ClusterArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FormatArgs {
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    #[arg(long)]
+    pub cluster_id: String,
+    #[arg(long)]
+    pub node_id: i32,
+    /// The bootstrap voters: `ID@HOST:PORT:DIRECTORY_ID,...` (directory ids in Kafka's base64 form).
+    #[arg(long)]
+    pub initial_controllers: String,
+    /// Directory id of this node when it is not among the initial controllers (default: random).
+    #[arg(long)]
+    pub directory_id: Option<String>,
+    /// Succeed without changes if the directory is already formatted with the same identity.
+    #[arg(long)]
+    pub ignore_formatted: bool,
+}
+
+#[derive(Args, Debug, Default, Clone)]
+pub struct NodeArgs {
+    /// TOML file with the same keys as the flags (data_dir, listener, election_timeout_ms, ...).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// HOST:PORT to listen on and advertise (listener name CONTROLLER).
+    #[arg(long)]
+    pub listener: Option<String>,
+    /// Refuse to start unless the data directory belongs to this node id.
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// Refuse to start unless the data directory belongs to this cluster.
+    #[arg(long)]
+    pub cluster_id: Option<String>,
+    #[arg(long)]
+    pub election_timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub fetch_timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub fetch_interval_ms: Option<u64>,
+    #[arg(long)]
+    pub request_timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub max_frame_bytes: Option<usize>,
+    #[arg(long)]
+    pub idle_timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub frame_timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
+    /// Seed of the election-timeout RNG (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConnectArgs {
+    /// One or more controllers, `HOST:PORT[,HOST:PORT...]`; the leader among them is used.
+    #[arg(long)]
+    pub bootstrap_controller: String,
+    /// Per-request timeout, and the overall deadline of add-voter and remove-voter.
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: u64,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["status", "replication"])))]
+pub struct DescribeArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[arg(long)]
+    pub status: bool,
+    #[arg(long)]
+    pub replication: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// DescribeQuorum version to use (0–3); default: the highest both sides support.
+    #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
+    pub api_version: Option<i16>,
+}
+
+#[derive(Args, Debug)]
+pub struct AddVoterArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Read node id and directory id from this (formatted) data directory.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    #[arg(long)]
+    pub directory_id: Option<String>,
+    /// The new voter's listener, HOST:PORT.
+    #[arg(long)]
+    pub endpoint: String,
+    #[arg(long, default_value = "CONTROLLER")]
+    pub listener_name: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RemoveVoterArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[arg(long)]
+    pub node_id: i32,
+    /// Default: the directory id of that voter in the current voter set.
+    #[arg(long)]
+    pub directory_id: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    #[arg(long)]
+    pub nodes: i32,
+    #[arg(long)]
+    pub dir: PathBuf,
+    #[arg(long)]
+    pub base_port: u16,
+    #[arg(long, default_value = "kraft-local-cluster")]
+    pub cluster_id: String,
+}
+
+/// A failure with its exit code and the message printed to stderr.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<crate::server::client::ClientError> for Failure {
+    fn from(e: crate::server::client::ClientError) -> Self {
+        use crate::server::client::ClientError as E;
+        let code = match &e {
+            E::Unreachable { .. } => EXIT_UNREACHABLE,
+            E::Timeout { .. } => EXIT_TIMEOUT,
+            E::Io { .. } => EXIT_UNREACHABLE,
+            E::Protocol { .. } => EXIT_PROTOCOL,
+        };
+        Failure::new(code, e.to_string())
+    }
+}
+
+impl From<crate::storage::StorageError> for Failure {
+    fn from(e: crate::storage::StorageError) -> Self {
+        Failure::new(EXIT_STORAGE, e.to_string())
+    }
+}
+
+/// Kafka's name and message for an error code, e.g. `NOT_LEADER_OR_FOLLOWER: For requests ...`.
+pub fn kafka_error(code: i16, message: Option<&str>) -> String {
+    let Some(err) = kafka_protocol::error::ResponseError::try_from_code(code) else {
+        return "NONE".into();
+    };
+    let camel = format!("{err:?}");
+    let mut name = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    let text = message
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| err.to_string());
+    format!("{name} ({code}): {text}")
+}
+
+/// Parses and runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let result = match cli.command {
+        Command::Format(args) => run::format(&args),
+        Command::Node(args) => run::node(args),
+        Command::Cluster(args) => run::cluster(args),
+        Command::Describe(args) => admin::describe(&args),
+        Command::AddVoter(args) => admin::add_voter(&args),
+        Command::RemoveVoter(args) => admin::remove_voter(&args),
+    };
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_error_names() {
+        assert!(kafka_error(6, None)
+            .starts_with("NOT_LEADER_OR_FOLLOWER (6): For requests intended only for the leader"));
+        assert_eq!(
+            kafka_error(127, Some("gone")),
+            "VOTER_NOT_FOUND (127): gone"
+        );
+        assert_eq!(kafka_error(0, None), "NONE");
+    }
+
+    #[test]
+    fn describe_needs_exactly_one_mode() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
+        assert!(parse(&["kraft", "describe", "--bootstrap-controller", "h:1"]).is_err());
+        assert!(parse(&[
+            "kraft",
+            "describe",
+            "--bootstrap-controller",
+            "h:1",
+            "--status",
+            "--replication"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "kraft",
+            "describe",
+            "--bootstrap-controller",
+            "h:1",
+            "--status",
+            "--api-version",
+            "4"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "kraft",
+            "describe",
+            "--bootstrap-controller",
+            "h:1",
+            "--replication",
+            "--json"
+        ])
+        .is_ok());
+    }
+}

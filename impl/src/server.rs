@@ -116,6 +116,10 @@ pub async fn serve<L: RaftLog + Send + 'static>(
         peers,
         start: tokio::time::Instant::now(),
         status: status_tx,
+        wall_base_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+        last_state: None,
     };
     let ctx = Arc::new(conn::ConnContext {
         events: events_tx,

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `kraft` command; see `kraft --help` and `impl/README.md`.
+
+fn main() {
+    std::process::exit(kraft::cli::main());
+}

@@ -11,9 +11,12 @@ use super::codec::is_response;
 use super::peer::PeerLinks;
 use super::ServerError;
 use crate::log::RaftLog;
-use crate::node::{ClientId, ClientRequest, ClientResponse, Effect, Message, Millis, Node, Output};
+use crate::node::{
+    ClientId, ClientRequest, ClientResponse, Effect, Message, Millis, Node, Output, Role,
+};
 use crate::storage::write_quorum_state;
 use crate::voter_set::Endpoint;
+use crate::wire::describe_quorum::DescribeQuorumResponse;
 
 /// Inputs of the node task.
 #[derive(Debug)]
@@ -47,6 +50,33 @@ pub struct Driver<L: RaftLog> {
     pub peers: PeerLinks,
     pub start: Instant,
     pub status: watch::Sender<Status>,
+    /// Wall-clock milliseconds at `start`: DescribeQuorum timestamps are reported as epoch milliseconds.
+    pub wall_base_ms: i64,
+    pub last_state: Option<(Role, i32, Option<i32>)>,
+}
+
+/// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
+fn to_wall_clock(response: &mut DescribeQuorumResponse, base: i64) {
+    let shift = |t: &mut i64| {
+        if *t >= 0 {
+            *t += base;
+        }
+    };
+    for p in response
+        .topics
+        .iter_mut()
+        .flat_map(|t| t.partitions.iter_mut())
+    {
+        for r in p
+            .current_voters
+            .iter_mut()
+            .chain(p.observers.iter_mut())
+            .chain(p.committed_voters.iter_mut())
+        {
+            shift(&mut r.last_fetch_timestamp);
+            shift(&mut r.last_caught_up_timestamp);
+        }
+    }
 }
 
 impl<L: RaftLog> Driver<L> {
@@ -89,6 +119,7 @@ impl<L: RaftLog> Driver<L> {
                     self.apply(out, Some((from, reply)), &mut clients)?;
                 }
                 Some(Event::PeerResponse { from, message }) => {
+                    tracing::trace!(from, ?message, "peer response");
                     let out = self.node.handle(now, from, message);
                     self.apply(out, None, &mut clients)?;
                 }
@@ -121,6 +152,7 @@ impl<L: RaftLog> Driver<L> {
             }
         }
         for (to, message) in out.messages {
+            tracing::trace!(to, ?message, "sending");
             if is_response(&message) {
                 match requester.take() {
                     Some((from, reply)) if from == to || from < 0 => {
@@ -138,10 +170,18 @@ impl<L: RaftLog> Driver<L> {
                 None => tracing::warn!(to, "no known endpoint for node; dropping request"),
             }
         }
-        for (id, response) in out.client_replies {
+        for (id, mut response) in out.client_replies {
+            if let ClientResponse::DescribeQuorum(r) = &mut response {
+                to_wall_clock(r, self.wall_base_ms);
+            }
             if let Some(reply) = clients.remove(&id) {
                 let _ = reply.send(response);
             }
+        }
+        let state = (self.node.role(), self.node.epoch(), self.node.leader_id());
+        if self.last_state != Some(state) {
+            tracing::info!(role = ?state.0, epoch = state.1, leader = ?state.2, "quorum state changed");
+            self.last_state = Some(state);
         }
         let status = Status {
             leader_id: self.node.leader_id(),

@@ -1,0 +1,308 @@
+//! `kraft describe`, `kraft add-voter`, `kraft remove-voter`: admin requests to the quorum leader.
+
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::add_raft_voter_request::Listener;
+use kafka_protocol::messages::{AddRaftVoterRequest, RemoveRaftVoterRequest};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::describe::QuorumDescription;
+use super::run::parse_host_port;
+use super::{
+    kafka_error, AddVoterArgs, ConnectArgs, DescribeArgs, Failure, RemoveVoterArgs,
+    EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,
+};
+use crate::server::client::Client;
+use crate::storage::{format_directory_id, parse_directory_id, DataDir};
+use crate::wire::describe_quorum::MAX_VERSION;
+
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const REQUEST_TIMED_OUT: i16 = 7;
+const DUPLICATE_VOTER: i16 = 126;
+const VOTER_NOT_FOUND: i16 = 127;
+/// Metadata version used to read the cluster id.
+const METADATA_VERSION: i16 = 12;
+
+/// The leader, found among the bootstrap controllers, with its quorum description.
+pub struct Leader {
+    pub client: Client,
+    pub description: QuorumDescription,
+}
+
+fn addresses(connect: &ConnectArgs) -> Vec<String> {
+    connect
+        .bootstrap_controller
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Asks each bootstrap controller in turn; the one answering DescribeQuorum without error is the leader.
+pub fn find_leader(
+    connect: &ConnectArgs,
+    version: Option<i16>,
+    timeout: Duration,
+) -> Result<Leader, Failure> {
+    let addrs = addresses(connect);
+    if addrs.is_empty() {
+        return Err(Failure::new(EXIT_USAGE, "--bootstrap-controller is empty"));
+    }
+    let mut last: Option<Failure> = None;
+    for addr in &addrs {
+        let attempt = || -> Result<Leader, Failure> {
+            let mut client = Client::connect(addr, timeout)?;
+            let version = match version {
+                Some(v) => v,
+                None => {
+                    let versions = client.api_versions(3)?;
+                    versions
+                        .api_keys
+                        .iter()
+                        .find(|k| k.api_key == 55)
+                        .map_or(0, |k| k.max_version.min(MAX_VERSION))
+                }
+            };
+            let response = client.describe_quorum(version)?;
+            if response.error_code != 0 {
+                return Err(Failure::new(
+                    EXIT_KAFKA_ERROR,
+                    kafka_error(response.error_code, response.error_message.as_deref()),
+                ));
+            }
+            let partition = response.topics.first().and_then(|t| t.partitions.first());
+            if let Some(p) = partition.filter(|p| p.error_code != 0) {
+                let mut message = kafka_error(p.error_code, p.error_message.as_deref());
+                if p.error_code == NOT_LEADER_OR_FOLLOWER && p.leader_id >= 0 {
+                    message.push_str(&format!(
+                        " (node {} at {addr} says the leader is node {})",
+                        -1, p.leader_id
+                    ));
+                    message = message.replace("node -1", "the node");
+                }
+                return Err(Failure::new(EXIT_KAFKA_ERROR, message));
+            }
+            let cluster_id = client
+                .metadata(METADATA_VERSION)?
+                .cluster_id
+                .map(|c| c.to_string())
+                .unwrap_or_default();
+            let description =
+                QuorumDescription::new(cluster_id, version, response).ok_or_else(|| {
+                    Failure::new(
+                        super::EXIT_PROTOCOL,
+                        format!("{addr} sent no partition data"),
+                    )
+                })?;
+            Ok(Leader {
+                client,
+                description,
+            })
+        };
+        match attempt() {
+            Ok(leader) => return Ok(leader),
+            Err(f) => last = Some(f),
+        }
+    }
+    Err(last.unwrap_or_else(|| Failure::new(EXIT_USAGE, "no controller given")))
+}
+
+pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
+    let timeout = Duration::from_millis(args.connect.timeout_ms);
+    let leader = find_leader(&args.connect, args.api_version, timeout)?;
+    let d = &leader.description;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&d.to_json()).unwrap_or_default()
+        );
+    } else if args.replication {
+        print!("{}", d.replication_text());
+    } else {
+        print!("{}", d.status_text());
+    }
+    Ok(())
+}
+
+/// Retries a membership change on the leader until it succeeds, fails for good, or time runs out.
+fn change<T>(
+    connect: &ConnectArgs,
+    mut send: impl FnMut(&mut Leader, Duration) -> Result<(i16, Option<String>), Failure>,
+    mut done_already: impl FnMut(&QuorumDescription) -> bool,
+    already_code: i16,
+    ok: impl Fn(&QuorumDescription) -> T,
+) -> Result<T, Failure> {
+    let deadline = Instant::now() + Duration::from_millis(connect.timeout_ms);
+    let mut retried = false;
+    let mut last = String::from("no attempt");
+    while Instant::now() < deadline {
+        let remaining = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(100));
+        let mut leader = match find_leader(connect, None, remaining) {
+            Ok(leader) => leader,
+            Err(f) if f.code == EXIT_KAFKA_ERROR => {
+                last = f.message;
+                std::thread::sleep(Duration::from_millis(200));
+                retried = true;
+                continue;
+            }
+            Err(f) => return Err(f),
+        };
+        let (code, message) = send(&mut leader, remaining)?;
+        match code {
+            0 => {
+                let after = find_leader(connect, None, remaining)
+                    .map(|l| l.description)
+                    .unwrap_or(leader.description);
+                return Ok(ok(&after));
+            }
+            NOT_LEADER_OR_FOLLOWER | REQUEST_TIMED_OUT => {
+                last = kafka_error(code, message.as_deref());
+                retried = true;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            code if code == already_code && retried && done_already(&leader.description) => {
+                // An earlier attempt of ours went through (its reply was lost or timed out).
+                return Ok(ok(&leader.description));
+            }
+            code => {
+                return Err(Failure::new(
+                    EXIT_KAFKA_ERROR,
+                    kafka_error(code, message.as_deref()),
+                ))
+            }
+        }
+    }
+    Err(Failure::new(
+        EXIT_TIMEOUT,
+        format!(
+            "the change did not complete within {} ms; last answer: {last}",
+            connect.timeout_ms
+        ),
+    ))
+}
+
+pub fn add_voter(args: &AddVoterArgs) -> Result<(), Failure> {
+    let (node_id, directory_id) = match &args.data_dir {
+        Some(dir) => {
+            let meta = DataDir::new(dir).open(args.node_id, None)?;
+            (meta.node_id, meta.directory_id)
+        }
+        None => {
+            let id = args
+                .node_id
+                .ok_or_else(|| Failure::new(EXIT_USAGE, "--node-id or --data-dir is required"))?;
+            let dir = args.directory_id.as_deref().ok_or_else(|| {
+                Failure::new(EXIT_USAGE, "--directory-id or --data-dir is required")
+            })?;
+            (
+                id,
+                parse_directory_id(dir).map_err(|e| Failure::new(EXIT_USAGE, e))?,
+            )
+        }
+    };
+    let (host, port) = parse_host_port(&args.endpoint)?;
+    let listener = Listener::default()
+        .with_name(StrBytes::from_string(args.listener_name.clone()))
+        .with_host(StrBytes::from_string(host))
+        .with_port(port);
+    let in_committed = |d: &QuorumDescription| {
+        d.partition
+            .committed_voters
+            .iter()
+            .any(|r| r.replica_id == node_id)
+    };
+    change(
+        &args.connect,
+        |leader, remaining| {
+            let request = AddRaftVoterRequest::default()
+                .with_cluster_id(Some(StrBytes::from_string(
+                    leader.description.cluster_id.clone(),
+                )))
+                .with_timeout_ms(remaining.as_millis().min(i32::MAX as u128) as i32)
+                .with_voter_id(node_id)
+                .with_voter_directory_id(directory_id)
+                .with_listeners(vec![listener.clone()]);
+            let response = leader.client.add_voter(&request)?;
+            Ok((
+                response.error_code,
+                response.error_message.map(|m| m.to_string()),
+            ))
+        },
+        in_committed,
+        DUPLICATE_VOTER,
+        |d| report("Added", node_id, directory_id, d),
+    )
+    .map(|line| println!("{line}"))
+}
+
+pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
+    let node_id = args.node_id;
+    let given = args
+        .directory_id
+        .as_deref()
+        .map(parse_directory_id)
+        .transpose()
+        .map_err(|e| Failure::new(EXIT_USAGE, e))?;
+    let gone = |d: &QuorumDescription| {
+        let p = &d.partition;
+        !p.current_voters
+            .iter()
+            .chain(p.committed_voters.iter())
+            .any(|r| r.replica_id == node_id)
+    };
+    let directory_id = std::cell::Cell::new(given.unwrap_or(Uuid::nil()));
+    change(
+        &args.connect,
+        |leader, _| {
+            if given.is_none() {
+                // Default to the directory id of that voter in the current set.
+                if let Some(r) = leader
+                    .description
+                    .partition
+                    .current_voters
+                    .iter()
+                    .find(|r| r.replica_id == node_id)
+                {
+                    directory_id.set(r.replica_directory_id);
+                }
+            }
+            let request = RemoveRaftVoterRequest::default()
+                .with_cluster_id(Some(StrBytes::from_string(
+                    leader.description.cluster_id.clone(),
+                )))
+                .with_voter_id(node_id)
+                .with_voter_directory_id(directory_id.get());
+            let response = leader.client.remove_voter(&request)?;
+            Ok((
+                response.error_code,
+                response.error_message.map(|m| m.to_string()),
+            ))
+        },
+        gone,
+        VOTER_NOT_FOUND,
+        |d| report("Removed", node_id, directory_id.get(), d),
+    )
+    .map(|line| println!("{line}"))
+}
+
+fn report(verb: &str, id: i32, directory: Uuid, d: &QuorumDescription) -> String {
+    let ids = |v: &[crate::wire::describe_quorum::ReplicaState]| {
+        v.iter()
+            .map(|r| r.replica_id.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "{verb} voter {id} (directory {}); committed. Leader {} epoch {} HW {}; CurrentVoters [{}], CommittedVoters [{}]",
+        format_directory_id(directory),
+        d.partition.leader_id,
+        d.partition.leader_epoch,
+        d.partition.high_watermark,
+        ids(&d.partition.current_voters),
+        ids(&d.partition.committed_voters),
+    )
+}

@@ -1,0 +1,474 @@
+//! `kraft describe` output: pure functions from a DescribeQuorum response to text, matching
+//! `kafka-metadata-quorum describe --status | --replication`, plus `CommittedVoters:` and the in-flight
+//! reconfiguration.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::storage::format_directory_id;
+use crate::wire::describe_quorum::{
+    DescribeQuorumResponse, NodeEndpoints, PartitionData, ReplicaState,
+};
+
+/// Labels are left-justified and padded to 24 characters, as Kafka's tool does.
+const LABEL_WIDTH: usize = 24;
+
+/// What one DescribeQuorum answer says, with the cluster id from Metadata.
+#[derive(Clone, Debug)]
+pub struct QuorumDescription {
+    pub cluster_id: String,
+    /// Version of the DescribeQuorum answer; below 3 there is no committed voter set.
+    pub api_version: i16,
+    pub partition: PartitionData,
+    pub nodes: Vec<NodeEndpoints>,
+}
+
+impl QuorumDescription {
+    pub fn new(
+        cluster_id: String,
+        api_version: i16,
+        response: DescribeQuorumResponse,
+    ) -> Option<Self> {
+        let partition = response
+            .topics
+            .into_iter()
+            .next()?
+            .partitions
+            .into_iter()
+            .next()?;
+        Some(QuorumDescription {
+            cluster_id,
+            api_version,
+            partition,
+            nodes: response.nodes,
+        })
+    }
+
+    fn endpoints(&self, id: i32) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.node_id == id)
+            .flat_map(|n| n.listeners.iter())
+            .map(|l| {
+                let host = if l.host.contains(':') {
+                    format!("[{}]", l.host)
+                } else {
+                    l.host.clone()
+                };
+                format!("{}://{}:{}", l.name, host, l.port)
+            })
+            .collect()
+    }
+
+    /// The leader's replica state: among the voters, or among the observers while it has removed itself.
+    fn leader(&self) -> Option<&ReplicaState> {
+        let p = &self.partition;
+        p.current_voters
+            .iter()
+            .chain(p.observers.iter())
+            .find(|r| r.replica_id == p.leader_id)
+    }
+
+    /// Kafka's `MaxFollowerLag`: leader LEO − the smallest voter LEO; −1 without a leader state.
+    pub fn max_follower_lag(&self) -> i64 {
+        let (Some(leader), Some(laggard)) = (self.leader(), self.laggard()) else {
+            return -1;
+        };
+        leader.log_end_offset - laggard.log_end_offset
+    }
+
+    /// Kafka's `MaxFollowerLagTimeMs`: 0 when the laggard is the leader, else the difference of the
+    /// caught-up timestamps when both are known, else −1.
+    pub fn max_follower_lag_time_ms(&self) -> i64 {
+        let (Some(leader), Some(laggard)) = (self.leader(), self.laggard()) else {
+            return -1;
+        };
+        if leader.replica_id == laggard.replica_id {
+            0
+        } else if leader.last_caught_up_timestamp >= 0 && laggard.last_caught_up_timestamp >= 0 {
+            leader.last_caught_up_timestamp - laggard.last_caught_up_timestamp
+        } else {
+            -1
+        }
+    }
+
+    /// The voter with the smallest LEO (first in list order on ties, as `Stream.min`).
+    fn laggard(&self) -> Option<&ReplicaState> {
+        let mut min: Option<&ReplicaState> = None;
+        for r in &self.partition.current_voters {
+            if min.is_none_or(|m| r.log_end_offset < m.log_end_offset) {
+                min = Some(r);
+            }
+        }
+        min
+    }
+
+    /// Voters being added (in current, not committed) and removed (committed, not current); both empty
+    /// when no change is in flight or the committed set is unknown.
+    pub fn reconfiguration(&self) -> (Vec<&ReplicaState>, Vec<&ReplicaState>) {
+        let p = &self.partition;
+        if self.api_version < 3 || p.committed_voters.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let key = |r: &ReplicaState| (r.replica_id, r.replica_directory_id);
+        let committed: Vec<_> = p.committed_voters.iter().map(key).collect();
+        let current: Vec<_> = p.current_voters.iter().map(key).collect();
+        let adding = p
+            .current_voters
+            .iter()
+            .filter(|r| !committed.contains(&key(r)))
+            .collect();
+        let removing = p
+            .committed_voters
+            .iter()
+            .filter(|r| !current.contains(&key(r)))
+            .collect();
+        (adding, removing)
+    }
+
+    fn item(&self, r: &ReplicaState) -> String {
+        let directory = if r.replica_directory_id.is_nil() {
+            "null".to_string()
+        } else {
+            format!("\"{}\"", format_directory_id(r.replica_directory_id))
+        };
+        let endpoints = self.endpoints(r.replica_id);
+        if endpoints.is_empty() {
+            format!("{{\"id\": {}, \"directoryId\": {directory}}}", r.replica_id)
+        } else {
+            let list: Vec<String> = endpoints.iter().map(|e| format!("\"{e}\"")).collect();
+            format!(
+                "{{\"id\": {}, \"directoryId\": {directory}, \"endpoints\": [{}]}}",
+                r.replica_id,
+                list.join(", ")
+            )
+        }
+    }
+
+    fn list(&self, replicas: &[ReplicaState]) -> String {
+        format!(
+            "[{}]",
+            replicas
+                .iter()
+                .map(|r| self.item(r))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// `describe --status`: Kafka's eight lines with `CommittedVoters:` after `CurrentVoters:` and, while a
+    /// change is in flight, a `Reconfiguration:` line after it.
+    pub fn status_text(&self) -> String {
+        let p = &self.partition;
+        let mut lines = vec![
+            line("ClusterId:", &self.cluster_id),
+            line("LeaderId:", &p.leader_id.to_string()),
+            line("LeaderEpoch:", &p.leader_epoch.to_string()),
+            line("HighWatermark:", &p.high_watermark.to_string()),
+            line("MaxFollowerLag:", &self.max_follower_lag().to_string()),
+            line(
+                "MaxFollowerLagTimeMs:",
+                &self.max_follower_lag_time_ms().to_string(),
+            ),
+            line("CurrentVoters:", &self.list(&p.current_voters)),
+            line(
+                "CommittedVoters:",
+                &self.list(if self.api_version >= 3 {
+                    &p.committed_voters
+                } else {
+                    &[]
+                }),
+            ),
+        ];
+        let (adding, removing) = self.reconfiguration();
+        if !adding.is_empty() || !removing.is_empty() {
+            let mut parts = Vec::new();
+            parts.extend(adding.iter().map(|r| format!("adding {}", self.item(r))));
+            parts.extend(
+                removing
+                    .iter()
+                    .map(|r| format!("removing {}", self.item(r))),
+            );
+            lines.push(line("Reconfiguration:", &parts.join(", ")));
+        }
+        lines.push(line("CurrentObservers:", &self.list(&p.observers)));
+        lines.join("\n") + "\n"
+    }
+
+    /// `describe --replication`: Kafka's table (every cell padded to its column and followed by a TAB).
+    pub fn replication_text(&self) -> String {
+        let p = &self.partition;
+        let leader_leo = self.leader().map(|l| l.log_end_offset);
+        let row = |r: &ReplicaState, status: &str| -> Vec<String> {
+            vec![
+                r.replica_id.to_string(),
+                format_directory_id(r.replica_directory_id),
+                r.log_end_offset.to_string(),
+                leader_leo
+                    .map_or(-1, |leo| leo - r.log_end_offset)
+                    .to_string(),
+                r.last_fetch_timestamp.to_string(),
+                r.last_caught_up_timestamp.to_string(),
+                status.to_string(),
+            ]
+        };
+        let mut rows = Vec::new();
+        if let Some(leader) = self.leader() {
+            rows.push(row(leader, "Leader"));
+        }
+        let is_leader = |r: &ReplicaState| r.replica_id == p.leader_id;
+        rows.extend(
+            p.current_voters
+                .iter()
+                .filter(|r| !is_leader(r))
+                .map(|r| row(r, "Follower")),
+        );
+        rows.extend(
+            p.observers
+                .iter()
+                .filter(|r| !is_leader(r))
+                .map(|r| row(r, "Observer")),
+        );
+        let header: Vec<String> = [
+            "NodeId",
+            "DirectoryId",
+            "LogEndOffset",
+            "Lag",
+            "LastFetchTimestamp",
+            "LastCaughtUpTimestamp",
+            "Status",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        pretty_table(&header, &rows)
+    }
+
+    /// The same content as JSON (one object, for scripts and tests).
+    pub fn to_json(&self) -> Value {
+        let p = &self.partition;
+        let replica = |r: &ReplicaState| {
+            json!({
+                "id": r.replica_id,
+                "directoryId": (!r.replica_directory_id.is_nil()).then(|| format_directory_id(r.replica_directory_id)),
+                "logEndOffset": r.log_end_offset,
+                "lastFetchTimestamp": r.last_fetch_timestamp,
+                "lastCaughtUpTimestamp": r.last_caught_up_timestamp,
+                "endpoints": self.endpoints(r.replica_id),
+            })
+        };
+        let (adding, removing) = self.reconfiguration();
+        let reconfiguration = if adding.is_empty() && removing.is_empty() {
+            Value::Null
+        } else {
+            json!({
+                "adding": adding.iter().map(|r| replica(r)).collect::<Vec<_>>(),
+                "removing": removing.iter().map(|r| replica(r)).collect::<Vec<_>>(),
+            })
+        };
+        let committed: Vec<Value> = if self.api_version >= 3 {
+            p.committed_voters.iter().map(replica).collect()
+        } else {
+            Vec::new()
+        };
+        json!({
+            "clusterId": self.cluster_id,
+            "apiVersion": self.api_version,
+            "leaderId": p.leader_id,
+            "leaderEpoch": p.leader_epoch,
+            "highWatermark": p.high_watermark,
+            "maxFollowerLag": self.max_follower_lag(),
+            "maxFollowerLagTimeMs": self.max_follower_lag_time_ms(),
+            "currentVoters": p.current_voters.iter().map(replica).collect::<Vec<_>>(),
+            "committedVoters": committed,
+            "currentObservers": p.observers.iter().map(replica).collect::<Vec<_>>(),
+            "reconfiguration": reconfiguration,
+        })
+    }
+}
+
+fn line(label: &str, value: &str) -> String {
+    format!("{label:<LABEL_WIDTH$}{value}")
+}
+
+/// Kafka's `ToolsUtils.prettyPrintTable`.
+pub fn pretty_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        for (cell, w) in row.iter().zip(&widths) {
+            out.push_str(&format!("{cell:<w$}\t"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Replica ids by list, for tests and tools: (current, committed, observers).
+pub fn id_lists(description: &QuorumDescription) -> BTreeMap<&'static str, Vec<i32>> {
+    let ids = |v: &[ReplicaState]| v.iter().map(|r| r.replica_id).collect::<Vec<_>>();
+    let p = &description.partition;
+    BTreeMap::from([
+        ("current", ids(&p.current_voters)),
+        ("committed", ids(&p.committed_voters)),
+        ("observers", ids(&p.observers)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::describe_quorum::{Listener, TopicData};
+    use uuid::Uuid;
+
+    fn replica(id: i32, dir: u128, leo: i64, caught_up: i64) -> ReplicaState {
+        ReplicaState {
+            replica_id: id,
+            replica_directory_id: Uuid::from_u128(dir),
+            log_end_offset: leo,
+            last_fetch_timestamp: caught_up,
+            last_caught_up_timestamp: caught_up,
+            unknown_tagged_fields: Default::default(),
+        }
+    }
+
+    fn node(id: i32, port: u16) -> NodeEndpoints {
+        NodeEndpoints {
+            node_id: id,
+            listeners: vec![Listener {
+                name: "CONTROLLER".into(),
+                host: "localhost".into(),
+                port,
+                unknown_tagged_fields: Default::default(),
+            }],
+            unknown_tagged_fields: Default::default(),
+        }
+    }
+
+    fn description(
+        voters: Vec<ReplicaState>,
+        committed: Vec<ReplicaState>,
+        observers: Vec<ReplicaState>,
+    ) -> QuorumDescription {
+        let partition = PartitionData {
+            partition_index: 0,
+            error_code: 0,
+            error_message: Some(String::new()),
+            leader_id: 1,
+            leader_epoch: 5,
+            high_watermark: 100,
+            current_voters: voters,
+            observers,
+            committed_voters: committed,
+            unknown_tagged_fields: Default::default(),
+        };
+        let response = DescribeQuorumResponse {
+            error_code: 0,
+            error_message: Some(String::new()),
+            topics: vec![TopicData {
+                topic_name: "__cluster_metadata".into(),
+                partitions: vec![partition],
+                unknown_tagged_fields: Default::default(),
+            }],
+            nodes: vec![node(1, 9093), node(2, 9094), node(4, 9096)],
+            unknown_tagged_fields: Default::default(),
+        };
+        QuorumDescription::new("cid".into(), 3, response).unwrap()
+    }
+
+    #[test]
+    fn status_matches_kafka_layout_with_committed_voters() {
+        let v1 = replica(1, 0x2000_0000_0000_0000_0000_0000_0000_0000, 100, 1000);
+        let v2 = replica(2, 0, 90, 400);
+        let d = description(
+            vec![v1.clone(), v2.clone()],
+            vec![v1, v2],
+            vec![replica(3, 7, 80, 300)],
+        );
+        let text = d.status_text();
+        let expected = "ClusterId:              cid\n\
+LeaderId:               1\n\
+LeaderEpoch:            5\n\
+HighWatermark:          100\n\
+MaxFollowerLag:         10\n\
+MaxFollowerLagTimeMs:   600\n\
+CurrentVoters:          [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
+CommittedVoters:        [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
+CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAAAA\"}]\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn reconfiguration_line_names_the_added_voter() {
+        let (v1, v2, v4) = (
+            replica(1, 1, 100, 1000),
+            replica(2, 2, 100, 1000),
+            replica(4, 4, 99, 900),
+        );
+        let d = description(vec![v1.clone(), v2.clone(), v4], vec![v1, v2], vec![]);
+        let text = d.status_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[7].starts_with("CommittedVoters:        [{\"id\": 1"));
+        assert_eq!(lines[8], "Reconfiguration:        adding {\"id\": 4, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAAAQ\", \"endpoints\": [\"CONTROLLER://localhost:9096\"]}");
+        assert!(lines[9].starts_with("CurrentObservers:"));
+        assert_eq!(d.to_json()["reconfiguration"]["adding"][0]["id"], 4);
+    }
+
+    #[test]
+    fn leader_that_removed_itself_does_not_break_describe() {
+        // Leader 1 removed itself: it is only an observer until the removal commits.
+        let (v1, v2, v3) = (
+            replica(1, 1, 50, 1000),
+            replica(2, 2, 48, 990),
+            replica(3, 3, 50, 1000),
+        );
+        let d = description(
+            vec![v2.clone(), v3.clone()],
+            vec![v1.clone(), v2, v3],
+            vec![v1],
+        );
+        assert_eq!(d.max_follower_lag(), 2);
+        assert_eq!(d.max_follower_lag_time_ms(), 10);
+        assert!(d
+            .status_text()
+            .contains("Reconfiguration:        removing {\"id\": 1"));
+        let table = d.replication_text();
+        let rows: Vec<&str> = table.lines().collect();
+        assert!(
+            rows[1].starts_with("1 ") && rows[1].trim_end().ends_with("Leader"),
+            "{table}"
+        );
+        assert_eq!(rows.len(), 4, "leader row once, two followers: {table}");
+    }
+
+    #[test]
+    fn replication_table_pads_and_tabs_every_cell() {
+        let d = description(
+            vec![replica(1, 0, 100, 5), replica(2, 0, 90, 4)],
+            vec![],
+            vec![],
+        );
+        let table = d.replication_text();
+        let rows: Vec<&str> = table.lines().collect();
+        assert_eq!(rows[0], "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t");
+        assert_eq!(rows[1], "1     \tAAAAAAAAAAAAAAAAAAAAAA\t100         \t0  \t5                 \t5                    \tLeader  \t");
+        assert_eq!(rows[2], "2     \tAAAAAAAAAAAAAAAAAAAAAA\t90          \t10 \t4                 \t4                    \tFollower\t");
+    }
+
+    #[test]
+    fn below_v3_or_unknown_hw_prints_empty_committed_list() {
+        let v1 = replica(1, 1, 100, 1000);
+        let mut d = description(vec![v1.clone()], vec![v1], vec![]);
+        d.api_version = 2;
+        assert!(d.status_text().contains("CommittedVoters:        []\n"));
+        assert!(!d.status_text().contains("Reconfiguration:"));
+        let d = description(vec![replica(1, 1, 100, 1000)], vec![], vec![]);
+        assert!(d.status_text().contains("CommittedVoters:        []\n"));
+    }
+}

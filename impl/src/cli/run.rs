@@ -1,0 +1,575 @@
+//! `kraft format`, `kraft node` and `kraft cluster`: the commands that own a data directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+use super::{
+    ClusterArgs, Failure, FormatArgs, NodeArgs, EXIT_NODE_FAILED, EXIT_STORAGE, EXIT_USAGE,
+};
+use crate::node::{Node, NodeConfig};
+use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
+use crate::storage::{
+    format_directory_id, parse_directory_id, read_bootstrap, read_quorum_state, write_bootstrap,
+    DataDir, FileLog, MetaProperties,
+};
+use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+
+/// The listener name this node uses for its one listener.
+pub const LISTENER_NAME: &str = "CONTROLLER";
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure::new(EXIT_USAGE, message)
+}
+
+/// Splits `HOST:PORT` (the last colon separates the port).
+pub fn parse_host_port(text: &str) -> Result<(String, u16), Failure> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| usage(format!("{text:?} is not HOST:PORT")))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| usage(format!("bad port in {text:?}")))?;
+    if host.is_empty() {
+        return Err(usage(format!("missing host in {text:?}")));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Parses `--initial-controllers`: `ID@HOST:PORT:DIRECTORY_ID,...`, as `kafka-storage format` takes it.
+pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
+    let mut voters = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = |why: &str| {
+            usage(format!(
+                "initial controller {item:?}: {why} (expected ID@HOST:PORT:DIRECTORY_ID)"
+            ))
+        };
+        let (id, rest) = item.split_once('@').ok_or_else(|| bad("missing '@'"))?;
+        let id = id
+            .parse::<i32>()
+            .ok()
+            .filter(|i| *i >= 0)
+            .ok_or_else(|| bad("bad node id"))?;
+        let (address, directory) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| bad("missing directory id"))?;
+        let directory = parse_directory_id(directory).map_err(|e| bad(&e))?;
+        if directory.is_nil() {
+            return Err(bad("the directory id must not be zero"));
+        }
+        let (host, port) = parse_host_port(address).map_err(|f| bad(&f.message))?;
+        voters.push(VoterNode {
+            key: ReplicaKey::new(id, directory),
+            listeners: vec![Endpoint {
+                name: LISTENER_NAME.into(),
+                host,
+                port,
+            }],
+            supported: SupportedVersions::CURRENT,
+        });
+    }
+    VoterSet::new(voters).map_err(|e| usage(format!("--initial-controllers: {e}")))
+}
+
+/// Writes identity and bootstrap checkpoint unless the directory is already formatted.
+pub fn format_dir(
+    dir: &Path,
+    cluster_id: &str,
+    node_id: i32,
+    voters: &VoterSet,
+    directory_id: Option<Uuid>,
+    ignore_formatted: bool,
+) -> Result<MetaProperties, Failure> {
+    if cluster_id.is_empty() {
+        return Err(usage("--cluster-id must not be empty"));
+    }
+    if node_id < 0 {
+        return Err(usage("--node-id must be non-negative"));
+    }
+    let data = DataDir::new(dir);
+    if data.is_formatted() {
+        let existing = MetaProperties::read(&data.meta_path())?;
+        if ignore_formatted && existing.cluster_id == cluster_id && existing.node_id == node_id {
+            return Ok(existing);
+        }
+        return Err(Failure::new(
+            EXIT_STORAGE,
+            format!(
+                "{} is already formatted (cluster {}, node {}); use a fresh directory",
+                dir.display(),
+                existing.cluster_id,
+                existing.node_id
+            ),
+        ));
+    }
+    let listed = voters.voter(node_id).and_then(|v| v.key.directory_id);
+    let directory_id = match (listed, directory_id) {
+        (Some(listed), Some(given)) if listed != given => {
+            return Err(usage(format!(
+                "--directory-id {} differs from node {node_id}'s entry {} in --initial-controllers",
+                format_directory_id(given),
+                format_directory_id(listed)
+            )))
+        }
+        (Some(listed), _) => listed,
+        (None, Some(given)) => given,
+        (None, None) => Uuid::new_v4(),
+    };
+    let meta = MetaProperties {
+        cluster_id: cluster_id.to_string(),
+        node_id,
+        directory_id,
+    };
+    let io = |source| crate::storage::StorageError::Io {
+        path: data.log_dir(),
+        source,
+    };
+    std::fs::create_dir_all(data.log_dir()).map_err(io)?;
+    write_bootstrap(&data.bootstrap_path(), voters)?;
+    // meta.properties last: its presence means "formatted".
+    meta.write(&data.meta_path())?;
+    Ok(meta)
+}
+
+pub fn format(args: &FormatArgs) -> Result<(), Failure> {
+    let voters = parse_initial_controllers(&args.initial_controllers)?;
+    let directory_id = args
+        .directory_id
+        .as_deref()
+        .map(parse_directory_id)
+        .transpose()
+        .map_err(usage)?;
+    let meta = format_dir(
+        &args.data_dir,
+        &args.cluster_id,
+        args.node_id,
+        &voters,
+        directory_id,
+        args.ignore_formatted,
+    )?;
+    let role = if voters.contains_id(meta.node_id) {
+        "initial voter"
+    } else {
+        "observer"
+    };
+    println!(
+        "Formatted {} for cluster {} as node {} ({role}), directory id {}, {} bootstrap voter(s)",
+        args.data_dir.display(),
+        meta.cluster_id,
+        meta.node_id,
+        format_directory_id(meta.directory_id),
+        voters.len()
+    );
+    Ok(())
+}
+
+/// Node settings after merging the config file and the flags (flags win).
+#[derive(Clone, Debug)]
+pub struct NodeSettings {
+    pub data_dir: PathBuf,
+    pub listener: String,
+    pub node_id: Option<i32>,
+    pub cluster_id: Option<String>,
+    pub election_timeout_ms: u64,
+    pub fetch_timeout_ms: u64,
+    pub fetch_interval_ms: u64,
+    pub request_timeout_ms: u64,
+    pub limits: Limits,
+    pub seed: u64,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    data_dir: Option<PathBuf>,
+    listener: Option<String>,
+    node_id: Option<i32>,
+    cluster_id: Option<String>,
+    election_timeout_ms: Option<u64>,
+    fetch_timeout_ms: Option<u64>,
+    fetch_interval_ms: Option<u64>,
+    request_timeout_ms: Option<u64>,
+    max_frame_bytes: Option<usize>,
+    idle_timeout_ms: Option<u64>,
+    frame_timeout_ms: Option<u64>,
+    max_in_flight: Option<usize>,
+    seed: Option<u64>,
+}
+
+impl NodeSettings {
+    pub fn resolve(args: NodeArgs) -> Result<NodeSettings, Failure> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Failure::new(EXIT_STORAGE, format!("{}: {e}", path.display())))?;
+                toml::from_str::<FileConfig>(&text)
+                    .map_err(|e| Failure::new(EXIT_STORAGE, format!("{}: {e}", path.display())))?
+            }
+            None => FileConfig::default(),
+        };
+        let defaults = Limits::default();
+        let ms = Duration::from_millis;
+        let settings = NodeSettings {
+            data_dir: args
+                .data_dir
+                .or(file.data_dir)
+                .ok_or_else(|| usage("--data-dir (or data_dir in --config) is required"))?,
+            listener: args
+                .listener
+                .or(file.listener)
+                .ok_or_else(|| usage("--listener (or listener in --config) is required"))?,
+            node_id: args.node_id.or(file.node_id),
+            cluster_id: args.cluster_id.or(file.cluster_id),
+            election_timeout_ms: args
+                .election_timeout_ms
+                .or(file.election_timeout_ms)
+                .unwrap_or(1000),
+            fetch_timeout_ms: args
+                .fetch_timeout_ms
+                .or(file.fetch_timeout_ms)
+                .unwrap_or(2000),
+            fetch_interval_ms: args
+                .fetch_interval_ms
+                .or(file.fetch_interval_ms)
+                .unwrap_or(50),
+            request_timeout_ms: args
+                .request_timeout_ms
+                .or(file.request_timeout_ms)
+                .unwrap_or(10_000),
+            limits: Limits {
+                max_frame_bytes: args
+                    .max_frame_bytes
+                    .or(file.max_frame_bytes)
+                    .unwrap_or(defaults.max_frame_bytes),
+                idle_timeout: args
+                    .idle_timeout_ms
+                    .or(file.idle_timeout_ms)
+                    .map_or(defaults.idle_timeout, ms),
+                frame_timeout: args
+                    .frame_timeout_ms
+                    .or(file.frame_timeout_ms)
+                    .map_or(defaults.frame_timeout, ms),
+                max_in_flight: args
+                    .max_in_flight
+                    .or(file.max_in_flight)
+                    .unwrap_or(defaults.max_in_flight),
+            },
+            seed: args.seed.or(file.seed).unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+        };
+        if settings.election_timeout_ms == 0
+            || settings.fetch_timeout_ms == 0
+            || settings.request_timeout_ms == 0
+        {
+            return Err(usage("timeouts must be positive"));
+        }
+        if settings.limits.max_frame_bytes < 64 || settings.limits.max_in_flight == 0 {
+            return Err(usage(
+                "max_frame_bytes must be at least 64 and max_in_flight at least 1",
+            ));
+        }
+        parse_host_port(&settings.listener)?;
+        Ok(settings)
+    }
+}
+
+/// Opens the data directory, recovers the log and starts serving.
+pub async fn start_node(
+    settings: &NodeSettings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Running, Failure> {
+    let data = DataDir::new(&settings.data_dir);
+    let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
+    let bootstrap = read_bootstrap(&data.bootstrap_path())?;
+    let log = FileLog::open(&data.log_dir())?;
+    let state = read_quorum_state(&data.quorum_state_path())?;
+    let (host, port) = parse_host_port(&settings.listener)?;
+    let config = NodeConfig {
+        cluster_id: meta.cluster_id.clone(),
+        node_id: meta.node_id,
+        directory_id: meta.directory_id,
+        listeners: vec![Endpoint {
+            name: LISTENER_NAME.into(),
+            host: host.clone(),
+            port,
+        }],
+        bootstrap,
+        election_timeout_ms: settings.election_timeout_ms,
+        fetch_timeout_ms: settings.fetch_timeout_ms,
+        fetch_interval_ms: settings.fetch_interval_ms,
+        check_quorum_timeout_ms: settings.fetch_timeout_ms * 3 / 2,
+        request_timeout_ms: settings.request_timeout_ms,
+        observer_expiry_ms: 300_000,
+        seed: settings.seed ^ (meta.node_id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    };
+    let node =
+        Node::new(config, log, state).map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
+    let listener = TcpListener::bind((host.as_str(), port))
+        .await
+        .map_err(|e| {
+            Failure::new(
+                EXIT_NODE_FAILED,
+                format!("cannot listen on {}: {e}", settings.listener),
+            )
+        })?;
+    tracing::info!(
+        node_id = meta.node_id,
+        cluster_id = %meta.cluster_id,
+        directory_id = %format_directory_id(meta.directory_id),
+        listener = %settings.listener,
+        "node starting"
+    );
+    let broker = BrokerInfo {
+        node_id: meta.node_id,
+        host,
+        port,
+        cluster_id: meta.cluster_id,
+    };
+    server::serve(
+        node,
+        data.quorum_state_path(),
+        listener,
+        broker,
+        settings.limits.clone(),
+        LinkConfig::default(),
+        shutdown,
+    )
+    .await
+    .map_err(|e| Failure::new(EXIT_NODE_FAILED, e.to_string()))
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn stop_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(EXIT_NODE_FAILED, format!("cannot start the runtime: {e}")))
+}
+
+async fn wait(running: Running) -> Result<(), Failure> {
+    match running.task.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Failure::new(EXIT_NODE_FAILED, e.to_string())),
+        Err(e) => Err(Failure::new(
+            EXIT_NODE_FAILED,
+            format!("node task failed: {e}"),
+        )),
+    }
+}
+
+pub fn node(args: NodeArgs) -> Result<(), Failure> {
+    let settings = NodeSettings::resolve(args)?;
+    runtime()?.block_on(async {
+        let running = start_node(&settings, stop_signal()).await?;
+        let result = wait(running).await;
+        tracing::info!("node stopped");
+        result
+    })
+}
+
+pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
+    if !(1..=9).contains(&args.nodes) {
+        return Err(usage("--nodes must be between 1 and 9"));
+    }
+    if u32::from(args.base_port) + args.nodes as u32 > 65_536 {
+        return Err(usage("--base-port too high for that many nodes"));
+    }
+    let port = |i: i32| args.base_port + (i - 1) as u16;
+    let dir = |i: i32| args.dir.join(format!("node-{i}"));
+    // Existing directories keep their identity; new ones get fresh directory ids.
+    let mut ids = Vec::new();
+    for i in 1..=args.nodes {
+        let data = DataDir::new(dir(i));
+        let id = if data.is_formatted() {
+            MetaProperties::read(&data.meta_path())?.directory_id
+        } else {
+            Uuid::new_v4()
+        };
+        ids.push(id);
+    }
+    let initial = (1..=args.nodes)
+        .map(|i| {
+            format!(
+                "{i}@127.0.0.1:{}:{}",
+                port(i),
+                format_directory_id(ids[(i - 1) as usize])
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let voters = parse_initial_controllers(&initial)?;
+    for i in 1..=args.nodes {
+        format_dir(&dir(i), &args.cluster_id, i, &voters, None, true)?;
+    }
+    runtime()?.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut nodes = Vec::new();
+        for i in 1..=args.nodes {
+            let settings = NodeSettings::resolve(NodeArgs {
+                data_dir: Some(dir(i)),
+                listener: Some(format!("127.0.0.1:{}", port(i))),
+                ..NodeArgs::default()
+            })?;
+            let mut stop = stop_rx.clone();
+            let running = start_node(&settings, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await?;
+            nodes.push((i, running));
+        }
+        let mut leader = None;
+        tokio::select! {
+            _ = async {
+                loop {
+                    if let Some(l) = nodes.iter().find_map(|(_, r)| r.status.borrow().leader_id) {
+                        leader = Some(l);
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            } => {}
+            _ = stop_signal() => {}
+        }
+        if let Some(leader) = leader {
+            for (i, _) in &nodes {
+                let role = if *i == leader { " (leader)" } else { "" };
+                println!("node {i} listening on 127.0.0.1:{}{role}", port(*i));
+            }
+            println!("cluster {} is up; press Ctrl-C to stop", args.cluster_id);
+            stop_signal().await;
+        }
+        let _ = stop_tx.send(true);
+        let mut result = Ok(());
+        for (_, running) in nodes {
+            if let Err(e) = wait(running).await {
+                result = Err(e);
+            }
+        }
+        println!("cluster stopped");
+        result
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_controllers_parse_and_refuse_bad_input() {
+        let set = parse_initial_controllers(
+            "1@localhost:9093:ILZ5MPTeRWakmJu99uBJCA,2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAAQ",
+        )
+        .unwrap();
+        assert_eq!(set.len(), 2);
+        let v1 = set.voter(1).unwrap();
+        assert_eq!(
+            v1.listeners[0],
+            Endpoint {
+                name: "CONTROLLER".into(),
+                host: "localhost".into(),
+                port: 9093
+            }
+        );
+        assert_eq!(
+            format_directory_id(v1.key.directory_id.unwrap()),
+            "ILZ5MPTeRWakmJu99uBJCA"
+        );
+        for bad in [
+            "",
+            "1localhost:9093:ILZ5MPTeRWakmJu99uBJCA",
+            "x@localhost:9093:ILZ5MPTeRWakmJu99uBJCA",
+            "1@localhost:99999:ILZ5MPTeRWakmJu99uBJCA",
+            "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAAA",
+            "1@localhost:9093",
+            "1@h:1:ILZ5MPTeRWakmJu99uBJCA,1@h:2:AAAAAAAAAAAAAAAAAAAAAQ",
+        ] {
+            assert!(
+                parse_initial_controllers(bad).is_err(),
+                "{bad:?} must be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn format_writes_identity_and_refuses_a_second_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAAQ").unwrap();
+        let meta = format_dir(dir.path(), "c", 1, &voters, None, false).unwrap();
+        assert_eq!(meta.directory_id, Uuid::from_u128(1));
+        assert_eq!(
+            DataDir::new(dir.path()).open(Some(1), Some("c")).unwrap(),
+            meta
+        );
+        assert_eq!(
+            format_dir(dir.path(), "c", 1, &voters, None, false)
+                .unwrap_err()
+                .code,
+            EXIT_STORAGE
+        );
+        assert_eq!(
+            format_dir(dir.path(), "c", 1, &voters, None, true).unwrap(),
+            meta
+        );
+        assert_eq!(
+            format_dir(dir.path(), "other", 1, &voters, None, true)
+                .unwrap_err()
+                .code,
+            EXIT_STORAGE
+        );
+        // An observer gets a fresh directory id.
+        let other = tempfile::tempdir().unwrap();
+        let observer = format_dir(other.path(), "c", 4, &voters, None, false).unwrap();
+        assert!(!observer.directory_id.is_nil());
+    }
+
+    #[test]
+    fn config_file_and_flags_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node.toml");
+        std::fs::write(
+            &path,
+            "data_dir = \"/tmp/x\"\nlistener = \"127.0.0.1:1\"\nelection_timeout_ms = 77\n",
+        )
+        .unwrap();
+        let s = NodeSettings::resolve(NodeArgs {
+            config: Some(path.clone()),
+            listener: Some("127.0.0.1:2".into()),
+            ..NodeArgs::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (s.listener.as_str(), s.election_timeout_ms),
+            ("127.0.0.1:2", 77)
+        );
+        std::fs::write(&path, "data_dir = \"/tmp/x\"\nlistner = \"typo\"\n").unwrap();
+        let err = NodeSettings::resolve(NodeArgs {
+            config: Some(path),
+            ..NodeArgs::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_STORAGE);
+    }
+}
