@@ -202,7 +202,7 @@ fn hex(bytes: &[u8]) -> String {
 fn unhex(text: &str) -> Vec<u8> {
     let t = text.trim();
     assert!(
-        t.len() % 2 == 0 && t.bytes().all(|c| c.is_ascii_hexdigit()),
+        t.len() & 1 == 0 && t.bytes().all(|c| c.is_ascii_hexdigit()),
         "not hex: {t:?}"
     );
     (0..t.len())
