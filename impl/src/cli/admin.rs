@@ -132,7 +132,7 @@ fn change<T>(
     mut send: impl FnMut(&mut Leader, Duration) -> Result<(i16, Option<String>), Failure>,
     mut done_already: impl FnMut(&QuorumDescription) -> bool,
     already_code: i16,
-    ok: impl Fn(&QuorumDescription) -> T,
+    ok: impl Fn(Option<&QuorumDescription>) -> T,
 ) -> Result<T, Failure> {
     let deadline = Instant::now() + Duration::from_millis(connect.timeout_ms);
     let mut retried = false;
@@ -151,13 +151,21 @@ fn change<T>(
             }
             Err(f) => return Err(f),
         };
+        leader.client.set_timeout(remaining)?;
         let (code, message) = send(&mut leader, remaining)?;
         match code {
             0 => {
-                let after = find_leader(connect, None, remaining)
-                    .map(|l| l.description)
-                    .unwrap_or(leader.description);
-                return Ok(ok(&after));
+                // The leader may have resigned (it removed itself): look for the new one briefly.
+                let settle = Instant::now() + Duration::from_secs(3);
+                loop {
+                    match find_leader(connect, None, Duration::from_secs(1)) {
+                        Ok(after) => return Ok(ok(Some(&after.description))),
+                        Err(_) if Instant::now() < settle => {
+                            std::thread::sleep(Duration::from_millis(100))
+                        }
+                        Err(_) => return Ok(ok(None)),
+                    }
+                }
             }
             NOT_LEADER_OR_FOLLOWER | REQUEST_TIMED_OUT => {
                 last = kafka_error(code, message.as_deref());
@@ -166,7 +174,7 @@ fn change<T>(
             }
             code if code == already_code && retried && done_already(&leader.description) => {
                 // An earlier attempt of ours went through (its reply was lost or timed out).
-                return Ok(ok(&leader.description));
+                return Ok(ok(Some(&leader.description)));
             }
             code => {
                 return Err(Failure::new(
@@ -289,20 +297,27 @@ pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
     .map(|line| println!("{line}"))
 }
 
-fn report(verb: &str, id: i32, directory: Uuid, d: &QuorumDescription) -> String {
-    let ids = |v: &[crate::wire::describe_quorum::ReplicaState]| {
-        v.iter()
-            .map(|r| r.replica_id.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    format!(
-        "{verb} voter {id} (directory {}); committed. Leader {} epoch {} HW {}; CurrentVoters [{}], CommittedVoters [{}]",
-        format_directory_id(directory),
-        d.partition.leader_id,
-        d.partition.leader_epoch,
-        d.partition.high_watermark,
-        ids(&d.partition.current_voters),
-        ids(&d.partition.committed_voters),
-    )
+fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -> String {
+    let mut line = format!(
+        "{verb} voter {id} (directory {}); committed.",
+        format_directory_id(directory)
+    );
+    if let Some(d) = d {
+        let ids = |v: &[crate::wire::describe_quorum::ReplicaState]| {
+            v.iter()
+                .map(|r| r.replica_id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let p = &d.partition;
+        line.push_str(&format!(
+            " Now: leader {} epoch {} HW {}, CurrentVoters [{}], CommittedVoters [{}]",
+            p.leader_id,
+            p.leader_epoch,
+            p.high_watermark,
+            ids(&p.current_voters),
+            ids(&p.committed_voters),
+        ));
+    }
+    line
 }

@@ -83,6 +83,17 @@ impl Client {
         ))
     }
 
+    /// Changes the read/write timeout of later calls (e.g. a long wait for a membership change).
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        self.timeout = timeout;
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| self.io(e))?;
+        self.stream
+            .set_write_timeout(Some(timeout))
+            .map_err(|e| self.io(e))
+    }
+
     pub fn addr(&self) -> &str {
         &self.addr
     }
