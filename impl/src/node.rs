@@ -402,6 +402,8 @@ pub struct Node<L: RaftLog> {
     pending: Option<PendingChange>,
     last_change_reply: Option<ChangeReply>,
     faults: ActiveFaults,
+    /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
+    clock_started: bool,
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
@@ -462,12 +464,13 @@ impl<L: RaftLog> Node<L> {
             pending: None,
             last_change_reply: None,
             faults: ActiveFaults::default(),
+            clock_started: false,
             config,
         };
         node.history_next_offset = node.log.start_offset();
         node.load_control_records()?;
-        // Restart rules; `now` is unknown here, so timers are armed relative to 0 and re-armed by the
-        // shell's first `tick` at its clock (deadlines in the past fire at once).
+        // Restart rules. `now` is unknown here: timers are armed relative to 0 and shifted to the
+        // shell's clock by the first input (see `start_clock`).
         let now = 0;
         if persisted.leader_id == Some(local.id) {
             node.role = RoleState::Resigned;
@@ -661,6 +664,7 @@ impl<L: RaftLog> Node<L> {
 
     /// A message from peer `from`. Requests are answered in the returned output.
     pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
+        self.start_clock(now);
         let mut out = Output::default();
         match msg {
             Message::VoteRequest(r) => self.on_vote_request(now, from, r, &mut out),
@@ -678,6 +682,7 @@ impl<L: RaftLog> Node<L> {
 
     /// A request from an admin client or operator.
     pub fn handle_client(&mut self, now: Millis, id: ClientId, req: ClientRequest) -> Output {
+        self.start_clock(now);
         let mut out = Output::default();
         match req {
             ClientRequest::ApiVersions(r) => {
@@ -718,6 +723,7 @@ impl<L: RaftLog> Node<L> {
 
     /// Fires every timer whose deadline is ≤ `now`.
     pub fn tick(&mut self, now: Millis) -> Output {
+        self.start_clock(now);
         let mut out = Output::default();
         for t in ALL_TIMERS {
             if self.timers.get(t).is_some_and(|d| d <= now) {
@@ -731,6 +737,7 @@ impl<L: RaftLog> Node<L> {
     /// Fires one armed timer now, whatever its deadline (a harness hook to follow a model's timeout
     /// action exactly). Does nothing if the timer is not armed.
     pub fn fire(&mut self, now: Millis, timer: Timer) -> Output {
+        self.start_clock(now);
         let mut out = Output::default();
         if self.timers.get(timer).is_some() {
             self.fire_timer(now, timer, &mut out);
@@ -740,6 +747,21 @@ impl<L: RaftLog> Node<L> {
     }
 
     // ----- state transitions ----------------------------------------------------------------------
+
+    /// Tells the node the shell's clock once, right after `new`: the deadlines `new` armed relative to 0
+    /// move by `now`, so a restarted node waits a full timeout instead of firing at once. Without this call
+    /// the first input (`handle`, `handle_client`, `tick`, `fire`) does it with its own `now`.
+    pub fn start_clock(&mut self, now: Millis) {
+        if std::mem::replace(&mut self.clock_started, true) {
+            return;
+        }
+        let shift = |d: &mut Option<Millis>| *d = d.map(|d| d.saturating_add(now));
+        shift(&mut self.timers.election);
+        shift(&mut self.timers.fetch_timeout);
+        shift(&mut self.timers.begin_quorum_epoch);
+        shift(&mut self.next_fetch_at);
+        self.refresh_timers();
+    }
 
     fn persist(&mut self, election: ElectionState, out: &mut Output) {
         if election != self.election {
@@ -1655,17 +1677,18 @@ impl<L: RaftLog> Node<L> {
         }
         self.outstanding_fetch = None;
         if reply.error != errors::NONE {
+            let before = (self.role(), self.election.epoch, self.leader_id());
             let follows = self.maybe_transition(now, reply.leader_epoch, reply.leader_id, out);
             if !follows {
+                // Ask the next voter of the latest set (observers looking for the leader).
                 self.bootstrap_cursor = self.bootstrap_cursor.wrapping_add(1);
             }
-            if self.outstanding_fetch.is_none() && self.next_fetch_at.is_none_or(|t| t > now) {
-                let retry = now + self.config.fetch_interval_ms;
-                if matches!(self.role, RoleState::Follower { .. })
-                    || (!self.is_voter() && self.role() == Role::Unattached)
-                {
-                    self.next_fetch_at = Some(if follows { now } else { retry });
-                }
+            let changed = before != (self.role(), self.election.epoch, self.leader_id());
+            let fetching = matches!(self.role, RoleState::Follower { .. })
+                || (self.role() == Role::Unattached && !self.is_voter());
+            if fetching && !changed {
+                // Same leader (or none) as before: retry after the fetch interval, not in a hot loop.
+                self.next_fetch_at = Some(now + self.config.fetch_interval_ms);
             }
             return;
         }

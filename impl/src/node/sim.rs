@@ -163,7 +163,8 @@ impl Sim {
     pub fn with_configs(configs: impl IntoIterator<Item = NodeConfig>) -> Result<Sim, NodeError> {
         let mut nodes = BTreeMap::new();
         for config in configs {
-            let node = Node::new(config.clone(), MemoryLog::new(), ElectionState::default())?;
+            let mut node = Node::new(config.clone(), MemoryLog::new(), ElectionState::default())?;
+            node.start_clock(0);
             let id = config.node_id;
             nodes.insert(
                 id,
@@ -320,7 +321,8 @@ impl Sim {
             return Ok(());
         }
         let log = sim_node.crashed_log.take().unwrap_or_default();
-        let node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
+        let mut node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
+        node.start_clock(sim_node.clock);
         sim_node.node = Some(node);
         Ok(())
     }
