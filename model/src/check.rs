@@ -38,6 +38,8 @@ pub struct CheckOptions {
     pub timeout: Option<Duration>,
     /// Stop at the first violation (mandatory to keep the first, shortest counterexample).
     pub stop_at_first_violation: bool,
+    /// Print progress to stderr every second.
+    pub progress: bool,
 }
 
 impl Default for CheckOptions {
@@ -49,6 +51,7 @@ impl Default for CheckOptions {
             depth: None,
             timeout: None,
             stop_at_first_violation: false,
+            progress: false,
         }
     }
 }
@@ -131,6 +134,29 @@ impl CheckReport {
     }
 }
 
+/// Waits for a checker, printing progress to stderr every second if asked.
+fn wait<C: Checker<KraftModel>>(checker: C, progress: bool, started: Instant) -> C {
+    if progress {
+        let mut next = Duration::from_secs(1);
+        while !checker.is_done() {
+            std::thread::sleep(Duration::from_millis(50));
+            if started.elapsed() < next {
+                continue;
+            }
+            next += Duration::from_secs(1);
+            let secs = started.elapsed().as_secs_f64();
+            let unique = checker.unique_state_count();
+            eprintln!(
+                "  ... {secs:.0} s: states {}, unique {unique} ({:.0}/s), depth {}",
+                checker.state_count(),
+                unique as f64 / secs.max(1e-9),
+                checker.max_depth()
+            );
+        }
+    }
+    checker.join()
+}
+
 /// Runs a check of `model` with `opts`.
 pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
     let bounds = model.cfg;
@@ -149,10 +175,13 @@ pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
     if opts.stop_at_first_violation {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
+    let p = opts.progress;
     let checker = match opts.strategy {
-        Strategy::Dfs => Box::new(builder.spawn_dfs().join()) as Box<dyn Checker<KraftModel>>,
-        Strategy::Bfs => Box::new(builder.spawn_bfs().join()),
-        Strategy::Simulation { seed } => Box::new(builder.spawn_simulation(seed, UniformChooser).join()),
+        Strategy::Dfs => Box::new(wait(builder.spawn_dfs(), p, started)) as Box<dyn Checker<KraftModel>>,
+        Strategy::Bfs => Box::new(wait(builder.spawn_bfs(), p, started)),
+        Strategy::Simulation { seed } => {
+            Box::new(wait(builder.spawn_simulation(seed, UniformChooser), p, started))
+        }
     };
     let seconds = started.elapsed().as_secs_f64();
     let discoveries = checker.discoveries();
@@ -228,6 +257,7 @@ pub fn find_counterexample(cfg: ModelConfig) -> Option<Counterexample> {
         depth: None,
         timeout: Some(Duration::from_secs(120)),
         stop_at_first_violation: true,
+        progress: false,
     };
     run(model, opts).counterexample
 }

@@ -1,1 +1,466 @@
-fn main() {}
+//! `model`: check, explore, simulate and export traces of the KRaft membership model.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use model::check::{self, CheckOptions, CheckReport, Status, Strategy};
+use model::config::{Bug, FetchMode, HwRule, ModelConfig, NetworkKind, Start};
+use model::step::KraftModel;
+use model::trace::{self, SplitMix64};
+use model::{properties, story};
+use serde_json::json;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+use stateright::Model;
+
+#[derive(Parser)]
+#[command(name = "model", about = "Stateright model of KRaft membership changes and the committed voter set")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Exhaustive check at the given bounds (DFS + symmetry); with --bug, a shortest-counterexample
+    /// hunt (BFS, one thread, stop at the first violation).
+    Check(CheckArgs),
+    /// Serve stateright's Explorer web UI on 127.0.0.1.
+    Explore {
+        /// Port.
+        #[arg(long, default_value_t = 3000)]
+        port: u16,
+        #[command(flatten)]
+        bounds: Bounds,
+    },
+    /// Seeded random walks, checking every `always` property in every state.
+    Simulate {
+        /// Seed of the first walk (walk k uses seed + k).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Number of walks.
+        #[arg(long, default_value_t = 1000)]
+        runs: u64,
+        /// Actions per walk.
+        #[arg(long, default_value_t = 40)]
+        depth: usize,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        bounds: Bounds,
+    },
+    /// Write JSON Lines traces (schema: specs/traces.md).
+    Traces {
+        /// Actions per trace.
+        #[arg(long)]
+        depth: usize,
+        /// Write N seeded random walks instead of every path.
+        #[arg(long)]
+        random: Option<u64>,
+        /// Seed for --random.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Stop after this many traces (every-path mode grows exponentially).
+        #[arg(long, default_value_t = 100_000)]
+        max_traces: u64,
+        /// Output file.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        #[command(flatten)]
+        bounds: Bounds,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StrategyArg {
+    Dfs,
+    Bfs,
+    Simulation,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    bounds: Bounds,
+    /// Worker threads (default: all cores; --bug defaults to 1 for shortest paths).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Disable symmetry reduction.
+    #[arg(long)]
+    no_symmetry: bool,
+    /// Stateright target_max_depth (paths of at most DEPTH − 2 actions); makes the run non-exhaustive.
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Search strategy (default: dfs; bfs with --bug).
+    #[arg(long, value_enum)]
+    strategy: Option<StrategyArg>,
+    /// Seed for --strategy simulation.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stop after SECONDS (the run is then reported as not exhaustive).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Skip the small fresh-start check that covers the first election.
+    #[arg(long)]
+    no_first_election: bool,
+    /// Print progress every second (stderr).
+    #[arg(long)]
+    progress: bool,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
+#[derive(Args, Clone, Default)]
+struct Bounds {
+    /// Initial voters (the bootstrap set).
+    #[arg(long)]
+    voters: Option<u8>,
+    /// Joiners (observers that may be added).
+    #[arg(long)]
+    joiners: Option<u8>,
+    /// Highest epoch.
+    #[arg(long)]
+    max_epoch: Option<u8>,
+    /// Longest log.
+    #[arg(long)]
+    max_log: Option<u8>,
+    /// Most client appends.
+    #[arg(long)]
+    max_data: Option<u8>,
+    /// Most membership changes.
+    #[arg(long)]
+    max_changes: Option<u8>,
+    /// Most crash-restarts.
+    #[arg(long)]
+    crashes: Option<u8>,
+    /// Most messages in flight.
+    #[arg(long)]
+    max_in_flight: Option<u8>,
+    /// Network semantics.
+    #[arg(long, value_enum)]
+    network: Option<NetworkKind>,
+    /// Fetch granularity.
+    #[arg(long, value_enum)]
+    fetch: Option<FetchMode>,
+    /// Initial state.
+    #[arg(long, value_enum)]
+    start: Option<Start>,
+    /// HW rule (negative controls).
+    #[arg(long, value_enum)]
+    hw_rule: Option<HwRule>,
+    /// Enable a bug variant.
+    #[arg(long, value_enum)]
+    bug: Option<Bug>,
+    /// Disable check-quorum resignation.
+    #[arg(long)]
+    no_check_quorum: bool,
+}
+
+impl Bounds {
+    fn apply(&self, base: ModelConfig) -> ModelConfig {
+        ModelConfig {
+            voters: self.voters.unwrap_or(base.voters),
+            joiners: self.joiners.unwrap_or(base.joiners),
+            max_epoch: self.max_epoch.unwrap_or(base.max_epoch),
+            max_log: self.max_log.unwrap_or(base.max_log),
+            max_data: self.max_data.unwrap_or(base.max_data),
+            max_changes: self.max_changes.unwrap_or(base.max_changes),
+            max_crashes: self.crashes.unwrap_or(base.max_crashes),
+            max_in_flight: self.max_in_flight.unwrap_or(base.max_in_flight),
+            network: self.network.unwrap_or(base.network),
+            fetch: self.fetch.unwrap_or(base.fetch),
+            start: self.start.unwrap_or(base.start),
+            hw_rule: self.hw_rule.unwrap_or(base.hw_rule),
+            bug: self.bug.or(base.bug),
+            check_quorum: base.check_quorum && !self.no_check_quorum,
+            ..base
+        }
+    }
+}
+
+fn model_or_exit(cfg: ModelConfig) -> Result<KraftModel, ExitCode> {
+    KraftModel::new(cfg).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Holds => "holds",
+        Status::Violated => "VIOLATED",
+        Status::ExampleFound => "example found",
+        Status::NoExample => "NO EXAMPLE",
+    }
+}
+
+fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
+    println!("== {title}");
+    println!("bounds: {}", r.bounds);
+    println!(
+        "strategy: {:?}, threads {}, symmetry {}",
+        opts.strategy,
+        opts.threads,
+        if opts.symmetry && opts.strategy != Strategy::Bfs { "on" } else { "off" }
+    );
+    println!("exhaustive: {}", r.exhaustive);
+    println!(
+        "states: {}, unique states: {}, max depth: {}, seconds: {:.2}, unique states/s: {:.0}",
+        r.states,
+        r.unique_states,
+        r.max_depth,
+        r.seconds,
+        r.unique_per_second()
+    );
+    println!("properties:");
+    for p in &r.properties {
+        println!("  {:<9} {:<38} {}", p.kind, p.name, status_word(p.status));
+    }
+    if let Some(c) = &r.counterexample {
+        println!(
+            "counterexample: {} violated after {} steps (explorer path #/steps/{})",
+            c.property,
+            c.actions.len(),
+            c.index_path
+        );
+        print!("{}", story::path(&r.bounds, &c.steps));
+    }
+}
+
+fn report_json(r: &CheckReport) -> serde_json::Value {
+    let counterexample = r.counterexample.as_ref().map(|c| {
+        let steps: Vec<_> = c
+            .steps
+            .windows(2)
+            .map(|w| json!({ "action": w[0].1, "state": w[1].0 }))
+            .collect();
+        json!({ "property": c.property, "init": c.steps.first().map(|s| &s.0), "steps": steps })
+    });
+    json!({
+        "result": if r.ok() { "ok" } else { "violated" },
+        "exhaustive": r.exhaustive,
+        "bounds": r.bounds,
+        "states": r.states,
+        "unique_states": r.unique_states,
+        "max_depth": r.max_depth,
+        "seconds": r.seconds,
+        "unique_states_per_second": r.unique_per_second(),
+        "properties": r.properties,
+        "counterexample": counterexample,
+    })
+}
+
+fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
+    let hunting = a.bounds.bug.is_some();
+    let base = match a.bounds.bug {
+        Some(bug) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
+        None => ModelConfig::default(),
+    };
+    let cfg = a.bounds.apply(base);
+    let model = model_or_exit(cfg)?;
+    let strategy = match a.strategy {
+        Some(StrategyArg::Dfs) => Strategy::Dfs,
+        Some(StrategyArg::Bfs) => Strategy::Bfs,
+        Some(StrategyArg::Simulation) => Strategy::Simulation { seed: a.seed },
+        None if hunting => Strategy::Bfs,
+        None => Strategy::Dfs,
+    };
+    let threads = a.threads.unwrap_or(if hunting {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    });
+    let opts = CheckOptions {
+        strategy,
+        threads,
+        symmetry: !a.no_symmetry,
+        depth: a.depth,
+        timeout: a.timeout.map(Duration::from_secs),
+        stop_at_first_violation: hunting || strategy != Strategy::Dfs,
+        progress: a.progress,
+    };
+    let main = check::run(model, opts);
+    let mut reports = vec![("check", opts, main)];
+    if !hunting && !a.no_first_election && cfg.start == Start::Elected {
+        let fe_cfg = ModelConfig {
+            fetch: cfg.fetch,
+            network: cfg.network,
+            hw_rule: cfg.hw_rule,
+            ..check::first_election_bounds()
+        };
+        let fe_opts = CheckOptions { progress: false, timeout: None, depth: None, ..opts };
+        reports.push(("first election (fresh start)", fe_opts, check::run(model_or_exit(fe_cfg)?, fe_opts)));
+    }
+    let ok = reports.iter().all(|(_, _, r)| r.ok());
+    if a.json {
+        let mut v = report_json(&reports[0].2);
+        if let Some((_, _, fe)) = reports.get(1) {
+            v["first_election"] = report_json(fe);
+        }
+        v["result"] = json!(if ok { "ok" } else { "violated" });
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+    } else {
+        for (title, o, r) in &reports {
+            print_report(title, o, r);
+        }
+        println!("result: {}", if ok { "ok" } else { "violated" });
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn cmd_simulate(seed: u64, runs: u64, depth: usize, json_out: bool, b: Bounds) -> Result<ExitCode, ExitCode> {
+    let cfg = b.apply(trace::trace_config(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }));
+    let model = model_or_exit(cfg)?;
+    let props = model.properties();
+    let mut found = vec![false; props.len()];
+    let mut violation: Option<(String, u64, Vec<model::Action>)> = None;
+    let mut states = 0u64;
+    let started = std::time::Instant::now();
+    'runs: for k in 0..runs {
+        let mut rng = SplitMix64(seed.wrapping_add(k));
+        let path = trace::random_walk(&model, &mut rng, depth);
+        let t = trace::replay(&model, &path).map_err(|e| {
+            eprintln!("internal error: {e}");
+            ExitCode::from(1)
+        })?;
+        let all_states = std::iter::once(&t.init).chain(t.steps.iter().map(|s| &s.state));
+        for (i, s) in all_states.enumerate() {
+            states += 1;
+            for (p, f) in props.iter().zip(found.iter_mut()) {
+                let holds = (p.condition)(&model, s);
+                match p.expectation {
+                    stateright::Expectation::Always if !holds => {
+                        violation = Some((p.name.to_string(), seed.wrapping_add(k), path[..i].to_vec()));
+                        break 'runs;
+                    }
+                    stateright::Expectation::Sometimes if holds => *f = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if json_out {
+        let v = json!({
+            "result": if violation.is_some() { "violated" } else { "ok" },
+            "bounds": cfg, "runs": runs, "depth": depth, "seed": seed, "states": states, "seconds": secs,
+            "violation": violation.as_ref().map(|(p, s, a)| json!({"property": p, "seed": s, "actions": a})),
+            "examples": props.iter().zip(&found).map(|(p, f)| json!({"name": p.name, "kind": properties::kind_name(&p.expectation), "found": f})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+    } else {
+        println!("bounds: {cfg}");
+        println!("runs: {runs}, depth: {depth}, seed: {seed}, states visited: {states}, seconds: {secs:.2}");
+        for (p, f) in props.iter().zip(&found) {
+            if p.expectation == stateright::Expectation::Sometimes {
+                println!("  sometimes {:<38} {}", p.name, if *f { "example found" } else { "no example" });
+            }
+        }
+        match &violation {
+            None => println!("result: no violation (not exhaustive)"),
+            Some((p, s, actions)) => {
+                println!("result: {p} VIOLATED in the walk with seed {s} after {} steps", actions.len());
+                if let Ok(t) = trace::replay(&model, actions) {
+                    let mut steps = vec![(t.init.clone(), None)];
+                    for st in t.steps {
+                        steps.last_mut().expect("non-empty").1 = Some(st.action);
+                        steps.push((st.state, None));
+                    }
+                    print!("{}", story::path(&cfg, &steps));
+                }
+            }
+        }
+    }
+    Ok(if violation.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_traces(
+    depth: usize,
+    random: Option<u64>,
+    seed: u64,
+    max_traces: u64,
+    out: std::path::PathBuf,
+    b: Bounds,
+) -> Result<ExitCode, ExitCode> {
+    let cfg = b.apply(trace::trace_config(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }));
+    let model = model_or_exit(cfg)?;
+    let file = std::fs::File::create(&out).map_err(|e| {
+        eprintln!("error: cannot create {}: {e}", out.display());
+        ExitCode::from(2)
+    })?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut written = 0u64;
+    let mut io_error = None;
+    let mut emit = |actions: &[model::Action]| {
+        if io_error.is_some() || written >= max_traces {
+            return;
+        }
+        match trace::replay(&model, actions) {
+            Ok(t) => {
+                if let Err(e) = writeln!(w, "{}", trace::to_json_line(&t)) {
+                    io_error = Some(e.to_string());
+                }
+                written += 1;
+            }
+            Err(e) => io_error = Some(format!("internal error: {e}")),
+        }
+    };
+    match random {
+        Some(n) => {
+            for k in 0..n {
+                let mut rng = SplitMix64(seed.wrapping_add(k));
+                emit(&trace::random_walk(&model, &mut rng, depth));
+            }
+        }
+        None => trace::for_each_path(&model, depth, &mut emit),
+    }
+    if let Some(e) = io_error {
+        eprintln!("error: {e}");
+        return Err(ExitCode::from(1));
+    }
+    w.flush().map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(1)
+    })?;
+    println!("bounds: {cfg}");
+    println!("wrote {written} traces of at most {depth} actions to {}", out.display());
+    if written >= max_traces && random.is_none() {
+        println!("note: stopped at --max-traces {max_traces}; not every path was written");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => cmd_check(a),
+        Command::Explore { port, bounds } => {
+            let cfg = bounds.apply(ModelConfig { start: Start::Fresh, refusal_steps: true, ..ModelConfig::default() });
+            match model_or_exit(cfg) {
+                Err(c) => Err(c),
+                Ok(m) => {
+                    let addr = format!("127.0.0.1:{port}");
+                    // tiny_http panics on a busy port: probe it first for a clean error.
+                    if let Err(e) = std::net::TcpListener::bind(&addr) {
+                        eprintln!("error: cannot listen on {addr}: {e}");
+                        return ExitCode::from(2);
+                    }
+                    println!("bounds: {cfg}");
+                    println!("Explorer at http://{addr}/ (Ctrl-C to stop)");
+                    // Blocks while the web server runs.
+                    let _checker = m.checker().serve(addr);
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
+        Command::Simulate { seed, runs, depth, json, bounds } => cmd_simulate(seed, runs, depth, json, bounds),
+        Command::Traces { depth, random, seed, max_traces, out, bounds } => {
+            cmd_traces(depth, random, seed, max_traces, out, bounds)
+        }
+    };
+    result.unwrap_or_else(|c| c)
+}
+

@@ -6,6 +6,8 @@ use crate::spec::{
     membership_changes_from, next_high_watermark, reported_committed_offset,
     reported_committed_voters, size, truncation_offset,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use crate::types::{
     bit, event, ids, violation, Action, ChangeOp, Entry, Envelope, ErrorCode, FetchKey,
     FetchResponse, History, Id, Kind, Log, Msg, Reply, Role, Server, State, MAX_SERVERS,
@@ -16,6 +18,8 @@ use crate::types::{
 pub struct KraftModel {
     /// Bounds and knobs.
     pub cfg: ModelConfig,
+    /// `sometimes` properties already exemplified in this run (see [`KraftModel::example_once`]).
+    examples: Arc<[AtomicBool; 32]>,
 }
 
 /// The result of one step: the next state and the operator replies it produced.
@@ -39,7 +43,26 @@ impl KraftModel {
     /// A model with validated bounds.
     pub fn new(cfg: ModelConfig) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        Ok(KraftModel { cfg })
+        Ok(Self::unchecked(cfg))
+    }
+
+    fn unchecked(cfg: ModelConfig) -> Self {
+        KraftModel { cfg, examples: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))) }
+    }
+
+    /// Evaluates `sometimes` property number `idx` until it first holds, then reports false: one
+    /// example is all a `sometimes` property needs, and stateright would otherwise re-record the
+    /// example (cloning its path) in every state where it holds.
+    pub fn example_once(&self, idx: usize, f: fn(&KraftModel, &State) -> bool, s: &State) -> bool {
+        let flag = &self.examples[idx];
+        if flag.load(Ordering::Relaxed) {
+            return false;
+        }
+        let holds = f(self, s);
+        if holds {
+            flag.store(true, Ordering::Relaxed);
+        }
+        holds
     }
 
     /// The bootstrap state: every server at epoch 0, no vote, empty log, Unattached; the bootstrap
@@ -57,9 +80,7 @@ impl KraftModel {
     /// The actions that turn the fresh state into the elected start: server 0 wins epoch 1 with every
     /// voter's vote, then every other voter fetches twice (records, then the HW).
     pub fn election_prefix(&self) -> Vec<Action> {
-        let sync = KraftModel {
-            cfg: ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg },
-        };
+        let sync = KraftModel::unchecked(ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg });
         let mut actions = vec![Action::ElectionTimeout(0)];
         let mut s = sync.step(&sync.fresh_state(), Action::ElectionTimeout(0)).map(|st| st.state);
         while let Some(cur) = s.clone() {
@@ -81,9 +102,8 @@ impl KraftModel {
         match self.cfg.start {
             Start::Fresh => fresh,
             Start::Elected => {
-                let sync = KraftModel {
-                    cfg: ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg },
-                };
+                let sync =
+                    KraftModel::unchecked(ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg });
                 let mut s = fresh;
                 for a in self.election_prefix() {
                     if let Some(st) = sync.step(&s, a) {
@@ -125,7 +145,7 @@ impl KraftModel {
         }
         let r = &st.servers[replica as usize];
         let l = &st.servers[leader as usize];
-        let target_ok = l.role == Role::Leader;
+        let target_ok = l.role == Role::Leader && !self.resign_due(l, leader);
         let fetcher_ok = match r.role {
             Role::Follower => r.leader == Some(leader),
             Role::Unattached => target_ok && l.epoch >= r.epoch,
@@ -135,6 +155,15 @@ impl KraftModel {
             FetchMode::Sync => fetcher_ok && target_ok,
             FetchMode::Async => fetcher_ok && r.fetching.is_none(),
         }
+    }
+
+    /// True if `i` leads and its own removal is committed: it must resign before doing anything else.
+    pub fn resign_due(&self, s: &Server, i: Id) -> bool {
+        let committed = match (s.hw, latest_voters_offset(&s.log)) {
+            (Some(h), Some(o)) => o < h,
+            _ => false,
+        };
+        s.role == Role::Leader && committed && !self.is_voter(s, i)
     }
 
     /// The operations tried at each server.
@@ -188,6 +217,7 @@ impl KraftModel {
                         out.push(Action::FetchTimeout(i));
                     }
                 }
+                Role::Leader if self.resign_due(s, i) => out.push(Action::Resign(i)),
                 Role::Leader => {
                     if cfg.check_quorum && size(latest_voters(cfg.bootstrap(), &s.log)) > 1 {
                         out.push(Action::CheckQuorumTimeout(i));
@@ -205,6 +235,9 @@ impl KraftModel {
                 out.push(Action::Restart(i));
             }
             for op in self.change_ops() {
+                if self.resign_due(s, i) {
+                    break;
+                }
                 if cfg.refusal_steps || self.change_allowed(st, s, op) {
                     out.push(Action::Change { server: i, op });
                 }
@@ -264,7 +297,7 @@ impl KraftModel {
                     return None;
                 }
             }
-            Action::CheckQuorumTimeout(i) if i < n => {
+            Action::CheckQuorumTimeout(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &st.servers[i as usize];
                 if !cfg.check_quorum
                     || s.role != Role::Leader
@@ -274,7 +307,13 @@ impl KraftModel {
                 }
                 tx.resign(i);
             }
-            Action::ChangeTimeout(i) if i < n => {
+            Action::Resign(i) if i < n => {
+                if !self.resign_due(&st.servers[i as usize], i) {
+                    return None;
+                }
+                tx.resign(i);
+            }
+            Action::ChangeTimeout(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &mut tx.s.servers[i as usize];
                 let p = s.pending.take()?;
                 tx.replies.push(Reply { server: i, op: p.op, error: ErrorCode::RequestTimedOut });
@@ -286,7 +325,7 @@ impl KraftModel {
                 tx.s.history.crashes += 1;
                 tx.restart(i);
             }
-            Action::ClientAppend(i) if i < n => {
+            Action::ClientAppend(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &st.servers[i as usize];
                 if s.role != Role::Leader
                     || st.history.data >= cfg.max_data
@@ -297,9 +336,10 @@ impl KraftModel {
                 tx.s.history.data += 1;
                 tx.append(i, Kind::Data);
                 tx.advance_hw(i);
-                tx.maybe_resign(i);
             }
-            Action::Change { server, op } if server < n && op_in_range(op, n) => {
+            Action::Change { server, op }
+                if server < n && op_in_range(op, n) && !self.resign_due(&st.servers[server as usize], server) =>
+            {
                 let s = &st.servers[server as usize];
                 match check_change(cfg, s, op) {
                     Ok(new_set) => {
@@ -312,7 +352,6 @@ impl KraftModel {
                         tx.s.servers[server as usize].pending =
                             Some(crate::types::PendingChange { op, offset });
                         tx.advance_hw(server);
-                        tx.maybe_resign(server);
                     }
                     Err(refusal) => {
                         if !cfg.refusal_steps {
@@ -517,6 +556,8 @@ impl Tx<'_> {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
         s.hw = None;
+        // Kafka's ResignedState keeps itself as the epoch's leader (fetches are answered naming it).
+        s.leader = Some(i);
         let voters = latest_voters(bootstrap, &s.log);
         for v in ids(voters).filter(|&v| v != i) {
             self.send(i, v, Msg::EndQuorumEpoch { epoch });
@@ -534,6 +575,7 @@ impl Tx<'_> {
         s.hw = None;
         if was_leader {
             s.role = Role::Resigned;
+            s.leader = Some(i);
         } else if voted_self {
             s.role = Role::Candidate;
             s.votes = bit(i);
@@ -562,21 +604,34 @@ impl Tx<'_> {
                 self.replies.push(Reply { server: i, op: p.op, error: ErrorCode::None });
             }
         }
+        self.note_leader(i);
     }
 
-    /// A leader whose own removal is committed resigns.
-    fn maybe_resign(&mut self, i: Id) {
-        let bootstrap = self.cfg.bootstrap();
+    /// Ghost bookkeeping for a leader: extend the global committed prefix up to its HW (flagging a
+    /// conflict) and remember the committed voter set it reports. Called on every HW advance and
+    /// after every step, so a leader that resigns within the step is still recorded.
+    fn note_leader(&mut self, i: Id) {
+        let cfg = self.cfg;
         let s = &self.s.servers[i as usize];
+        let h = &mut self.s.history;
         if s.role != Role::Leader {
             return;
         }
-        let committed = match (s.hw, latest_voters_offset(&s.log)) {
-            (Some(h), Some(o)) => o < h,
-            _ => false,
-        };
-        if committed && latest_voters(bootstrap, &s.log) & bit(i) == 0 {
-            self.resign(i);
+        let Some(hw) = s.hw else { return };
+        let entries = &s.log.as_slice()[..(hw as usize).min(s.log.len() as usize)];
+        for (o, e) in entries.iter().enumerate() {
+            match h.committed.get(o) {
+                Some((c, _)) if c != e => h.violations |= violation::CONFLICTING_COMMIT,
+                Some(_) => {}
+                None => h.committed.push((*e, s.epoch)),
+            }
+        }
+        if let (Some(o), Some(set)) =
+            (reported_committed_offset(cfg, s), reported_committed_voters(cfg, s))
+        {
+            if !matches!(h.max_reported, Some((_, mo, _)) if mo >= o) {
+                h.max_reported = Some((s.epoch, o, set));
+            }
         }
     }
 
@@ -619,7 +674,6 @@ impl Tx<'_> {
         let s = &self.s.servers[l as usize];
         resp.high_watermark = s.hw;
         resp.records = s.log.suffix(key.fetch_offset);
-        self.maybe_resign(l);
         resp
     }
 
@@ -781,29 +835,15 @@ impl Tx<'_> {
             if let (Some(a), Some(b)) =
                 (reported_committed_offset(cfg, old), reported_committed_offset(cfg, new))
             {
-                if b < a {
+                // Forward only, and the entry it moved from is still the same record.
+                let kept = a < 0 || old.log.get(a as u8) == new.log.get(a as u8);
+                if b < a || !kept {
                     self.s.history.violations |= violation::COMMITTED_VOTERS_REGRESSED;
                 }
             }
         }
-        let h = &mut self.s.history;
-        for s in self.s.servers.iter().filter(|s| s.role == Role::Leader) {
-            let Some(hw) = s.hw else { continue };
-            let entries = &s.log.as_slice()[..(hw as usize).min(s.log.len() as usize)];
-            for (o, e) in entries.iter().enumerate() {
-                match h.committed.get(o) {
-                    Some((c, _)) if c != e => h.violations |= violation::CONFLICTING_COMMIT,
-                    Some(_) => {}
-                    None => h.committed.push((*e, s.epoch)),
-                }
-            }
-            if let (Some(o), Some(set)) =
-                (reported_committed_offset(cfg, s), reported_committed_voters(cfg, s))
-            {
-                if !matches!(h.max_reported, Some((_, mo, _)) if mo >= o) {
-                    h.max_reported = Some((s.epoch, o, set));
-                }
-            }
+        for i in 0..self.s.servers.len() as Id {
+            self.note_leader(i);
         }
     }
 }

@@ -71,6 +71,7 @@ pub fn action(a: &Action) -> String {
         Action::FetchTimeout(i) => format!("server {i}: fetch timeout"),
         Action::CheckQuorumTimeout(i) => format!("server {i}: check-quorum expiry (resign)"),
         Action::ChangeTimeout(i) => format!("server {i}: pending change times out"),
+        Action::Resign(i) => format!("server {i}: resigns (its removal is committed)"),
         Action::Restart(i) => format!("server {i}: crash and restart"),
         Action::ClientAppend(i) => format!("server {i}: client append"),
         Action::Change { server, op: o } => format!("server {server}: operator {}", op(o)),

@@ -8,7 +8,9 @@
 //! one): merging states with equal representatives only merges symmetric states, which is sound; a
 //! non-canonical choice only loses some reduction. Only the DFS and simulation checkers use it.
 
-use crate::types::{bit, ChangeOp, Entry, Envelope, Id, Kind, Mask, Msg, Server, State, MAX_SERVERS};
+use crate::types::{
+    bit, ChangeOp, Entry, Envelope, Id, Kind, Mask, Msg, Server, State, MAX_LOG, MAX_SERVERS,
+};
 use stateright::Representative;
 
 fn map_mask(perm: &[Id], m: Mask) -> Mask {
@@ -85,45 +87,53 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
 }
 
 /// An id-free summary of a server used to order ids (ties keep their order).
-fn sort_key(s: &Server) -> impl Ord {
-    let log: Vec<(u8, u8)> = s
-        .log
-        .as_slice()
-        .iter()
-        .map(|e| {
-            let k = match e.kind {
-                Kind::Data => 0,
-                Kind::LeaderChange => 1,
-                Kind::KRaftVersion => 2,
-                Kind::Voters(m) => 3 + m.count_ones() as u8,
-            };
-            (e.epoch, k)
-        })
-        .collect();
-    (
-        s.role,
-        s.epoch,
-        log,
-        s.hw,
-        s.voted_for.is_some(),
-        s.leader.is_some(),
-        s.votes.count_ones(),
-        s.pending.is_some(),
-        s.fetching,
-    )
+fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 10] {
+    let mut k = [0u8; 2 * MAX_LOG + 10];
+    k[0] = s.role as u8;
+    k[1] = s.epoch;
+    k[2] = s.log.len();
+    for (i, e) in s.log.as_slice().iter().enumerate() {
+        k[3 + 2 * i] = e.epoch;
+        k[4 + 2 * i] = match e.kind {
+            Kind::Data => 0,
+            Kind::LeaderChange => 1,
+            Kind::KRaftVersion => 2,
+            Kind::Voters(m) => 3 + m.count_ones() as u8,
+        };
+    }
+    let t = 3 + 2 * MAX_LOG;
+    k[t] = s.hw.map_or(0, |h| h + 1);
+    k[t + 1] = s.voted_for.is_some() as u8;
+    k[t + 2] = s.leader.is_some() as u8;
+    k[t + 3] = s.votes.count_ones() as u8;
+    k[t + 4] = s.pending.is_some() as u8;
+    k[t + 5] = s.fetching.map_or(0, |f| f.fetch_offset + 1);
+    k[t + 6] = s.fetching.map_or(0, |f| f.epoch);
+    k
 }
 
 impl Representative for State {
     fn representative(&self) -> Self {
         let n = self.servers.len();
-        let mut order: Vec<Id> = (0..n as Id).collect();
+        let mut order = [0 as Id; MAX_SERVERS];
+        for (i, o) in order.iter_mut().enumerate().take(n) {
+            *o = i as Id;
+        }
+        let keys: Vec<_> = self.servers.iter().map(sort_key).collect();
         // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
-        order.sort_by_cached_key(|&i| (self.bootstrap & bit(i) == 0, sort_key(&self.servers[i as usize])));
-        let mut perm = vec![0 as Id; n];
-        for (new, &old) in order.iter().enumerate() {
+        order[..n].sort_by(|&a, &b| {
+            let ga = self.bootstrap & bit(a) == 0;
+            let gb = self.bootstrap & bit(b) == 0;
+            (ga, &keys[a as usize]).cmp(&(gb, &keys[b as usize]))
+        });
+        if order[..n].iter().enumerate().all(|(i, &o)| o as usize == i) {
+            return self.clone();
+        }
+        let mut perm = [0 as Id; MAX_SERVERS];
+        for (new, &old) in order[..n].iter().enumerate() {
             perm[old as usize] = new as Id;
         }
-        permute(self, &perm)
+        permute(self, &perm[..n])
     }
 }
 

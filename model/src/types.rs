@@ -88,11 +88,33 @@ pub struct Entry {
 
 /// A bounded log; entry `i` is the record at offset `i`. Slots past `len` are kept at their default so
 /// that derived `Hash`/`Eq` only see the live prefix's content.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "Vec<Entry>", try_from = "Vec<Entry>")]
 pub struct Log {
     entries: [Entry; MAX_LOG],
     len: u8,
+}
+
+impl Entry {
+    /// One byte for the kind: 0 Data, 1 LeaderChange, 2 KRaftVersion, 0x80 | mask for Voters.
+    fn kind_byte(&self) -> u8 {
+        match self.kind {
+            Kind::Data => 0,
+            Kind::LeaderChange => 1,
+            Kind::KRaftVersion => 2,
+            Kind::Voters(m) => 0x80 | m,
+        }
+    }
+}
+
+/// Hashing is the checker's hot path: feed the hasher one packed byte string per value instead of
+/// one call per field.
+impl Hash for Log {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let mut buf = [0u8; 2 * MAX_LOG + 1];
+        let n = self.pack(&mut buf);
+        h.write(&buf[..n]);
+    }
 }
 
 impl From<Log> for Vec<Entry> {
@@ -161,6 +183,15 @@ impl Log {
     pub fn last_epoch(&self) -> u8 {
         self.as_slice().last().map_or(0, |e| e.epoch)
     }
+    /// Writes length and entries as bytes into `buf`; returns the bytes used.
+    pub fn pack(&self, buf: &mut [u8]) -> usize {
+        buf[0] = self.len;
+        for (i, e) in self.as_slice().iter().enumerate() {
+            buf[1 + 2 * i] = e.epoch;
+            buf[2 + 2 * i] = e.kind_byte();
+        }
+        1 + 2 * self.len as usize
+    }
     /// Mutable access to the live entries (used by symmetry to rewrite voter masks).
     pub fn as_mut_slice(&mut self) -> &mut [Entry] {
         &mut self.entries[..self.len as usize]
@@ -221,7 +252,7 @@ pub struct FetchKey {
 }
 
 /// One server. Durable: `epoch`, `voted_for`, `log`. Everything else is volatile (lost on restart).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Server {
     /// Durable: current epoch.
     pub epoch: u8,
@@ -248,6 +279,48 @@ pub struct Server {
     pub pending: Option<PendingChange>,
     /// Follower/observer (async fetch only): the outstanding fetch request.
     pub fetching: Option<FetchKey>,
+}
+
+fn opt(v: Option<u8>) -> u8 {
+    v.map_or(0xFF, |x| x)
+}
+
+impl Hash for Server {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let mut buf = [0u8; 2 * MAX_LOG + 1 + 16 + MAX_SERVERS];
+        let mut n = self.log.pack(&mut buf);
+        let (op, a, b) = match self.pending.map(|p| p.op) {
+            None => (0, 0, 0),
+            Some(ChangeOp::Add(j)) => (1, j, 0),
+            Some(ChangeOp::Remove(j)) => (2, j, 0),
+            Some(ChangeOp::Swap { out, add }) => (3, out, add),
+        };
+        let f = self.fetching;
+        let fixed = [
+            self.epoch,
+            opt(self.voted_for),
+            self.role as u8,
+            opt(self.leader),
+            opt(self.hw),
+            self.votes,
+            self.epoch_start,
+            self.caught_up,
+            op,
+            a,
+            b,
+            opt(self.pending.map(|p| p.offset)),
+            opt(f.map(|k| k.epoch)),
+            opt(f.map(|k| k.fetch_offset)),
+            opt(f.map(|k| k.last_fetched_epoch)),
+        ];
+        buf[n..n + fixed.len()].copy_from_slice(&fixed);
+        n += fixed.len();
+        for e in self.end {
+            buf[n] = opt(e);
+            n += 1;
+        }
+        h.write(&buf[..n]);
+    }
 }
 
 /// The body of a Fetch response, as in Kafka's `FetchResponse` partition data.
@@ -330,6 +403,9 @@ pub enum Action {
     CheckQuorumTimeout(Id),
     /// The leader's pending add/remove times out (REQUEST_TIMED_OUT; the record stays).
     ChangeTimeout(Id),
+    /// A leader whose own removal is committed resigns (Kafka: `requestResign`, applied at the
+    /// leader's next poll, before it serves anything else).
+    Resign(Id),
     /// Crash and restart: volatile state lost, durable state kept.
     Restart(Id),
     /// A client append at a server (only a leader accepts).
@@ -391,7 +467,7 @@ pub struct History {
     pub leaders: [Mask; 16],
     /// The longest prefix ever committed by a leader: entry and the epoch of the leader that first
     /// committed it.
-    pub committed: Vec<(Entry, u8)>,
+    pub committed: CommittedLog,
     /// The committed voter set with the greatest offset ever reported by a leader:
     /// (leader epoch, VotersRecord offset or −1 for the bootstrap set, set).
     pub max_reported: Option<(u8, i8, Mask)>,
@@ -410,13 +486,73 @@ pub struct History {
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.leaders.hash(h);
-        self.committed.hash(h);
-        self.max_reported.hash(h);
-        self.changes.hash(h);
-        self.data.hash(h);
-        self.crashes.hash(h);
-        self.violations.hash(h);
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 10];
+        buf[..16].copy_from_slice(&self.leaders);
+        let mut n = 16;
+        buf[n] = self.committed.len;
+        n += 1;
+        for (e, ce) in self.committed.iter() {
+            buf[n..n + 3].copy_from_slice(&[e.epoch, e.kind_byte(), *ce]);
+            n += 3;
+        }
+        let (me, mo, ms) = self.max_reported.map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m));
+        let [v0, v1] = self.violations.to_le_bytes();
+        let tail = [me, mo, ms, self.changes, self.data, self.crashes, v0, v1];
+        buf[n..n + tail.len()].copy_from_slice(&tail);
+        n += tail.len();
+        h.write(&buf[..n]);
+    }
+}
+
+/// The globally committed prefix: entries with the epoch of the leader that first committed them.
+/// Fixed-size (no allocation per state); reads as a slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<(Entry, u8)>", try_from = "Vec<(Entry, u8)>")]
+pub struct CommittedLog {
+    entries: [(Entry, u8); MAX_LOG],
+    len: u8,
+}
+
+impl CommittedLog {
+    /// Appends one committed entry (ignored past [`MAX_LOG`], which no bounded run reaches).
+    pub fn push(&mut self, e: (Entry, u8)) {
+        if (self.len as usize) < MAX_LOG {
+            self.entries[self.len as usize] = e;
+            self.len += 1;
+        }
+    }
+}
+
+impl std::ops::Deref for CommittedLog {
+    type Target = [(Entry, u8)];
+    fn deref(&self) -> &[(Entry, u8)] {
+        &self.entries[..self.len as usize]
+    }
+}
+
+impl std::ops::DerefMut for CommittedLog {
+    fn deref_mut(&mut self) -> &mut [(Entry, u8)] {
+        &mut self.entries[..self.len as usize]
+    }
+}
+
+impl From<CommittedLog> for Vec<(Entry, u8)> {
+    fn from(c: CommittedLog) -> Self {
+        c.to_vec()
+    }
+}
+
+impl TryFrom<Vec<(Entry, u8)>> for CommittedLog {
+    type Error = String;
+    fn try_from(v: Vec<(Entry, u8)>) -> Result<Self, String> {
+        if v.len() > MAX_LOG {
+            return Err(format!("committed prefix of {} entries exceeds {MAX_LOG}", v.len()));
+        }
+        let mut c = CommittedLog::default();
+        for e in v {
+            c.push(e);
+        }
+        Ok(c)
     }
 }
 
