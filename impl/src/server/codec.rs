@@ -83,7 +83,7 @@ fn supported(key: i16, version: i16) -> bool {
         18 => 4,
         3 => METADATA_VERSIONS.1,
         1 => return (15..=FETCH_VERSION).contains(&version),
-        52 | 53 | 54 => 1,
+        52..=54 => 1,
         55 => crate::wire::describe_quorum::MAX_VERSION,
         80..=82 => 0,
         _ => return false,
