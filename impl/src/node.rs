@@ -766,8 +766,13 @@ impl<L: RaftLog> Node<L> {
     fn persist(&mut self, election: ElectionState, out: &mut Output) {
         if election != self.election {
             self.election = election;
-            out.effects
-                .push(Effect::PersistElectionState(self.election.clone()));
+            // Only the last state of one output matters: nothing is sent before the effects are applied.
+            if let Some(Effect::PersistElectionState(last)) = out.effects.last_mut() {
+                *last = self.election.clone();
+            } else {
+                out.effects
+                    .push(Effect::PersistElectionState(self.election.clone()));
+            }
         }
     }
 

@@ -1,0 +1,392 @@
+//! Rules of the node one at a time: restart, elections and votes, check-quorum, fetch matching and
+//! divergence, ApiVersions, timers.
+
+use kraft::log::{MemoryLog, RaftLog, Record};
+use kraft::node::sim::{self, Sim};
+use kraft::node::{
+    errors, Bootstrap, ClientRequest, ClientResponse, Effect, ElectionState, Message, Node,
+    NodeError, Role, Timer,
+};
+
+fn vote_code(msg: &Message) -> (i16, bool) {
+    match msg {
+        Message::VoteResponse(r) => {
+            let p = &r.topics[0].partitions[0];
+            (
+                if r.error_code != 0 {
+                    r.error_code
+                } else {
+                    p.error_code
+                },
+                p.vote_granted,
+            )
+        }
+        other => panic!("not a vote response: {other:?}"),
+    }
+}
+
+#[test]
+fn restart_rules() {
+    let set = sim::voter_set(&[1, 2, 3]);
+    let cfg = sim::config(1, Bootstrap::Checkpoint(set.clone()), 1);
+    let leader = ElectionState {
+        epoch: 4,
+        voted: Some(sim::key(1)),
+        leader_id: Some(1),
+    };
+    let n = Node::new(cfg.clone(), MemoryLog::new(), leader).unwrap();
+    assert_eq!((n.role(), n.epoch()), (Role::Resigned, 4));
+    let voted_self = ElectionState {
+        epoch: 4,
+        voted: Some(sim::key(1)),
+        leader_id: None,
+    };
+    let n = Node::new(cfg.clone(), MemoryLog::new(), voted_self).unwrap();
+    assert_eq!(n.role(), Role::Candidate);
+    let follower = ElectionState {
+        epoch: 4,
+        voted: Some(sim::key(2)),
+        leader_id: Some(2),
+    };
+    let n = Node::new(cfg.clone(), MemoryLog::new(), follower).unwrap();
+    assert_eq!(
+        (n.role(), n.leader_id(), n.election_state().voted),
+        (Role::Unattached, None, Some(sim::key(2)))
+    );
+    assert_eq!(n.high_watermark(), None);
+    // A non-voter that voted for itself cannot be a candidate.
+    let observer = sim::config(7, Bootstrap::Checkpoint(set), 1);
+    let n = Node::new(
+        observer,
+        MemoryLog::new(),
+        ElectionState {
+            epoch: 2,
+            voted: Some(sim::key(7)),
+            leader_id: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(n.role(), Role::Unattached);
+}
+
+#[test]
+fn bad_configuration_and_state_are_typed_errors() {
+    let set = sim::voter_set(&[1]);
+    let mut cfg = sim::config(1, Bootstrap::Checkpoint(set.clone()), 1);
+    cfg.election_timeout_ms = 0;
+    assert!(matches!(
+        Node::new(cfg, MemoryLog::new(), ElectionState::default()),
+        Err(NodeError::Config(_))
+    ));
+    let mut cfg = sim::config(1, Bootstrap::Checkpoint(set.clone()), 1);
+    cfg.node_id = -3;
+    assert!(matches!(
+        Node::new(cfg, MemoryLog::new(), ElectionState::default()),
+        Err(NodeError::Config(_))
+    ));
+    let cfg = sim::config(1, Bootstrap::Checkpoint(set), 1);
+    let bad = ElectionState {
+        epoch: -1,
+        voted: None,
+        leader_id: None,
+    };
+    assert!(matches!(
+        Node::new(cfg, MemoryLog::new(), bad),
+        Err(NodeError::ElectionState(_))
+    ));
+}
+
+#[test]
+fn restart_rebuilds_the_voter_history_from_the_log() {
+    let mut sim = Sim::new(3, 1, 2).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+    sim.crash(1);
+    sim.restart(1).unwrap();
+    let v = sim.node(1).view();
+    assert_eq!(v.latest_voters.ids().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    assert_eq!(v.latest_voters_offset, Some(3));
+    assert_eq!(v.kraft_version, 1);
+}
+
+#[test]
+fn start_clock_delays_restart_deadlines() {
+    let set = sim::voter_set(&[1, 2, 3]);
+    let mut n = Node::new(
+        sim::config(1, Bootstrap::Checkpoint(set), 1),
+        MemoryLog::new(),
+        ElectionState::default(),
+    )
+    .unwrap();
+    let relative = n.timers().election.unwrap();
+    assert!((1000..2000).contains(&relative));
+    n.start_clock(1_000_000);
+    assert_eq!(n.timers().election, Some(1_000_000 + relative));
+    let out = n.tick(1_000_000 + relative - 1);
+    assert!(out.messages.is_empty());
+    let out = n.tick(1_000_000 + relative);
+    assert_eq!(n.role(), Role::Candidate);
+    assert_eq!(
+        out.effects,
+        vec![Effect::PersistElectionState(ElectionState {
+            epoch: 1,
+            voted: Some(sim::key(1)),
+            leader_id: None
+        })]
+    );
+    assert_eq!(out.messages.len(), 2, "Vote to 2 and 3");
+}
+
+#[test]
+fn same_seed_same_run() {
+    let run = |seed| {
+        let mut sim = Sim::new(3, 0, seed).unwrap();
+        for _ in 0..20 {
+            sim.advance(700);
+            sim.deliver_all(100);
+        }
+        (1..=3).map(|id| sim.node(id).view()).collect::<Vec<_>>()
+    };
+    assert_eq!(run(5), run(5));
+}
+
+#[test]
+fn vote_granting_follows_kafka() {
+    let mut sim = Sim::new(3, 0, 3).unwrap();
+    // Node 1 becomes candidate in epoch 1 and asks 2 and 3.
+    sim.fire(1, Timer::Election);
+    let to2 = sim.network.iter().position(|e| e.to == 2).unwrap();
+    let req = sim.network[to2].msg.clone();
+    let out = sim.node_mut(2).handle(0, 1, req.clone());
+    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(
+        out.effects.len(),
+        1,
+        "epoch and vote persisted before the response"
+    );
+    // The same candidate again: granted again; another candidate in the same epoch: refused.
+    let out = sim.node_mut(2).handle(0, 1, req.clone());
+    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    sim.fire(3, Timer::Election);
+    let from3 = sim
+        .network
+        .iter()
+        .rposition(|e| e.from == 3 && e.to == 2)
+        .unwrap();
+    let req3 = sim.network[from3].msg.clone();
+    let out = sim.node_mut(2).handle(0, 3, req3);
+    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, false));
+    // A stale epoch is fenced.
+    let mut stale = sim::Sim::new(3, 0, 3).unwrap();
+    stale.fire(1, Timer::Election);
+    stale.fire(1, Timer::Election); // epoch 2
+    let to2: Vec<Message> = stale
+        .network
+        .iter()
+        .filter(|e| e.to == 2)
+        .map(|e| e.msg.clone())
+        .collect();
+    let (epoch1, epoch2) = (to2[0].clone(), to2[1].clone());
+    // A request meant for another voter is refused with INVALID_VOTER_KEY.
+    let to3 = stale
+        .network
+        .iter()
+        .find(|e| e.to == 3)
+        .unwrap()
+        .msg
+        .clone();
+    let out = stale.node_mut(2).handle(0, 1, to3);
+    assert_eq!(
+        vote_code(&out.messages[0].1),
+        (errors::INVALID_VOTER_KEY, false)
+    );
+    let out = stale.node_mut(2).handle(0, 1, epoch2);
+    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    let out = stale.node_mut(2).handle(0, 1, epoch1);
+    assert_eq!(
+        vote_code(&out.messages[0].1),
+        (errors::FENCED_LEADER_EPOCH, false)
+    );
+}
+
+#[test]
+fn a_candidate_with_a_shorter_log_is_refused() {
+    let mut sim = Sim::new(3, 0, 4).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    sim.append(1, &[b"a"]).unwrap();
+    sim.replicate(5);
+    // Node 3 misses the next record; node 2 has it.
+    sim.append(1, &[b"b"]).unwrap();
+    sim.fire(2, Timer::Fetch);
+    sim.deliver_all(100);
+    sim.crash(1);
+    sim.fire(3, Timer::FetchTimeout);
+    let to2 = sim
+        .network
+        .iter()
+        .position(|e| e.to == 2 && matches!(e.msg, Message::VoteRequest(_)))
+        .unwrap();
+    sim.deliver(to2);
+    let reply = sim.network.iter().find(|e| e.to == 3).unwrap();
+    assert_eq!(vote_code(&reply.msg), (errors::NONE, false));
+    assert_eq!(
+        sim.node(2).epoch(),
+        2,
+        "the higher epoch is adopted even when the vote is refused"
+    );
+}
+
+#[test]
+fn check_quorum_expiry_resigns_and_sends_end_quorum_epoch() {
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    sim.network.clear();
+    sim.fire(1, Timer::CheckQuorum);
+    assert_eq!(sim.node(1).role(), Role::Resigned);
+    let ends: Vec<i32> = sim
+        .network
+        .iter()
+        .filter(|e| matches!(e.msg, Message::EndQuorumEpochRequest(_)))
+        .map(|e| e.to)
+        .collect();
+    assert_eq!(ends, vec![2, 3]);
+    let d = sim.describe(1, 2);
+    assert_eq!(
+        d.topics[0].partitions[0].error_code,
+        errors::NOT_LEADER_OR_FOLLOWER
+    );
+    // Fetches keep the leader alive: a window with a majority of fetches re-arms the timer.
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    let before = sim.node(1).timers().check_quorum.unwrap();
+    let later = sim.clock(1) + 1000;
+    sim.tick(1, later);
+    sim.replicate(2);
+    assert_eq!(sim.node(1).timers().check_quorum, Some(before + 1000));
+    assert_eq!(sim.node(1).role(), Role::Leader);
+}
+
+#[test]
+fn single_voter_leader_has_no_check_quorum() {
+    let mut sim = Sim::new(1, 0, 5).unwrap();
+    sim.elect(1);
+    assert_eq!(sim.node(1).role(), Role::Leader);
+    assert_eq!(sim.node(1).timers().check_quorum, None);
+    assert_eq!(sim.node(1).high_watermark(), Some(3));
+}
+
+#[test]
+fn stale_and_duplicated_fetch_responses_are_ignored() {
+    let mut sim = Sim::new(3, 0, 6).unwrap();
+    sim.elect(1);
+    sim.fire(2, Timer::Fetch);
+    sim.deliver(0); // request to the leader
+    let response = sim.network[0].clone();
+    sim.deliver(0);
+    assert_eq!(sim.node(2).view().log_end_offset, 3);
+    // A duplicate of the consumed response no longer matches anything outstanding.
+    let before = sim.node(2).view();
+    sim.network.push(response.clone());
+    sim.deliver(0);
+    assert_eq!(sim.node(2).view(), before);
+    // Nor does it match the next outstanding fetch (different fetch offset).
+    sim.fire(2, Timer::Fetch);
+    sim.network.insert(0, response);
+    sim.deliver(0);
+    assert!(
+        sim.node(2).view().outstanding_fetch.is_some(),
+        "still waiting for the real response"
+    );
+}
+
+#[test]
+fn diverging_follower_truncates_and_its_latest_voter_set_reverts() {
+    let mut sim = Sim::new(3, 1, 8).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    sim.crash(2);
+    sim.crash(3);
+    // Only 1 holds the uncommitted VotersRecord and a data record.
+    assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+    sim.append(1, &[b"lost"]).unwrap();
+    assert_eq!(
+        sim.node(1).latest_voters().ids().collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    sim.crash(1);
+    sim.restart(2).unwrap();
+    sim.restart(3).unwrap();
+    sim.elect(2);
+    assert_eq!(sim.leader(), Some(2));
+    sim.append(2, &[b"kept"]).unwrap();
+    sim.replicate(10);
+    sim.restart(1).unwrap();
+    sim.fire(2, Timer::BeginQuorumEpoch);
+    sim.deliver_all(100);
+    sim.replicate(10);
+    assert_eq!(
+        sim.node(1).view().log,
+        sim.node(2).view().log,
+        "the diverging records were replaced"
+    );
+    assert_eq!(
+        sim.node(1).latest_voters().ids().collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(sim.node(1).high_watermark(), sim.node(2).high_watermark());
+}
+
+#[test]
+fn observer_finds_the_leader_through_a_non_leader() {
+    let mut sim = Sim::new(3, 1, 9).unwrap();
+    sim.elect(2);
+    assert_eq!(sim.node(4).role(), Role::Unattached);
+    sim.fire(4, Timer::Fetch); // to voter 1 first
+    assert_eq!(sim.network.last().unwrap().to, 1);
+    sim.deliver_all(10);
+    assert_eq!(
+        (sim.node(4).role(), sim.node(4).leader_id()),
+        (Role::Follower, Some(2))
+    );
+    sim.replicate(10);
+    assert_eq!(sim.node(4).high_watermark(), Some(3));
+}
+
+#[test]
+fn api_versions_advertise_kraft_version() {
+    let mut sim = Sim::new(1, 0, 1).unwrap();
+    let r = sim.client(1, ClientRequest::ApiVersions(Default::default()));
+    let ClientResponse::ApiVersions(r) = &r[0] else {
+        panic!("{r:?}")
+    };
+    let f = &r.supported_features[0];
+    assert_eq!(
+        (f.name.as_str(), f.min_version, f.max_version),
+        ("kraft.version", 0, 1)
+    );
+    assert_eq!(r.finalized_features[0].max_version_level, 1);
+    assert!(r
+        .api_keys
+        .iter()
+        .any(|k| k.api_key == 55 && k.max_version == 3));
+    let mut st = Sim::new_static(1, 1).unwrap();
+    let r = st.client(1, ClientRequest::ApiVersions(Default::default()));
+    let ClientResponse::ApiVersions(r) = &r[0] else {
+        panic!("{r:?}")
+    };
+    assert_eq!(r.finalized_features[0].max_version_level, 0);
+}
+
+#[test]
+fn append_only_at_the_leader() {
+    let mut sim = Sim::new(3, 0, 1).unwrap();
+    assert!(sim.append(1, &[b"a"]).is_err());
+    sim.elect(1);
+    assert_eq!(sim.append(1, &[b"a", b"b"]).unwrap(), 3);
+    let log = sim.node(1).log();
+    assert_eq!(log.end_offset(), 5);
+    assert!(matches!(log.batches()[1].records[0], Record::Data(_)));
+}
