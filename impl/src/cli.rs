@@ -52,6 +52,21 @@ pub enum Command {
     RemoveVoter(RemoveVoterArgs),
     /// Format (if needed) and run an N-node local cluster in this process, until Ctrl-C or SIGTERM.
     Cluster(ClusterArgs),
+    /// Measure DescribeQuorum round trips per second against one node (closed loop per connection).
+    BenchDescribe(BenchDescribeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchDescribeArgs {
+    /// HOST:PORT of the node to measure.
+    #[arg(long)]
+    pub bootstrap_controller: String,
+    #[arg(long, default_value_t = 10_000)]
+    pub requests: u64,
+    #[arg(long, default_value_t = 1)]
+    pub connections: u64,
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(0..=3))]
+    pub api_version: i16,
 }
 
 #[derive(Args, Debug)]
@@ -254,6 +269,7 @@ pub fn main() -> i32 {
         Command::Describe(args) => admin::describe(&args),
         Command::AddVoter(args) => admin::add_voter(&args),
         Command::RemoveVoter(args) => admin::remove_voter(&args),
+        Command::BenchDescribe(args) => admin::bench_describe(&args),
     };
     match result {
         Ok(()) => EXIT_OK,

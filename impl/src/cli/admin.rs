@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::describe::QuorumDescription;
 use super::run::parse_host_port;
 use super::{
-    kafka_error, AddVoterArgs, ConnectArgs, DescribeArgs, Failure, RemoveVoterArgs,
-    EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,
+    kafka_error, AddVoterArgs, BenchDescribeArgs, ConnectArgs, DescribeArgs, Failure,
+    RemoveVoterArgs, EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,
 };
 use crate::server::client::Client;
 use crate::storage::{format_directory_id, parse_directory_id, DataDir};
@@ -320,4 +320,40 @@ fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -
         ));
     }
     line
+}
+
+/// Closed-loop DescribeQuorum load: each connection sends its next request when the previous answer
+/// arrived. Prints the request rate and the mean round-trip time.
+pub fn bench_describe(args: &BenchDescribeArgs) -> Result<(), Failure> {
+    let connections = args.connections.max(1);
+    let per_connection = (args.requests / connections).max(1);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let addr = args.bootstrap_controller.clone();
+            let version = args.api_version;
+            std::thread::spawn(move || -> Result<(), Failure> {
+                let mut client = Client::connect(&addr, Duration::from_secs(5))?;
+                for _ in 0..per_connection {
+                    client.describe_quorum(version)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker
+            .join()
+            .map_err(|_| Failure::new(super::EXIT_PROTOCOL, "a bench worker panicked"))??;
+    }
+    let elapsed = started.elapsed();
+    let total = per_connection * connections;
+    println!(
+        "{total} DescribeQuorum v{} requests over {connections} connection(s) in {:.3} s: {:.0} requests/s, mean round trip {:.1} µs",
+        args.api_version,
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 * connections as f64 / total as f64
+    );
+    Ok(())
 }
