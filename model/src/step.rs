@@ -199,6 +199,19 @@ impl KraftModel {
     pub fn enabled_actions(&self, st: &State, out: &mut Vec<Action>) {
         let cfg = &self.cfg;
         let n = cfg.servers();
+        // Kafka resigns at the leader's next poll, before anything else reaches it; the implementation
+        // does so within the input that commits the removal. A due Resign therefore comes first (the
+        // only other orders differ by steps that do not involve the leader and commute with it), so a
+        // trace always has it right after the step that made it due and conformance replays the two
+        // as one implementation step.
+        let due: Vec<Action> = (0..n)
+            .filter(|&i| self.resign_due(&st.servers[i as usize], i))
+            .map(Action::Resign)
+            .collect();
+        if !due.is_empty() {
+            out.extend(due);
+            return;
+        }
         for i in 0..n {
             let s = &st.servers[i as usize];
             let voter = self.is_voter(s, i);
