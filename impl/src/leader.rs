@@ -88,6 +88,12 @@ pub fn check_quorum_needed(voter_count: usize, leader_is_voter: bool) -> usize {
     crate::voter_set::majority_size(voter_count) - usize::from(leader_is_voter)
 }
 
+/// A fetch names the voter `stored` if the ids match and neither side's directory id contradicts the
+/// other (Fetch below v17 carries no directory id; static voters have none).
+fn same_replica(stored: &ReplicaKey, seen: &ReplicaKey) -> bool {
+    stored.matches(seen) || seen.matches(stored)
+}
+
 /// Test-only seeded fault: count a leader that removed itself in the HW (Kafka's KAFKA-16530 bug).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LeaderFaults {
@@ -233,7 +239,7 @@ impl LeaderState {
         let is_voter = self
             .voters
             .get(&key.id)
-            .is_some_and(|p| p.key.matches(&key));
+            .is_some_and(|p| same_replica(&p.key, &key));
         if is_voter {
             if let Some(p) = self.voters.get_mut(&key.id) {
                 p.record_fetch(now, fetch_offset, leader_end);
@@ -288,7 +294,7 @@ impl LeaderState {
     /// Progress of a replica, voter or observer (exact key for observers).
     pub fn progress(&self, key: &ReplicaKey) -> Option<&ReplicaProgress> {
         match self.voters.get(&key.id) {
-            Some(p) if p.key.matches(key) => Some(p),
+            Some(p) if same_replica(&p.key, key) => Some(p),
             _ => self.observers.get(key),
         }
     }

@@ -390,3 +390,84 @@ fn append_only_at_the_leader() {
     assert_eq!(log.end_offset(), 5);
     assert!(matches!(log.batches()[1].records[0], Record::Data(_)));
 }
+
+fn update_request(id: i32, epoch: i32, port: u16) -> ClientRequest {
+    use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
+    use kafka_protocol::messages::UpdateRaftVoterRequest;
+    use kafka_protocol::protocol::StrBytes;
+    ClientRequest::UpdateRaftVoter(
+        UpdateRaftVoterRequest::default()
+            .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+            .with_current_leader_epoch(epoch)
+            .with_voter_id(id)
+            .with_voter_directory_id(sim::directory_id(id))
+            .with_listeners(vec![Listener::default()
+                .with_name(StrBytes::from_static_str("CONTROLLER"))
+                .with_host(StrBytes::from_static_str("localhost"))
+                .with_port(port)])
+            .with_k_raft_version_feature(
+                KRaftVersionFeature::default()
+                    .with_min_supported_version(0)
+                    .with_max_supported_version(1),
+            ),
+    )
+}
+
+#[test]
+fn update_voter_replies_at_once_and_blocks_changes_until_committed() {
+    let mut sim = Sim::new(3, 1, 12).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let codes = |r: Vec<ClientResponse>| r.iter().map(sim::change_error_code).collect::<Vec<_>>();
+    assert_eq!(
+        codes(sim.client(1, update_request(2, 0, 9999))),
+        vec![Some(errors::FENCED_LEADER_EPOCH)]
+    );
+    assert_eq!(
+        codes(sim.client(1, update_request(2, 5, 9999))),
+        vec![Some(errors::UNKNOWN_LEADER_EPOCH)]
+    );
+    assert_eq!(
+        codes(sim.client(2, update_request(2, 1, 9999))),
+        vec![Some(errors::NOT_LEADER_OR_FOLLOWER)]
+    );
+    assert_eq!(
+        codes(sim.client(1, update_request(7, 1, 9999))),
+        vec![Some(errors::VOTER_NOT_FOUND)]
+    );
+    assert_eq!(
+        codes(sim.client(1, update_request(2, 1, 9999))),
+        vec![Some(errors::NONE)]
+    );
+    let latest = sim.node(1).latest_voters().clone();
+    assert_eq!(latest.voter(2).unwrap().listeners[0].port, 9999);
+    assert!(
+        sim.node(1).pending_change().is_none(),
+        "no pending state for an update"
+    );
+    // The uncommitted record blocks an add until it commits.
+    assert_eq!(
+        codes(sim.client(1, sim::add_voter_request(4))),
+        vec![Some(errors::REQUEST_TIMED_OUT)]
+    );
+    sim.replicate(10);
+    assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+}
+
+#[test]
+fn wrong_cluster_id_is_refused() {
+    let mut sim = Sim::new(3, 0, 13).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let ClientRequest::AddRaftVoter(req) = sim::add_voter_request(4) else {
+        unreachable!()
+    };
+    let req = req.with_cluster_id(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+        "other",
+    )));
+    let r = sim.client(1, ClientRequest::AddRaftVoter(req));
+    assert_eq!(
+        r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
+        vec![Some(errors::INCONSISTENT_CLUSTER_ID)]
+    );
+}
