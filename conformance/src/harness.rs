@@ -211,6 +211,11 @@ impl Cluster {
                 check(i)?;
                 self.fire(i, Timer::PendingChange, &mut applied)?
             }
+            Action::Resign(i) => {
+                // No input: the implementation resigned within the input that committed its removal
+                // (the replay compares after this action, see `mapping`).
+                check(i)?;
+            }
             Action::Restart(i) => {
                 check(i)?;
                 let log = self.nodes[i as usize].log().clone();

@@ -21,6 +21,10 @@
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
+//! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
+//!   poll, before anything else reaches it; the implementation resigns within the input that committed
+//!   the removal, and the model always schedules the due `Resign` right after that step. The two model
+//!   steps are one implementation step: the replay compares after the `Resign`.
 //!
 //! # Implementation state → model state ([`abstract_view`])
 //! From `node.view()`: role, epoch, leader, voted-for, the log (offset i = record i, its epoch, its kind;

@@ -163,6 +163,8 @@ pub struct FieldSchema {
     pub ignorable: bool,
     /// The raw `default` text, if any.
     pub default: Option<String>,
+    /// The value of the field when absent (from `default` and the type).
+    pub default_value: Value,
 }
 
 /// A parsed message schema.
@@ -387,7 +389,7 @@ impl ParseCtx<'_> {
             max: versions.max.min(parent.max),
         };
         let ty = self.ty(&ty_text, obj.get("fields"), &path, inner)?;
-        let field = FieldSchema {
+        let mut field = FieldSchema {
             name,
             ty,
             versions,
@@ -396,9 +398,9 @@ impl ParseCtx<'_> {
             tag,
             ignorable,
             default,
+            default_value: Value::Bool(false),
         };
-        // Catch a bad default now rather than on the first absent field.
-        default_value(&field, &path)?;
+        field.default_value = default_value(&field, &path)?;
         Ok(field)
     }
 
@@ -581,7 +583,55 @@ fn default_struct(s: &StructSchema) -> Result<StructValue, SchemaError> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decoding.
+// Decoding and encoding. Field paths are built only when an error is reported.
+
+/// A field path (`DescribeQuorumResponse.Topics[0].TopicName`), rendered lazily.
+#[derive(Clone, Copy)]
+struct P<'a> {
+    parent: Option<&'a P<'a>>,
+    name: &'a str,
+    index: Option<usize>,
+}
+
+impl<'a> P<'a> {
+    fn root(name: &'a str) -> P<'a> {
+        P {
+            parent: None,
+            name,
+            index: None,
+        }
+    }
+
+    fn field(&'a self, name: &'a str) -> P<'a> {
+        P {
+            parent: Some(self),
+            name,
+            index: None,
+        }
+    }
+
+    fn item(&'a self, i: usize) -> P<'a> {
+        P {
+            parent: Some(self),
+            name: "",
+            index: Some(i),
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut s = self.parent.map(|p| p.render()).unwrap_or_default();
+        match self.index {
+            Some(i) => s.push_str(&format!("[{i}]")),
+            None => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(self.name);
+            }
+        }
+        s
+    }
+}
 
 struct Reader<'a> {
     buf: &'a [u8],
@@ -589,11 +639,11 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], SchemaError> {
+    fn take(&mut self, n: usize, what: &dyn Fn() -> String) -> Result<&'a [u8], SchemaError> {
         if self.buf.len() - self.pos < n {
             return Err(SchemaError::Truncated {
                 at: self.pos,
-                what: what.to_string(),
+                what: what(),
             });
         }
         let s = &self.buf[self.pos..self.pos + n];
@@ -601,13 +651,13 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N], SchemaError> {
+    fn fixed<const N: usize>(&mut self, what: &dyn Fn() -> String) -> Result<[u8; N], SchemaError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N, what)?);
         Ok(a)
     }
 
-    fn uvarint(&mut self, what: &str) -> Result<u32, SchemaError> {
+    fn uvarint(&mut self, what: &dyn Fn() -> String) -> Result<u32, SchemaError> {
         let start = self.pos;
         let mut value: u32 = 0;
         for i in 0..5 {
@@ -615,7 +665,7 @@ impl<'a> Reader<'a> {
             if i == 4 && b > 0x0f {
                 return Err(SchemaError::Invalid {
                     at: start,
-                    field: what.to_string(),
+                    field: what(),
                     reason: "unsigned varint longer than 32 bits".into(),
                 });
             }
@@ -626,7 +676,7 @@ impl<'a> Reader<'a> {
         }
         Err(SchemaError::Invalid {
             at: start,
-            field: what.to_string(),
+            field: what(),
             reason: "unterminated varint".into(),
         })
     }
@@ -638,7 +688,7 @@ impl MessageSchema {
         self.check_version(version)?;
         let mut r = Reader { buf: bytes, pos: 0 };
         let flexible = self.flexible.contains(version);
-        let v = decode_struct(&self.root, &mut r, version, flexible, &self.name)?;
+        let v = decode_struct(&self.root, &mut r, version, flexible, &P::root(&self.name))?;
         if r.pos != bytes.len() {
             return Err(SchemaError::Trailing {
                 len: bytes.len() - r.pos,
@@ -652,7 +702,14 @@ impl MessageSchema {
         self.check_version(version)?;
         let mut out = Vec::new();
         let flexible = self.flexible.contains(version);
-        encode_struct(&self.root, value, &mut out, version, flexible, &self.name)?;
+        encode_struct(
+            &self.root,
+            value,
+            &mut out,
+            version,
+            flexible,
+            &P::root(&self.name),
+        )?;
         Ok(out)
     }
 
@@ -677,48 +734,47 @@ fn decode_struct(
     r: &mut Reader<'_>,
     version: i16,
     flexible: bool,
-    path: &str,
+    path: &P<'_>,
 ) -> Result<StructValue, SchemaError> {
     let mut fields = Vec::with_capacity(s.fields.len());
     for f in &s.fields {
-        let fpath = format!("{path}.{}", f.name);
         let v = if f.versions.contains(version) && !f.tagged.contains(version) {
-            decode_value(f, &f.ty, r, version, flexible, &fpath)?
+            decode_value(f, &f.ty, r, version, flexible, &path.field(&f.name))?
         } else {
-            default_value(f, &fpath)?
+            f.default_value.clone()
         };
         fields.push((f.name.clone(), v));
     }
     let mut unknown_tagged = BTreeMap::new();
     if flexible {
-        let count = r.uvarint(&format!("{path} tagged field count"))?;
+        let count = r.uvarint(&|| format!("{} tagged field count", path.render()))?;
         let mut last: Option<u32> = None;
         for _ in 0..count {
             let at = r.pos;
-            let tag = r.uvarint(&format!("{path} tag"))?;
+            let tag = r.uvarint(&|| format!("{} tag", path.render()))?;
             if last.is_some_and(|l| tag <= l) {
                 return Err(SchemaError::Invalid {
                     at,
-                    field: path.to_string(),
+                    field: path.render(),
                     reason: format!("tag {tag} is not in ascending order"),
                 });
             }
             last = Some(tag);
-            let size = r.uvarint(&format!("{path} tag {tag} size"))? as usize;
-            let data = r.take(size, &format!("{path} tag {tag} data"))?;
+            let size = r.uvarint(&|| format!("{} tag {tag} size", path.render()))? as usize;
+            let data = r.take(size, &|| format!("{} tag {tag} data", path.render()))?;
             let known = s.fields.iter().position(|f| {
                 f.tag == Some(tag) && f.versions.contains(version) && f.tagged.contains(version)
             });
             match known {
                 Some(i) => {
                     let f = &s.fields[i];
-                    let fpath = format!("{path}.{}", f.name);
+                    let fpath = path.field(&f.name);
                     let mut sub = Reader { buf: data, pos: 0 };
                     let v = decode_value(f, &f.ty, &mut sub, version, flexible, &fpath)?;
                     if sub.pos != data.len() {
                         return Err(SchemaError::Invalid {
                             at: at + sub.pos,
-                            field: fpath,
+                            field: fpath.render(),
                             reason: format!(
                                 "{} bytes left in the tagged field",
                                 data.len() - sub.pos
@@ -744,15 +800,16 @@ fn decode_len(
     flexible: bool,
     wide: bool,
     nullable: bool,
-    path: &str,
+    path: &P<'_>,
 ) -> Result<Option<usize>, SchemaError> {
     let at = r.pos;
+    let what = || path.render();
     let len: i64 = if flexible {
-        i64::from(r.uvarint(path)?) - 1
+        i64::from(r.uvarint(&what)?) - 1
     } else if wide {
-        i64::from(i32::from_be_bytes(r.fixed(path)?))
+        i64::from(i32::from_be_bytes(r.fixed(&what)?))
     } else {
-        i64::from(i16::from_be_bytes(r.fixed(path)?))
+        i64::from(i16::from_be_bytes(r.fixed(&what)?))
     };
     if len < 0 {
         if len == -1 && nullable {
@@ -760,7 +817,7 @@ fn decode_len(
         }
         return Err(SchemaError::Invalid {
             at,
-            field: path.to_string(),
+            field: path.render(),
             reason: if len == -1 {
                 "null in a non-nullable version".into()
             } else {
@@ -773,7 +830,7 @@ fn decode_len(
     if len > r.buf.len() - r.pos {
         return Err(SchemaError::Truncated {
             at,
-            what: format!("{path} ({len} items/bytes)"),
+            what: format!("{} ({len} items/bytes)", path.render()),
         });
     }
     Ok(Some(len))
@@ -785,40 +842,41 @@ fn decode_value(
     r: &mut Reader<'_>,
     version: i16,
     flexible: bool,
-    path: &str,
+    path: &P<'_>,
 ) -> Result<Value, SchemaError> {
     let nullable = f.nullable.contains(version);
+    let what = || path.render();
     Ok(match ty {
         FieldType::Bool => {
             let at = r.pos;
-            match r.fixed::<1>(path)?[0] {
+            match r.fixed::<1>(&what)?[0] {
                 0 => Value::Bool(false),
                 1 => Value::Bool(true),
                 b => {
                     return Err(SchemaError::Invalid {
                         at,
-                        field: path.into(),
+                        field: path.render(),
                         reason: format!("bool byte {b}"),
                     })
                 }
             }
         }
-        FieldType::Int8 => Value::Int(i8::from_be_bytes(r.fixed(path)?).into()),
-        FieldType::Int16 => Value::Int(i16::from_be_bytes(r.fixed(path)?).into()),
-        FieldType::Int32 => Value::Int(i32::from_be_bytes(r.fixed(path)?).into()),
-        FieldType::Int64 => Value::Int(i64::from_be_bytes(r.fixed(path)?)),
-        FieldType::Uint16 => Value::Int(u16::from_be_bytes(r.fixed(path)?).into()),
-        FieldType::Uint32 => Value::Int(u32::from_be_bytes(r.fixed(path)?).into()),
-        FieldType::Float64 => Value::Float(u64::from_be_bytes(r.fixed(path)?)),
-        FieldType::Uuid => Value::Uuid(Uuid::from_bytes(r.fixed(path)?)),
+        FieldType::Int8 => Value::Int(i8::from_be_bytes(r.fixed(&what)?).into()),
+        FieldType::Int16 => Value::Int(i16::from_be_bytes(r.fixed(&what)?).into()),
+        FieldType::Int32 => Value::Int(i32::from_be_bytes(r.fixed(&what)?).into()),
+        FieldType::Int64 => Value::Int(i64::from_be_bytes(r.fixed(&what)?)),
+        FieldType::Uint16 => Value::Int(u16::from_be_bytes(r.fixed(&what)?).into()),
+        FieldType::Uint32 => Value::Int(u32::from_be_bytes(r.fixed(&what)?).into()),
+        FieldType::Float64 => Value::Float(u64::from_be_bytes(r.fixed(&what)?)),
+        FieldType::Uuid => Value::Uuid(Uuid::from_bytes(r.fixed(&what)?)),
         FieldType::String => match decode_len(r, flexible, false, nullable, path)? {
             None => Value::String(None),
             Some(n) => {
                 let at = r.pos;
-                let raw = r.take(n, path)?;
+                let raw = r.take(n, &what)?;
                 let s = std::str::from_utf8(raw).map_err(|e| SchemaError::Invalid {
                     at,
-                    field: path.into(),
+                    field: path.render(),
                     reason: format!("invalid UTF-8: {e}"),
                 })?;
                 Value::String(Some(s.to_string()))
@@ -826,15 +884,14 @@ fn decode_value(
         },
         FieldType::Bytes => match decode_len(r, flexible, true, nullable, path)? {
             None => Value::Bytes(None),
-            Some(n) => Value::Bytes(Some(r.take(n, path)?.to_vec())),
+            Some(n) => Value::Bytes(Some(r.take(n, &what)?.to_vec())),
         },
         FieldType::Array(elem) => match decode_len(r, flexible, true, nullable, path)? {
             None => Value::Array(None),
             Some(n) => {
                 let mut items = Vec::with_capacity(n);
                 for i in 0..n {
-                    let ipath = format!("{path}[{i}]");
-                    items.push(decode_value(f, elem, r, version, flexible, &ipath)?);
+                    items.push(decode_value(f, elem, r, version, flexible, &path.item(i))?);
                 }
                 Value::Array(Some(items))
             }
@@ -842,9 +899,6 @@ fn decode_value(
         FieldType::Struct(s) => Value::Struct(decode_struct(s, r, version, flexible, path)?),
     })
 }
-
-// ---------------------------------------------------------------------------------------------
-// Encoding.
 
 fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
@@ -860,20 +914,20 @@ fn encode_struct(
     out: &mut Vec<u8>,
     version: i16,
     flexible: bool,
-    path: &str,
+    path: &P<'_>,
 ) -> Result<(), SchemaError> {
     let mut tagged: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
-    for f in &s.fields {
-        let fpath = format!("{path}.{}", f.name);
-        let value = match v.get(&f.name) {
-            Some(val) => val.clone(),
-            None => default_value(f, &fpath)?,
+    for (k, f) in s.fields.iter().enumerate() {
+        let fpath = path.field(&f.name);
+        // Values usually come in schema order; fall back to a search by name.
+        let value = match v.fields.get(k) {
+            Some((n, val)) if *n == f.name => val,
+            _ => v.get(&f.name).unwrap_or(&f.default_value),
         };
-        let default = default_value(f, &fpath)?;
         if !f.versions.contains(version) {
-            if value != default && !f.ignorable {
+            if *value != f.default_value && !f.ignorable {
                 return Err(SchemaError::NotIgnorable {
-                    field: fpath,
+                    field: fpath.render(),
                     version,
                 });
             }
@@ -881,25 +935,28 @@ fn encode_struct(
         }
         if f.tagged.contains(version) {
             if !flexible {
-                return Err(malformed(&fpath, "tagged field in a non-flexible version"));
+                return Err(malformed(
+                    &fpath.render(),
+                    "tagged field in a non-flexible version",
+                ));
             }
-            if value != default {
+            if *value != f.default_value {
                 let mut data = Vec::new();
-                encode_value(f, &f.ty, &value, &mut data, version, flexible, &fpath)?;
+                encode_value(f, &f.ty, value, &mut data, version, flexible, &fpath)?;
                 let tag = f
                     .tag
-                    .ok_or_else(|| malformed(&fpath, "tagged field without a tag"))?;
+                    .ok_or_else(|| malformed(&fpath.render(), "tagged field without a tag"))?;
                 tagged.insert(tag, data);
             }
             continue;
         }
-        encode_value(f, &f.ty, &value, out, version, flexible, &fpath)?;
+        encode_value(f, &f.ty, value, out, version, flexible, &fpath)?;
     }
     if flexible {
         for (tag, data) in &v.unknown_tagged {
             if tagged.contains_key(tag) {
                 return Err(SchemaError::BadValue {
-                    field: path.into(),
+                    field: path.render(),
                     ty: "tagged fields".into(),
                     reason: format!("unknown tag {tag} collides with a known tagged field"),
                 });
@@ -922,11 +979,11 @@ fn encode_len(
     flexible: bool,
     wide: bool,
     nullable: bool,
-    path: &str,
+    path: &P<'_>,
     ty: &FieldType,
 ) -> Result<(), SchemaError> {
     let bad = |reason: &str| SchemaError::BadValue {
-        field: path.into(),
+        field: path.render(),
         ty: ty.name(),
         reason: reason.into(),
     };
@@ -972,11 +1029,11 @@ fn encode_value(
     out: &mut Vec<u8>,
     version: i16,
     flexible: bool,
-    path: &str,
+    path: &P<'_>,
 ) -> Result<(), SchemaError> {
     let nullable = f.nullable.contains(version);
     let mismatch = || SchemaError::BadValue {
-        field: path.into(),
+        field: path.render(),
         ty: ty.name(),
         reason: format!("got {v:?}"),
     };
@@ -1061,15 +1118,7 @@ fn encode_value(
                     ty,
                 )?;
                 for (i, item) in items.iter().flatten().enumerate() {
-                    encode_value(
-                        f,
-                        elem,
-                        item,
-                        out,
-                        version,
-                        flexible,
-                        &format!("{path}[{i}]"),
-                    )?;
+                    encode_value(f, elem, item, out, version, flexible, &path.item(i))?;
                 }
             }
             _ => return Err(mismatch()),
