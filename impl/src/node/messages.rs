@@ -104,10 +104,12 @@ pub(crate) fn end_partition(
 
 pub(crate) fn fetch_partition(req: &FetchRequest) -> Option<&fetch_request::FetchPartition> {
     match req.topics.as_slice() {
-        [t] if is_metadata_topic(&t.topic.0) || t.topic_id == METADATA_TOPIC_ID => match t.partitions.as_slice() {
-            [p] if p.partition == METADATA_PARTITION => Some(p),
-            _ => None,
-        },
+        [t] if is_metadata_topic(&t.topic.0) || t.topic_id == METADATA_TOPIC_ID => {
+            match t.partitions.as_slice() {
+                [p] if p.partition == METADATA_PARTITION => Some(p),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
