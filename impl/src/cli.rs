@@ -240,10 +240,11 @@ pub fn kafka_error(code: i16, message: Option<&str>) -> String {
         }
         name.push(c.to_ascii_uppercase());
     }
+    // The server's message if it sent one, else Kafka's default message for the code.
     let text = message
         .filter(|m| !m.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| err.to_string());
+        .or_else(|| crate::node::error_message(code))
+        .unwrap_or("(no message)");
     format!("{name} ({code}): {text}")
 }
 

@@ -9,11 +9,12 @@
 //! D/__cluster_metadata-0/<20-digit base offset>.log    log segments: Kafka v2 record batches
 //! ```
 //!
-//! Durability policy: the quorum-state file is fsynced (file and directory) before the shell sends any
-//! message of the same core output. Log appends are written to the page cache at once and fsynced by
-//! [`FileLog::flush`], which the shell calls before it hands the core's output to the network; the core only
-//! reports `flushed_offset()` in Fetch and counts it toward the HW. Cost: one `fdatasync` per batch of
-//! appends that the shell groups together (one per event-loop turn), not one per record.
+//! Durability policy: the quorum-state file is fsynced (file and directory) by the shell before it sends any
+//! message of the same core output. Log batches are written at once and fsynced by [`FileLog::flush`],
+//! which the core calls right after each append (a leader's batch, a follower's fetched batches), before
+//! it reports the new end offset in a Fetch or counts it toward the HW. Cost: one `fdatasync` per leader
+//! append and per non-empty Fetch response on a follower, plus a directory fsync when a segment is created.
+//! Truncations are fsynced at once.
 
 mod file_log;
 mod meta;

@@ -74,15 +74,8 @@ pub fn find_leader(
             }
             let partition = response.topics.first().and_then(|t| t.partitions.first());
             if let Some(p) = partition.filter(|p| p.error_code != 0) {
-                let mut message = kafka_error(p.error_code, p.error_message.as_deref());
-                if p.error_code == NOT_LEADER_OR_FOLLOWER && p.leader_id >= 0 {
-                    message.push_str(&format!(
-                        " (node {} at {addr} says the leader is node {})",
-                        -1, p.leader_id
-                    ));
-                    message = message.replace("node -1", "the node");
-                }
-                return Err(Failure::new(EXIT_KAFKA_ERROR, message));
+                let message = kafka_error(p.error_code, p.error_message.as_deref());
+                return Err(Failure::new(EXIT_KAFKA_ERROR, format!("{addr}: {message}")));
             }
             let cluster_id = client
                 .metadata(METADATA_VERSION)?
@@ -111,7 +104,20 @@ pub fn find_leader(
 
 pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
     let timeout = Duration::from_millis(args.connect.timeout_ms);
-    let leader = find_leader(&args.connect, args.api_version, timeout)?;
+    // Like Kafka's admin client, wait (up to the timeout) while no listed controller is the leader.
+    let deadline = Instant::now() + timeout;
+    let leader = loop {
+        match find_leader(&args.connect, args.api_version, timeout) {
+            Ok(leader) => break leader,
+            Err(f)
+                if f.code == EXIT_KAFKA_ERROR
+                    && Instant::now() + Duration::from_millis(200) < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(f) => return Err(f),
+        }
+    };
     let d = &leader.description;
     if args.json {
         println!(

@@ -400,7 +400,7 @@ MaxFollowerLag:         10\n\
 MaxFollowerLagTimeMs:   600\n\
 CurrentVoters:          [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
 CommittedVoters:        [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
-CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAAAA\"}]\n";
+CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABw\"}]\n";
         assert_eq!(text, expected);
     }
 
@@ -415,7 +415,7 @@ CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAAAA\"
         let text = d.status_text();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[7].starts_with("CommittedVoters:        [{\"id\": 1"));
-        assert_eq!(lines[8], "Reconfiguration:        adding {\"id\": 4, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAAAQ\", \"endpoints\": [\"CONTROLLER://localhost:9096\"]}");
+        assert_eq!(lines[8], "Reconfiguration:        adding {\"id\": 4, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABA\", \"endpoints\": [\"CONTROLLER://localhost:9096\"]}");
         assert!(lines[9].starts_with("CurrentObservers:"));
         assert_eq!(d.to_json()["reconfiguration"]["adding"][0]["id"], 4);
     }

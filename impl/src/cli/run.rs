@@ -236,10 +236,11 @@ impl NodeSettings {
                 .fetch_interval_ms
                 .or(file.fetch_interval_ms)
                 .unwrap_or(50),
+            // Kafka's controller.quorum.request.timeout.ms; also how long a lost Fetch waits for a retry.
             request_timeout_ms: args
                 .request_timeout_ms
                 .or(file.request_timeout_ms)
-                .unwrap_or(10_000),
+                .unwrap_or(2000),
             limits: Limits {
                 max_frame_bytes: args
                     .max_frame_bytes

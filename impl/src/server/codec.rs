@@ -362,26 +362,17 @@ pub fn peer_request_frame(
     correlation_id: i32,
     client_id: &str,
 ) -> Result<Bytes, CodecError> {
-    let Some((key, v)) = request_api(message) else {
-        return Err(CodecError::Encode {
-            what: "request",
-            reason: format!("{message:?} is a response"),
-        });
-    };
+    let (key, v) = request_api(message).unwrap_or((-1, -1));
     match message {
         Message::VoteRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
-        _ => unreachable_response(message),
+        other => Err(CodecError::Encode {
+            what: "request",
+            reason: format!("{other:?} is a response"),
+        }),
     }
-}
-
-fn unreachable_response(message: &Message) -> Result<Bytes, CodecError> {
-    Err(CodecError::Encode {
-        what: "request",
-        reason: format!("{message:?} is a response"),
-    })
 }
 
 /// Splits a response payload into its correlation id and body (header version from key and version).

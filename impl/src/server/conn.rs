@@ -1,8 +1,8 @@
 //! One incoming connection: read frames under the limits, dispatch, write responses in request order.
 //!
-//! The reader reserves a slot in a bounded queue before reading each frame, so at most
-//! `max_in_flight` requests of one connection are being served; the writer takes the queued
-//! response futures in order, so responses leave in request order whatever order they complete in.
+//! The reader takes a permit before reading each frame and the writer returns it once the response is
+//! written, so at most `max_in_flight` requests of one connection are in the node at once; the writer takes
+//! the queued response futures in order, so responses leave in request order whatever order they complete in.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::codec::{self, BrokerInfo, Incoming, Reply};
 use super::driver::Event;
@@ -73,22 +73,24 @@ pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
     let peer_addr = stream.peer_addr().ok();
     let _ = stream.set_nodelay(true);
     let (mut read, mut write) = stream.into_split();
-    let (queue, mut responses) = mpsc::channel::<Pending>(ctx.limits.max_in_flight.max(1));
+    // A permit per request, held from before its frame is read until its response is written.
+    let permits = Arc::new(Semaphore::new(ctx.limits.max_in_flight.max(1)));
+    let (queue, mut responses) = mpsc::unbounded_channel::<(Pending, OwnedSemaphorePermit)>();
     let write_timeout = ctx.limits.frame_timeout;
     let writer = tokio::spawn(async move {
-        while let Some(pending) = responses.recv().await {
+        while let Some((pending, permit)) = responses.recv().await {
             let Ok(Some(frame)) = pending.await else {
                 return; // the request could not be answered: close
             };
             match tokio::time::timeout(write_timeout, write.write_all(&frame)).await {
-                Ok(Ok(())) => {}
+                Ok(Ok(())) => drop(permit),
                 _ => return, // a client that does not read its responses is dropped
             }
         }
         let _ = write.shutdown().await;
     });
     loop {
-        let Ok(slot) = queue.reserve().await else {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
             break;
         };
         let payload = match read_frame(&mut read, &ctx.limits).await {
@@ -99,12 +101,15 @@ pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
                 break;
             }
         };
-        match codec::decode_request(payload) {
-            Ok((reply, incoming)) => slot.send(dispatch(&ctx, reply, incoming).await),
+        let pending = match codec::decode_request(payload) {
+            Ok((reply, incoming)) => dispatch(&ctx, reply, incoming).await,
             Err(e) => {
                 tracing::warn!(peer = ?peer_addr, "closing connection after malformed request: {e}");
                 break;
             }
+        };
+        if queue.send((pending, permit)).is_err() {
+            break; // the writer gave up on this connection
         }
     }
     drop(queue);
