@@ -103,14 +103,8 @@ pub(crate) fn put_array_header(buf: &mut impl BufMut, len: usize) {
     put_varint(buf, len as u32 + 1);
 }
 
-#[inline]
-pub(crate) fn put_uuid(buf: &mut impl BufMut, id: &Uuid) {
-    // Java writes the most significant long, then the least significant: the RFC byte order.
-    buf.put_slice(id.as_bytes());
-}
-
 /// Size of a tagged-field section holding only unknown fields.
-#[inline]
+#[inline(always)]
 pub(crate) fn tagged_fields_size(
     field: &'static str,
     tags: &UnknownTaggedFields,
@@ -118,6 +112,14 @@ pub(crate) fn tagged_fields_size(
     if tags.is_empty() {
         return Ok(1);
     }
+    nonempty_tagged_fields_size(field, tags)
+}
+
+#[inline(never)]
+fn nonempty_tagged_fields_size(
+    field: &'static str,
+    tags: &UnknownTaggedFields,
+) -> Result<usize, WireError> {
     let count = u32::try_from(tags.len()).map_err(|_| WireError::TooLong {
         field,
         length: tags.len(),
@@ -136,12 +138,17 @@ pub(crate) fn tagged_fields_size(
 }
 
 /// Writes a tagged-field section (sizes checked by the size pass); a BTreeMap iterates in tag order.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     if tags.is_empty() {
         buf.put_u8(0);
-        return;
+    } else {
+        put_nonempty_tagged_fields(buf, tags);
     }
+}
+
+#[inline(never)]
+fn put_nonempty_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     put_varint(buf, tags.len() as u32);
     for (&tag, value) in tags {
         put_varint(buf, tag);
@@ -210,7 +217,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn truncated(&self, field: &'static str, wanted: usize) -> WireError {
         WireError::Truncated {
             field,
@@ -238,6 +246,15 @@ impl<'a> Reader<'a> {
             }
             None => Err(self.truncated(field, N)),
         }
+    }
+
+    /// The next `N` bytes, or `None` (consuming nothing) when fewer remain: lets a decoder read a run of
+    /// fixed-width fields with one bounds check and fall back to field-by-field reads for the error.
+    #[inline]
+    pub fn try_array<const N: usize>(&mut self) -> Option<&'a [u8; N]> {
+        let (head, tail) = self.rest.split_first_chunk::<N>()?;
+        self.rest = tail;
+        Some(head)
     }
 
     #[inline]
@@ -273,6 +290,13 @@ impl<'a> Reader<'a> {
     /// An unsigned varint of at most 5 bytes whose value fits in 32 bits.
     #[inline]
     pub fn varint(&mut self, field: &'static str) -> Result<u32, WireError> {
+        // Fast path: one-byte varints (small counts and lengths).
+        if let Some((&b, tail)) = self.rest.split_first() {
+            if b < 0x80 {
+                self.rest = tail;
+                return Ok(u32::from(b));
+            }
+        }
         let start = self.position();
         let mut value: u32 = 0;
         for i in 0..5 {
@@ -374,6 +398,11 @@ impl<'a> Reader<'a> {
     /// A tagged-field section of a struct that defines no tagged fields of its own: everything is kept.
     #[inline]
     pub fn tagged_fields(&mut self, field: &'static str) -> Result<UnknownTaggedFields, WireError> {
+        // Fast path: almost every section is empty.
+        if let Some((&0, tail)) = self.rest.split_first() {
+            self.rest = tail;
+            return Ok(UnknownTaggedFields::new());
+        }
         let at = self.position();
         let count = self.varint(field)?;
         let mut tags = UnknownTaggedFields::new();

@@ -16,7 +16,7 @@ use uuid::Uuid;
 pub use super::codec::UnknownTaggedFields;
 use super::codec::{
     array_header_size, check_room, compact_nullable_string_size, compact_string_size,
-    put_array_header, put_compact_nullable_string, put_compact_string, put_tagged_fields, put_uuid,
+    put_array_header, put_compact_nullable_string, put_compact_string, put_tagged_fields,
     tagged_fields_size, Reader,
 };
 use super::error::WireError;
@@ -385,36 +385,102 @@ impl ReplicaState {
         size
     }
 
-    fn size(&self, version: i16) -> Result<usize, WireError> {
-        if version < 2 && !self.replica_directory_id.is_nil() {
-            return Err(WireError::FieldNotAvailable {
-                field: "ReplicaState.ReplicaDirectoryId",
-                version,
-            });
-        }
-        if self.unknown_tagged_fields.is_empty() {
-            return Ok(Self::min_size(version));
-        }
-        Ok(Self::min_size(version) - 1
-            + tagged_fields_size("ReplicaState._tagged_fields", &self.unknown_tagged_fields)?)
-    }
-
+    /// Writes the fixed-width fields and an empty tag section as one constant-size copy per version
+    /// rather than one call per field: replica lists dominate the message.
     #[inline]
     fn write(&self, version: i16, buf: &mut impl BufMut) {
-        buf.put_i32(self.replica_id);
-        if version >= 2 {
-            put_uuid(buf, &self.replica_directory_id);
+        let id = self.replica_id.to_be_bytes();
+        let leo = self.log_end_offset.to_be_bytes();
+        let fetch = self.last_fetch_timestamp.to_be_bytes();
+        let caught_up = self.last_caught_up_timestamp.to_be_bytes();
+        // The last byte of each block stays 0: the empty tag section.
+        match version {
+            0 => {
+                let mut b = [0u8; 13];
+                b[0..4].copy_from_slice(&id);
+                b[4..12].copy_from_slice(&leo);
+                self.put_block(&b, buf);
+            }
+            1 => {
+                let mut b = [0u8; 29];
+                b[0..4].copy_from_slice(&id);
+                b[4..12].copy_from_slice(&leo);
+                b[12..20].copy_from_slice(&fetch);
+                b[20..28].copy_from_slice(&caught_up);
+                self.put_block(&b, buf);
+            }
+            _ => {
+                let mut b = [0u8; 45];
+                b[0..4].copy_from_slice(&id);
+                b[4..20].copy_from_slice(self.replica_directory_id.as_bytes());
+                b[20..28].copy_from_slice(&leo);
+                b[28..36].copy_from_slice(&fetch);
+                b[36..44].copy_from_slice(&caught_up);
+                self.put_block(&b, buf);
+            }
         }
-        buf.put_i64(self.log_end_offset);
-        if version >= 1 {
-            buf.put_i64(self.last_fetch_timestamp);
-            buf.put_i64(self.last_caught_up_timestamp);
-        }
-        put_tagged_fields(buf, &self.unknown_tagged_fields);
     }
 
+    /// Puts a fixed block that ends with an empty tag section, or its fields and then the real section.
+    #[inline]
+    fn put_block<const N: usize>(&self, block: &[u8; N], buf: &mut impl BufMut) {
+        if self.unknown_tagged_fields.is_empty() {
+            buf.put_slice(block);
+        } else {
+            buf.put_slice(&block[..N - 1]);
+            put_tagged_fields(buf, &self.unknown_tagged_fields);
+        }
+    }
+
+    /// Reads the fixed-width fields with one bounds check; when too few bytes remain, the field-by-field
+    /// path finds which field is cut and reports it.
     #[inline]
     fn read(r: &mut Reader<'_>, version: i16) -> Result<Self, WireError> {
+        let fixed = match version {
+            0 => r
+                .try_array::<12>()
+                .map(|b| (be_i32(b, 0), Uuid::nil(), be_i64(b, 4), -1, -1)),
+            1 => r.try_array::<28>().map(|b| {
+                (
+                    be_i32(b, 0),
+                    Uuid::nil(),
+                    be_i64(b, 4),
+                    be_i64(b, 12),
+                    be_i64(b, 20),
+                )
+            }),
+            _ => r.try_array::<44>().map(|b| {
+                (
+                    be_i32(b, 0),
+                    be_uuid(b, 4),
+                    be_i64(b, 20),
+                    be_i64(b, 28),
+                    be_i64(b, 36),
+                )
+            }),
+        };
+        let Some((
+            replica_id,
+            replica_directory_id,
+            log_end_offset,
+            last_fetch_timestamp,
+            last_caught_up_timestamp,
+        )) = fixed
+        else {
+            return Self::read_by_field(r, version);
+        };
+        Ok(ReplicaState {
+            replica_id,
+            replica_directory_id,
+            log_end_offset,
+            last_fetch_timestamp,
+            last_caught_up_timestamp,
+            unknown_tagged_fields: r.tagged_fields("ReplicaState._tagged_fields")?,
+        })
+    }
+
+    #[cold]
+    fn read_by_field(r: &mut Reader<'_>, version: i16) -> Result<Self, WireError> {
         let replica_id = r.i32("ReplicaState.ReplicaId")?;
         let replica_directory_id = if version >= 2 {
             r.uuid("ReplicaState.ReplicaDirectoryId")?
@@ -441,12 +507,51 @@ impl ReplicaState {
     }
 }
 
+// Big-endian fields at constant offsets of a fixed-size block (offsets are in bounds by construction).
+#[inline]
+fn be_i32<const N: usize>(b: &[u8; N], at: usize) -> i32 {
+    let mut x = [0u8; 4];
+    x.copy_from_slice(&b[at..at + 4]);
+    i32::from_be_bytes(x)
+}
+
+#[inline]
+fn be_i64<const N: usize>(b: &[u8; N], at: usize) -> i64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(x)
+}
+
+#[inline]
+fn be_uuid<const N: usize>(b: &[u8; N], at: usize) -> Uuid {
+    let mut x = [0u8; 16];
+    x.copy_from_slice(&b[at..at + 16]);
+    Uuid::from_bytes(x)
+}
+
+/// A replica list's size: a constant per replica at this version, plus any unknown tagged fields.
 fn replicas_size(
     field: &'static str,
     replicas: &[ReplicaState],
     version: i16,
 ) -> Result<usize, WireError> {
-    array_size(field, replicas, |s| s.size(version))
+    let mut size = array_header_size(field, replicas.len())?
+        + replicas.len() * ReplicaState::min_size(version);
+    for replica in replicas {
+        if version < 2 && !replica.replica_directory_id.is_nil() {
+            return Err(WireError::FieldNotAvailable {
+                field: "ReplicaState.ReplicaDirectoryId",
+                version,
+            });
+        }
+        if !replica.unknown_tagged_fields.is_empty() {
+            size += tagged_fields_size(
+                "ReplicaState._tagged_fields",
+                &replica.unknown_tagged_fields,
+            )? - 1;
+        }
+    }
+    Ok(size)
 }
 
 #[inline]
@@ -618,14 +723,19 @@ impl PartitionData {
     }
 
     fn write(&self, version: i16, buf: &mut impl BufMut) {
-        buf.put_i32(self.partition_index);
-        buf.put_i16(self.error_code);
+        // Runs of fixed-width fields go out as one block each.
+        let mut head = [0u8; 6];
+        head[..4].copy_from_slice(&self.partition_index.to_be_bytes());
+        head[4..].copy_from_slice(&self.error_code.to_be_bytes());
+        buf.put_slice(&head);
         if version >= 2 {
             put_compact_nullable_string(buf, self.error_message.as_deref());
         }
-        buf.put_i32(self.leader_id);
-        buf.put_i32(self.leader_epoch);
-        buf.put_i64(self.high_watermark);
+        let mut leader = [0u8; 16];
+        leader[..4].copy_from_slice(&self.leader_id.to_be_bytes());
+        leader[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
+        leader[8..].copy_from_slice(&self.high_watermark.to_be_bytes());
+        buf.put_slice(&leader);
         write_replicas(&self.current_voters, version, buf);
         write_replicas(&self.observers, version, buf);
         if version >= 3 {
@@ -678,13 +788,27 @@ impl NodeEndpoints {
     }
 
     fn write(&self, buf: &mut impl BufMut) {
-        buf.put_i32(self.node_id);
-        put_array_header(buf, self.listeners.len());
+        if self.listeners.len() < 0x7f {
+            // Node id and a one-byte listener count in one block.
+            let mut head = [0u8; 5];
+            head[..4].copy_from_slice(&self.node_id.to_be_bytes());
+            head[4] = self.listeners.len() as u8 + 1;
+            buf.put_slice(&head);
+        } else {
+            buf.put_i32(self.node_id);
+            put_array_header(buf, self.listeners.len());
+        }
         for listener in &self.listeners {
             put_compact_string(buf, &listener.name);
             put_compact_string(buf, &listener.host);
-            buf.put_u16(listener.port);
-            put_tagged_fields(buf, &listener.unknown_tagged_fields);
+            if listener.unknown_tagged_fields.is_empty() {
+                let mut tail = [0u8; 3];
+                tail[..2].copy_from_slice(&listener.port.to_be_bytes());
+                buf.put_slice(&tail);
+            } else {
+                buf.put_u16(listener.port);
+                put_tagged_fields(buf, &listener.unknown_tagged_fields);
+            }
         }
         put_tagged_fields(buf, &self.unknown_tagged_fields);
     }
