@@ -118,7 +118,9 @@ pub struct CheckReport {
 impl CheckReport {
     /// Every `always` property holds and every `sometimes` property found an example.
     pub fn ok(&self) -> bool {
-        self.properties.iter().all(|p| matches!(p.status, Status::Holds | Status::ExampleFound))
+        self.properties
+            .iter()
+            .all(|p| matches!(p.status, Status::Holds | Status::ExampleFound))
     }
     /// Names of violated `always` properties.
     pub fn violated(&self) -> Vec<&str> {
@@ -177,11 +179,15 @@ pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
     }
     let p = opts.progress;
     let checker = match opts.strategy {
-        Strategy::Dfs => Box::new(wait(builder.spawn_dfs(), p, started)) as Box<dyn Checker<KraftModel>>,
-        Strategy::Bfs => Box::new(wait(builder.spawn_bfs(), p, started)),
-        Strategy::Simulation { seed } => {
-            Box::new(wait(builder.spawn_simulation(seed, UniformChooser), p, started))
+        Strategy::Dfs => {
+            Box::new(wait(builder.spawn_dfs(), p, started)) as Box<dyn Checker<KraftModel>>
         }
+        Strategy::Bfs => Box::new(wait(builder.spawn_bfs(), p, started)),
+        Strategy::Simulation { seed } => Box::new(wait(
+            builder.spawn_simulation(seed, UniformChooser),
+            p,
+            started,
+        )),
     };
     let seconds = started.elapsed().as_secs_f64();
     let discoveries = checker.discoveries();
@@ -197,10 +203,26 @@ pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
         };
         if status == Status::Violated && counterexample.is_none() {
             let path = found.cloned().expect("violated implies a discovery");
-            let index_path = path.encode(checker.model());
-            let steps = path.into_vec();
-            let actions = steps.iter().filter_map(|(_, a)| *a).collect();
-            counterexample = Some(Counterexample { property: p.name.to_string(), actions, steps, index_path });
+            // Stateright keeps the last violating state it met in a block; cut the path at the
+            // first state that violates the property.
+            let model = checker.model();
+            let mut steps = path.into_vec();
+            if let Some(k) = steps.iter().position(|(st, _)| !(p.condition)(model, st)) {
+                steps.truncate(k + 1);
+                steps[k].1 = None;
+            }
+            let actions: Vec<Action> = steps.iter().filter_map(|(_, a)| *a).collect();
+            let index_path =
+                match stateright::Path::from_actions(model, steps[0].0.clone(), &actions) {
+                    Some(p) => p.encode(model),
+                    None => String::new(),
+                };
+            counterexample = Some(Counterexample {
+                property: p.name.to_string(),
+                actions,
+                steps,
+                index_path,
+            });
         }
         results.push(PropertyResult {
             name: p.name.to_string(),
@@ -229,21 +251,58 @@ pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
 /// Bounds at which each bug variant is caught quickly (all within the default `check` reach: three
 /// initial voters, at most one joiner).
 pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
-    let base = ModelConfig { bug: Some(bug), fetch, max_crashes: 0, ..ModelConfig::default() };
+    let base = ModelConfig {
+        bug: Some(bug),
+        fetch,
+        max_crashes: 0,
+        check_quorum: true,
+        ..ModelConfig::default()
+    };
     match bug {
-        Bug::ConcurrentChanges => ModelConfig { max_changes: 2, max_log: 6, ..base },
-        Bug::NoEpochCommit => ModelConfig { max_changes: 2, max_epoch: 3, max_log: 6, ..base },
-        Bug::CommittedFromLatest => ModelConfig { max_changes: 1, max_log: 5, ..base },
-        Bug::HwAnyEpoch => {
-            ModelConfig { joiners: 0, max_changes: 0, max_data: 1, max_epoch: 3, max_log: 6, ..base }
-        }
-        Bug::HwCountsRemovedLeader => {
-            ModelConfig { joiners: 0, max_changes: 1, max_data: 1, max_log: 6, ..base }
-        }
-        Bug::SwapVoter => ModelConfig { max_changes: 1, max_log: 5, ..base },
-        Bug::VoteIgnoresLog => {
-            ModelConfig { joiners: 0, max_changes: 0, max_data: 1, max_epoch: 3, max_log: 6, ..base }
-        }
+        Bug::ConcurrentChanges => ModelConfig {
+            max_changes: 2,
+            max_log: 6,
+            ..base
+        },
+        Bug::NoEpochCommit => ModelConfig {
+            max_changes: 2,
+            max_epoch: 3,
+            max_log: 6,
+            ..base
+        },
+        Bug::CommittedFromLatest => ModelConfig {
+            max_changes: 1,
+            max_log: 5,
+            ..base
+        },
+        Bug::HwAnyEpoch => ModelConfig {
+            joiners: 0,
+            max_changes: 0,
+            max_data: 1,
+            max_epoch: 3,
+            max_log: 6,
+            ..base
+        },
+        Bug::HwCountsRemovedLeader => ModelConfig {
+            joiners: 0,
+            max_changes: 1,
+            max_data: 1,
+            max_log: 6,
+            ..base
+        },
+        Bug::SwapVoter => ModelConfig {
+            max_changes: 1,
+            max_log: 5,
+            ..base
+        },
+        Bug::VoteIgnoresLog => ModelConfig {
+            joiners: 0,
+            max_changes: 0,
+            max_data: 1,
+            max_epoch: 3,
+            max_log: 6,
+            ..base
+        },
     }
 }
 
@@ -277,8 +336,9 @@ pub fn first_election_bounds() -> ModelConfig {
         max_epoch: 2,
         max_log: 4,
         max_changes: 0,
-        max_crashes: 1,
+        max_crashes: 0,
         max_in_flight: 6,
+        check_quorum: true,
         ..ModelConfig::default()
     }
 }

@@ -38,7 +38,10 @@ impl NetworkKind {
     }
     /// Delivered messages stay in flight.
     pub fn duplicating(self) -> bool {
-        matches!(self, NetworkKind::Duplicating | NetworkKind::LossyDuplicating)
+        matches!(
+            self,
+            NetworkKind::Duplicating | NetworkKind::LossyDuplicating
+        )
     }
 }
 
@@ -166,15 +169,17 @@ pub struct ModelConfig {
 }
 
 impl Default for ModelConfig {
-    /// The default `check` bounds.
+    /// The default `check` bounds: exhaustive within about a minute on 2 cores (model/README.md).
+    /// Check-quorum resignation is off here (a leader still steps down through a restart); the
+    /// first-election check and traces turn it on.
     fn default() -> Self {
         ModelConfig {
             voters: 3,
             joiners: 1,
             max_epoch: 2,
-            max_log: 6,
+            max_log: 5,
             max_data: 0,
-            max_changes: 2,
+            max_changes: 1,
             max_crashes: 1,
             max_in_flight: 6,
             fetch: FetchMode::Sync,
@@ -182,7 +187,7 @@ impl Default for ModelConfig {
             start: Start::Elected,
             hw_rule: HwRule::Latest,
             bug: None,
-            check_quorum: true,
+            check_quorum: false,
             refusal_steps: false,
             gc: true,
         }
@@ -214,10 +219,16 @@ impl ModelConfig {
             )));
         }
         if self.max_log as usize > MAX_LOG {
-            return Err(ConfigError(format!("--max-log {} exceeds {MAX_LOG}", self.max_log)));
+            return Err(ConfigError(format!(
+                "--max-log {} exceeds {MAX_LOG}",
+                self.max_log
+            )));
         }
         if self.max_epoch as usize >= 16 {
-            return Err(ConfigError(format!("--max-epoch {} exceeds 15", self.max_epoch)));
+            return Err(ConfigError(format!(
+                "--max-epoch {} exceeds 15",
+                self.max_epoch
+            )));
         }
         if self.start == Start::Elected && (self.max_epoch < 1 || self.max_log < 3) {
             return Err(ConfigError(

@@ -19,7 +19,9 @@ pub mod types;
 
 pub use config::{Bug, FetchMode, HwRule, ModelConfig, NetworkKind, Start};
 pub use step::{KraftModel, Step};
-pub use types::{Action, ChangeOp, Entry, Envelope, ErrorCode, Kind, Msg, Reply, Role, Server, State};
+pub use types::{
+    Action, ChangeOp, Entry, Envelope, ErrorCode, Kind, Msg, Reply, Role, Server, State,
+};
 
 use stateright::{Model, Property};
 

@@ -7,13 +7,16 @@ use model::step::KraftModel;
 use model::trace::{self, SplitMix64};
 use model::{properties, story};
 use serde_json::json;
+use stateright::Model;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-use stateright::Model;
 
 #[derive(Parser)]
-#[command(name = "model", about = "Stateright model of KRaft membership changes and the committed voter set")]
+#[command(
+    name = "model",
+    about = "Stateright model of KRaft membership changes and the committed voter set"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -153,9 +156,9 @@ struct Bounds {
     /// Enable a bug variant.
     #[arg(long, value_enum)]
     bug: Option<Bug>,
-    /// Disable check-quorum resignation.
+    /// Check-quorum resignation of leaders (default: off for `check`, on elsewhere).
     #[arg(long)]
-    no_check_quorum: bool,
+    check_quorum: Option<bool>,
 }
 
 impl Bounds {
@@ -174,7 +177,7 @@ impl Bounds {
             start: self.start.unwrap_or(base.start),
             hw_rule: self.hw_rule.unwrap_or(base.hw_rule),
             bug: self.bug.or(base.bug),
-            check_quorum: base.check_quorum && !self.no_check_quorum,
+            check_quorum: self.check_quorum.unwrap_or(base.check_quorum),
             ..base
         }
     }
@@ -203,7 +206,11 @@ fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
         "strategy: {:?}, threads {}, symmetry {}",
         opts.strategy,
         opts.threads,
-        if opts.symmetry && opts.strategy != Strategy::Bfs { "on" } else { "off" }
+        if opts.symmetry && opts.strategy != Strategy::Bfs {
+            "on"
+        } else {
+            "off"
+        }
     );
     println!("exhaustive: {}", r.exhaustive);
     println!(
@@ -290,8 +297,17 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
             hw_rule: cfg.hw_rule,
             ..check::first_election_bounds()
         };
-        let fe_opts = CheckOptions { progress: false, timeout: None, depth: None, ..opts };
-        reports.push(("first election (fresh start)", fe_opts, check::run(model_or_exit(fe_cfg)?, fe_opts)));
+        let fe_opts = CheckOptions {
+            progress: false,
+            timeout: None,
+            depth: None,
+            ..opts
+        };
+        reports.push((
+            "first election (fresh start)",
+            fe_opts,
+            check::run(model_or_exit(fe_cfg)?, fe_opts),
+        ));
     }
     let ok = reports.iter().all(|(_, _, r)| r.ok());
     if a.json {
@@ -307,11 +323,24 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         }
         println!("result: {}", if ok { "ok" } else { "violated" });
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-fn cmd_simulate(seed: u64, runs: u64, depth: usize, json_out: bool, b: Bounds) -> Result<ExitCode, ExitCode> {
-    let cfg = b.apply(trace::trace_config(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }));
+fn cmd_simulate(
+    seed: u64,
+    runs: u64,
+    depth: usize,
+    json_out: bool,
+    b: Bounds,
+) -> Result<ExitCode, ExitCode> {
+    let cfg = b.apply(trace::trace_config(ModelConfig {
+        start: Start::Fresh,
+        ..ModelConfig::default()
+    }));
     let model = model_or_exit(cfg)?;
     let props = model.properties();
     let mut found = vec![false; props.len()];
@@ -332,7 +361,8 @@ fn cmd_simulate(seed: u64, runs: u64, depth: usize, json_out: bool, b: Bounds) -
                 let holds = (p.condition)(&model, s);
                 match p.expectation {
                     stateright::Expectation::Always if !holds => {
-                        violation = Some((p.name.to_string(), seed.wrapping_add(k), path[..i].to_vec()));
+                        violation =
+                            Some((p.name.to_string(), seed.wrapping_add(k), path[..i].to_vec()));
                         break 'runs;
                     }
                     stateright::Expectation::Sometimes if holds => *f = true,
@@ -355,13 +385,20 @@ fn cmd_simulate(seed: u64, runs: u64, depth: usize, json_out: bool, b: Bounds) -
         println!("runs: {runs}, depth: {depth}, seed: {seed}, states visited: {states}, seconds: {secs:.2}");
         for (p, f) in props.iter().zip(&found) {
             if p.expectation == stateright::Expectation::Sometimes {
-                println!("  sometimes {:<38} {}", p.name, if *f { "example found" } else { "no example" });
+                println!(
+                    "  sometimes {:<38} {}",
+                    p.name,
+                    if *f { "example found" } else { "no example" }
+                );
             }
         }
         match &violation {
             None => println!("result: no violation (not exhaustive)"),
             Some((p, s, actions)) => {
-                println!("result: {p} VIOLATED in the walk with seed {s} after {} steps", actions.len());
+                println!(
+                    "result: {p} VIOLATED in the walk with seed {s} after {} steps",
+                    actions.len()
+                );
                 if let Ok(t) = trace::replay(&model, actions) {
                     let mut steps = vec![(t.init.clone(), None)];
                     for st in t.steps {
@@ -373,7 +410,11 @@ fn cmd_simulate(seed: u64, runs: u64, depth: usize, json_out: bool, b: Bounds) -
             }
         }
     }
-    Ok(if violation.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if violation.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -385,7 +426,10 @@ fn cmd_traces(
     out: std::path::PathBuf,
     b: Bounds,
 ) -> Result<ExitCode, ExitCode> {
-    let cfg = b.apply(trace::trace_config(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }));
+    let cfg = b.apply(trace::trace_config(ModelConfig {
+        start: Start::Fresh,
+        ..ModelConfig::default()
+    }));
     let model = model_or_exit(cfg)?;
     let file = std::fs::File::create(&out).map_err(|e| {
         eprintln!("error: cannot create {}: {e}", out.display());
@@ -426,7 +470,10 @@ fn cmd_traces(
         ExitCode::from(1)
     })?;
     println!("bounds: {cfg}");
-    println!("wrote {written} traces of at most {depth} actions to {}", out.display());
+    println!(
+        "wrote {written} traces of at most {depth} actions to {}",
+        out.display()
+    );
     if written >= max_traces && random.is_none() {
         println!("note: stopped at --max-traces {max_traces}; not every path was written");
     }
@@ -438,7 +485,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => cmd_check(a),
         Command::Explore { port, bounds } => {
-            let cfg = bounds.apply(ModelConfig { start: Start::Fresh, refusal_steps: true, ..ModelConfig::default() });
+            let cfg = bounds.apply(trace::trace_config(ModelConfig {
+                start: Start::Fresh,
+                ..ModelConfig::default()
+            }));
             match model_or_exit(cfg) {
                 Err(c) => Err(c),
                 Ok(m) => {
@@ -456,11 +506,21 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Simulate { seed, runs, depth, json, bounds } => cmd_simulate(seed, runs, depth, json, bounds),
-        Command::Traces { depth, random, seed, max_traces, out, bounds } => {
-            cmd_traces(depth, random, seed, max_traces, out, bounds)
-        }
+        Command::Simulate {
+            seed,
+            runs,
+            depth,
+            json,
+            bounds,
+        } => cmd_simulate(seed, runs, depth, json, bounds),
+        Command::Traces {
+            depth,
+            random,
+            seed,
+            max_traces,
+            out,
+            bounds,
+        } => cmd_traces(depth, random, seed, max_traces, out, bounds),
     };
     result.unwrap_or_else(|c| c)
 }
-

@@ -32,7 +32,11 @@ pub fn log_matching(_: &KraftModel, s: &State) -> bool {
 
 /// Leaders of the current epoch (helper).
 fn leaders(s: &State) -> impl Iterator<Item = (Id, &Server)> {
-    s.servers.iter().enumerate().filter(|(_, v)| v.role == Role::Leader).map(|(i, v)| (i as Id, v))
+    s.servers
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.role == Role::Leader)
+        .map(|(i, v)| (i as Id, v))
 }
 
 /// Every leader holds every entry committed by a leader of an earlier epoch.
@@ -59,7 +63,10 @@ pub fn committed_entries_never_lost(_: &KraftModel, s: &State) -> bool {
             let hw = hw as usize;
             hw <= h.committed.len()
                 && hw <= v.log.len() as usize
-                && v.log.as_slice()[..hw].iter().zip(h.committed.iter()).all(|(a, (b, _))| a == b)
+                && v.log.as_slice()[..hw]
+                    .iter()
+                    .zip(h.committed.iter())
+                    .all(|(a, (b, _))| a == b)
         }
     })
 }
@@ -71,7 +78,11 @@ pub fn high_watermark_monotonic(_: &KraftModel, s: &State) -> bool {
         return false;
     }
     leaders(s).all(|(_, l)| {
-        let before = s.history.committed.iter().rposition(|(_, ce)| *ce < l.epoch);
+        let before = s
+            .history
+            .committed
+            .iter()
+            .rposition(|(_, ce)| *ce < l.epoch);
         match (l.hw, before) {
             (Some(hw), Some(o)) => hw as usize > o,
             _ => true,
@@ -118,7 +129,9 @@ pub fn high_watermark_majority(m: &KraftModel, s: &State) -> bool {
 /// A voter set once reported committed stays in the log of every later-epoch leader at its offset,
 /// and such a leader never reports an older one.
 pub fn committed_voter_set_durable(m: &KraftModel, s: &State) -> bool {
-    let Some((epoch, offset, set)) = s.history.max_reported else { return true };
+    let Some((epoch, offset, set)) = s.history.max_reported else {
+        return true;
+    };
     leaders(s).filter(|(_, l)| l.epoch > epoch).all(|(_, l)| {
         let present =
             offset < 0 || l.log.get(offset as u8).map(|e| e.kind) == Some(Kind::Voters(set));
@@ -195,7 +208,9 @@ fn spec_committed_set(bootstrap: Mask, committed: &[(Entry, u8)], hw: u8) -> Opt
 pub fn describe_quorum_consistent(m: &KraftModel, s: &State) -> bool {
     let bootstrap = m.cfg.bootstrap();
     leaders(s).all(|(i, l)| {
-        let Some(view) = describe_quorum(&m.cfg, i, l) else { return false };
+        let Some(view) = describe_quorum(&m.cfg, i, l) else {
+            return false;
+        };
         let mask = |rows: &[crate::spec::ReplicaState]| {
             rows.iter().fold(0 as Mask, |m, r| m | bit(r.replica_id))
         };
@@ -206,7 +221,7 @@ pub fn describe_quorum_consistent(m: &KraftModel, s: &State) -> bool {
         };
         let sentinels_ok = view.committed_voters.iter().all(|r| {
             let has_state = r.replica_id == i || l.end[r.replica_id as usize].is_some();
-            (r.log_end_offset == -1) == !has_state
+            (r.log_end_offset == -1) != has_state
         });
         view.leader_id == i
             && view.leader_epoch == l.epoch
@@ -236,23 +251,31 @@ fn committed_changes(m: &KraftModel, s: &State) -> Vec<(Entry, Mask)> {
 
 /// An AddVoter committed.
 pub fn add_committed(m: &KraftModel, s: &State) -> bool {
-    committed_changes(m, s).iter().any(|(e, before)| matches!(e.kind, Kind::Voters(set) if set & !before != 0))
+    committed_changes(m, s)
+        .iter()
+        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if set & !before != 0))
 }
 
 /// A RemoveVoter committed.
 pub fn removal_committed(m: &KraftModel, s: &State) -> bool {
-    committed_changes(m, s).iter().any(|(e, before)| matches!(e.kind, Kind::Voters(set) if before & !set != 0))
+    committed_changes(m, s)
+        .iter()
+        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if before & !set != 0))
 }
 
 /// A leader removed itself, the removal committed, and a leader of a later epoch was elected.
 pub fn leader_removed_itself_successor_elected(m: &KraftModel, s: &State) -> bool {
     committed_changes(m, s).iter().any(|(e, before)| {
-        let Kind::Voters(set) = e.kind else { return false };
+        let Kind::Voters(set) = e.kind else {
+            return false;
+        };
         let removed = before & !set;
         let leader_of_epoch = s.history.leaders[e.epoch as usize];
         removed != 0
             && removed == leader_of_epoch
-            && s.history.leaders[e.epoch as usize + 1..].iter().any(|m| *m != 0)
+            && s.history.leaders[e.epoch as usize + 1..]
+                .iter()
+                .any(|m| *m != 0)
     })
 }
 
@@ -277,14 +300,18 @@ pub fn leader_change_during_uncommitted_change(m: &KraftModel, s: &State) -> boo
     leaders(s).any(|(_, l)| {
         l.hw.is_none() && {
             let mut before = bootstrap;
-            l.log.as_slice().iter().enumerate().any(|(o, e)| match e.kind {
-                Kind::Voters(set) => {
-                    let changed = set != before;
-                    before = set;
-                    changed && e.epoch < l.epoch && o as u8 >= committed_len
-                }
-                _ => false,
-            })
+            l.log
+                .as_slice()
+                .iter()
+                .enumerate()
+                .any(|(o, e)| match e.kind {
+                    Kind::Voters(set) => {
+                        let changed = set != before;
+                        before = set;
+                        changed && e.epoch < l.epoch && o as u8 >= committed_len
+                    }
+                    _ => false,
+                })
         }
     })
 }
@@ -323,7 +350,10 @@ macro_rules! refused {
 }
 refused!(refused_not_leader, Refusal::NotLeader);
 refused!(refused_pending, Refusal::Pending);
-refused!(refused_high_watermark_unknown, Refusal::HighWatermarkUnknown);
+refused!(
+    refused_high_watermark_unknown,
+    Refusal::HighWatermarkUnknown
+);
 refused!(refused_uncommitted_voters, Refusal::UncommittedVoters);
 refused!(refused_duplicate_voter, Refusal::DuplicateVoter);
 refused!(refused_not_caught_up, Refusal::NotCaughtUp);
@@ -346,17 +376,35 @@ pub const ALWAYS: [&str; 13] = [
     "DescribeQuorumConsistent",
 ];
 
+/// A property's condition.
+pub type Condition = fn(&KraftModel, &State) -> bool;
+
 /// `sometimes` properties: name and condition (wrapped by [`KraftModel::example_once`]).
-pub const SOMETIMES: [(&str, fn(&KraftModel, &State) -> bool); 14] = [
+pub const SOMETIMES: [(&str, Condition); 14] = [
     ("LeaderElected", leader_elected),
     ("RefusedNotLeader", refused_not_leader),
-    ("RefusedHighWatermarkUnknown", refused_high_watermark_unknown),
+    (
+        "RefusedHighWatermarkUnknown",
+        refused_high_watermark_unknown,
+    ),
     ("AddCommitted", add_committed),
     ("RemovalCommitted", removal_committed),
-    ("LeaderRemovedItselfSuccessorElected", leader_removed_itself_successor_elected),
-    ("UncommittedVotersRecordTruncated", uncommitted_voters_record_truncated),
-    ("LeaderReportsCommittedNotLatest", leader_reports_committed_not_latest),
-    ("LeaderChangeDuringUncommittedChange", leader_change_during_uncommitted_change),
+    (
+        "LeaderRemovedItselfSuccessorElected",
+        leader_removed_itself_successor_elected,
+    ),
+    (
+        "UncommittedVotersRecordTruncated",
+        uncommitted_voters_record_truncated,
+    ),
+    (
+        "LeaderReportsCommittedNotLatest",
+        leader_reports_committed_not_latest,
+    ),
+    (
+        "LeaderChangeDuringUncommittedChange",
+        leader_change_during_uncommitted_change,
+    ),
     ("RefusedPendingChange", refused_pending),
     ("RefusedUncommittedVoters", refused_uncommitted_voters),
     ("RefusedDuplicateVoter", refused_duplicate_voter),
@@ -376,8 +424,22 @@ macro_rules! once {
         const ONCE: [fn(&KraftModel, &State) -> bool; USED_SOMETIMES] = [$($w),*];
     };
 }
-once!(o0 = 0, o1 = 1, o2 = 2, o3 = 3, o4 = 4, o5 = 5, o6 = 6, o7 = 7, o8 = 8, o9 = 9, o10 = 10,
-      o11 = 11, o12 = 12, o13 = 13);
+once!(
+    o0 = 0,
+    o1 = 1,
+    o2 = 2,
+    o3 = 3,
+    o4 = 4,
+    o5 = 5,
+    o6 = 6,
+    o7 = 7,
+    o8 = 8,
+    o9 = 9,
+    o10 = 10,
+    o11 = 11,
+    o12 = 12,
+    o13 = 13
+);
 
 /// Every property of the model, `always` first. Membership examples are included only when the
 /// bounds allow membership changes.
@@ -388,16 +450,26 @@ pub fn all(with_membership_examples: bool) -> Vec<Property<KraftModel>> {
         Property::always("LeaderCompleteness", leader_completeness),
         Property::always("CommittedEntriesNeverLost", committed_entries_never_lost),
         Property::always("HighWatermarkMonotonic", high_watermark_monotonic),
-        Property::always("HighWatermarkInCurrentEpoch", high_watermark_in_current_epoch),
+        Property::always(
+            "HighWatermarkInCurrentEpoch",
+            high_watermark_in_current_epoch,
+        ),
         Property::always("HighWatermarkMajority", high_watermark_majority),
         Property::always("CommittedVoterSetDurable", committed_voter_set_durable),
-        Property::always("NoTruncationBelowHighWatermark", no_truncation_below_high_watermark),
+        Property::always(
+            "NoTruncationBelowHighWatermark",
+            no_truncation_below_high_watermark,
+        ),
         Property::always("CommittedVoterSetMonotonic", committed_voter_set_monotonic),
         Property::always("SingleUncommittedChange", single_uncommitted_change),
         Property::always("QuorumOverlap", quorum_overlap),
         Property::always("DescribeQuorumConsistent", describe_quorum_consistent),
     ];
-    let n = if with_membership_examples { USED_SOMETIMES } else { BASIC_SOMETIMES };
+    let n = if with_membership_examples {
+        USED_SOMETIMES
+    } else {
+        BASIC_SOMETIMES
+    };
     for (i, wrapped) in ONCE.iter().enumerate().take(n) {
         v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));
     }

@@ -36,7 +36,10 @@ pub fn voters_record_before(log: &Log, end: u8) -> Option<u8> {
 /// falling back to the bootstrap set at −1.
 pub fn voters_at(bootstrap: Mask, log: &Log, end: u8) -> Mask {
     match voters_record_before(log, end).and_then(|o| log.get(o)) {
-        Some(Entry { kind: Kind::Voters(set), .. }) => set,
+        Some(Entry {
+            kind: Kind::Voters(set),
+            ..
+        }) => set,
         _ => bootstrap,
     }
 }
@@ -66,8 +69,16 @@ pub fn committed_voters_offset(log: &Log, hw: Option<u8>) -> Option<i8> {
 /// Kafka's `endOffsetForEpoch(epoch)`: the largest epoch ≤ `epoch` in the log and the end offset of
 /// that epoch; (0, 0) if the log holds nothing of epoch ≤ `epoch`.
 pub fn end_offset_for_epoch(log: &Log, epoch: u8) -> (u8, u8) {
-    let end = log.as_slice().iter().take_while(|e| e.epoch <= epoch).count() as u8;
-    let found = if end == 0 { 0 } else { log.get(end - 1).map_or(0, |e| e.epoch) };
+    let end = log
+        .as_slice()
+        .iter()
+        .take_while(|e| e.epoch <= epoch)
+        .count() as u8;
+    let found = if end == 0 {
+        0
+    } else {
+        log.get(end - 1).map_or(0, |e| e.epoch)
+    };
     (found, end)
 }
 
@@ -111,7 +122,13 @@ pub fn hw_candidate(cfg: &ModelConfig, me: Id, s: &Server) -> Option<u8> {
         voters |= bit(me);
     }
     let mut offsets: Vec<Option<u8>> = ids(voters)
-        .map(|v| if v == me { Some(s.log.len()) } else { s.end[v as usize] })
+        .map(|v| {
+            if v == me {
+                Some(s.log.len())
+            } else {
+                s.end[v as usize]
+            }
+        })
         .collect();
     offsets.sort_unstable_by(|a, b| b.cmp(a));
     offsets.get(offsets.len() / 2).copied().flatten()
@@ -120,7 +137,9 @@ pub fn hw_candidate(cfg: &ModelConfig, me: Id, s: &Server) -> Option<u8> {
 /// The leader's next HW: the candidate if it is past the epoch start and above the old HW (never
 /// decreases); otherwise the old HW.
 pub fn next_high_watermark(cfg: &ModelConfig, me: Id, s: &Server) -> Option<u8> {
-    let Some(c) = hw_candidate(cfg, me, s) else { return s.hw };
+    let Some(c) = hw_candidate(cfg, me, s) else {
+        return s.hw;
+    };
     let past_start = c > s.epoch_start || cfg.has(Bug::HwAnyEpoch);
     let above_old = !matches!(s.hw, Some(h) if c <= h);
     if past_start && above_old && c > 0 {
@@ -385,13 +404,21 @@ mod tests {
         let mut s = Server {
             role: Role::Leader,
             epoch: 2,
-            log: Log::from_slice(&[e(1, Kind::LeaderChange), e(1, Kind::Data), e(2, Kind::LeaderChange)]),
+            log: Log::from_slice(&[
+                e(1, Kind::LeaderChange),
+                e(1, Kind::Data),
+                e(2, Kind::LeaderChange),
+            ]),
             epoch_start: 2,
             ..Server::default()
         };
         s.end[1] = Some(2);
         assert_eq!(hw_candidate(&cfg, 0, &s), Some(2));
-        assert_eq!(next_high_watermark(&cfg, 0, &s), None, "not past the epoch start");
+        assert_eq!(
+            next_high_watermark(&cfg, 0, &s),
+            None,
+            "not past the epoch start"
+        );
         s.end[2] = Some(3);
         assert_eq!(next_high_watermark(&cfg, 0, &s), Some(3));
     }

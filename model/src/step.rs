@@ -6,12 +6,12 @@ use crate::spec::{
     membership_changes_from, next_high_watermark, reported_committed_offset,
     reported_committed_voters, size, truncation_offset,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use crate::types::{
     bit, event, ids, violation, Action, ChangeOp, Entry, Envelope, ErrorCode, FetchKey,
     FetchResponse, History, Id, Kind, Log, Msg, Reply, Role, Server, State, MAX_SERVERS,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The KRaft membership model. `cfg` holds the bounds, knobs and bug flag.
 #[derive(Clone, Debug)]
@@ -47,7 +47,10 @@ impl KraftModel {
     }
 
     fn unchecked(cfg: ModelConfig) -> Self {
-        KraftModel { cfg, examples: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))) }
+        KraftModel {
+            cfg,
+            examples: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
+        }
     }
 
     /// Evaluates `sometimes` property number `idx` until it first holds, then reports false: one
@@ -80,17 +83,37 @@ impl KraftModel {
     /// The actions that turn the fresh state into the elected start: server 0 wins epoch 1 with every
     /// voter's vote, then every other voter fetches twice (records, then the HW).
     pub fn election_prefix(&self) -> Vec<Action> {
-        let sync = KraftModel::unchecked(ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg });
+        let sync = KraftModel::unchecked(ModelConfig {
+            fetch: FetchMode::Sync,
+            gc: false,
+            ..self.cfg
+        });
         let mut actions = vec![Action::ElectionTimeout(0)];
-        let mut s = sync.step(&sync.fresh_state(), Action::ElectionTimeout(0)).map(|st| st.state);
+        let mut s = sync
+            .step(&sync.fresh_state(), Action::ElectionTimeout(0))
+            .map(|st| st.state);
         while let Some(cur) = s.clone() {
-            let Some(env) = cur.network.first().copied() else { break };
+            let Some(env) = cur.network.first().copied() else {
+                break;
+            };
             actions.push(Action::Deliver(env));
             s = sync.step(&cur, Action::Deliver(env)).map(|st| st.state);
         }
         for _round in 0..2 {
             for v in 1..self.cfg.voters {
-                actions.push(Action::Fetch { replica: v, leader: 0 });
+                actions.push(Action::Fetch {
+                    replica: v,
+                    leader: 0,
+                });
+            }
+        }
+        // Joiners: discovery (Unattached → Follower), records, HW; they end caught up as observers.
+        for _round in 0..3 {
+            for j in self.cfg.voters..self.cfg.servers() {
+                actions.push(Action::Fetch {
+                    replica: j,
+                    leader: 0,
+                });
             }
         }
         actions
@@ -102,8 +125,11 @@ impl KraftModel {
         match self.cfg.start {
             Start::Fresh => fresh,
             Start::Elected => {
-                let sync =
-                    KraftModel::unchecked(ModelConfig { fetch: FetchMode::Sync, gc: false, ..self.cfg });
+                let sync = KraftModel::unchecked(ModelConfig {
+                    fetch: FetchMode::Sync,
+                    gc: false,
+                    ..self.cfg
+                });
                 let mut s = fresh;
                 for a in self.election_prefix() {
                     if let Some(st) = sync.step(&s, a) {
@@ -148,7 +174,9 @@ impl KraftModel {
         let target_ok = l.role == Role::Leader && !self.resign_due(l, leader);
         let fetcher_ok = match r.role {
             Role::Follower => r.leader == Some(leader),
-            Role::Unattached => target_ok && l.epoch >= r.epoch,
+            // Kafka 3.9: an Unattached voter waits for BeginQuorumEpoch or its election timeout;
+            // only an observer looks for the leader by fetching.
+            Role::Unattached => target_ok && l.epoch >= r.epoch && !self.is_voter(r, replica),
             _ => false,
         };
         match self.cfg.fetch {
@@ -185,10 +213,12 @@ impl KraftModel {
 
     /// True if `op` at `s` would append a record within the bounds.
     fn change_allowed(&self, st: &State, s: &Server, op: ChangeOp) -> bool {
-        let Ok(new_set) = check_change(&self.cfg, s, op) else { return false };
+        let Ok(new_set) = check_change(&self.cfg, s, op) else {
+            return false;
+        };
         if let ChangeOp::Swap { .. } = op {
             // The swap bug only targets odd-sized sets, where one-out-one-in breaks overlap.
-            if size(latest_voters(self.cfg.bootstrap(), &s.log)) % 2 == 0 || size(new_set) == 0 {
+            if size(latest_voters(self.cfg.bootstrap(), &s.log)) & 1 == 0 || size(new_set) == 0 {
                 return false;
             }
         }
@@ -219,9 +249,7 @@ impl KraftModel {
                 Role::Unattached | Role::Candidate if self.may_stand(s, i) => {
                     out.push(Action::ElectionTimeout(i))
                 }
-                Role::Resigned
-                    if self.may_stand(s, i) || (!voter && s.epoch < cfg.max_epoch) =>
-                {
+                Role::Resigned if self.may_stand(s, i) || (!voter && s.epoch < cfg.max_epoch) => {
                     out.push(Action::ElectionTimeout(i))
                 }
                 Role::Follower => {
@@ -257,7 +285,10 @@ impl KraftModel {
             }
             for l in 0..n {
                 if self.may_fetch(st, i, l) {
-                    out.push(Action::Fetch { replica: i, leader: l });
+                    out.push(Action::Fetch {
+                        replica: i,
+                        leader: l,
+                    });
                 }
             }
         }
@@ -276,7 +307,11 @@ impl KraftModel {
 
     /// Applies `action`; `None` if it is not enabled or changes nothing.
     pub fn step(&self, st: &State, action: Action) -> Option<Step> {
-        let mut tx = Tx { cfg: &self.cfg, s: st.clone(), replies: Vec::new() };
+        let mut tx = Tx {
+            cfg: &self.cfg,
+            s: st.clone(),
+            replies: Vec::new(),
+        };
         let cfg = &self.cfg;
         let n = cfg.servers();
         match action {
@@ -310,7 +345,9 @@ impl KraftModel {
                     return None;
                 }
             }
-            Action::CheckQuorumTimeout(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
+            Action::CheckQuorumTimeout(i)
+                if i < n && !self.resign_due(&st.servers[i as usize], i) =>
+            {
                 let s = &st.servers[i as usize];
                 if !cfg.check_quorum
                     || s.role != Role::Leader
@@ -329,7 +366,11 @@ impl KraftModel {
             Action::ChangeTimeout(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &mut tx.s.servers[i as usize];
                 let p = s.pending.take()?;
-                tx.replies.push(Reply { server: i, op: p.op, error: ErrorCode::RequestTimedOut });
+                tx.replies.push(Reply {
+                    server: i,
+                    op: p.op,
+                    error: ErrorCode::RequestTimedOut,
+                });
             }
             Action::Restart(i) if i < n => {
                 if st.history.crashes >= cfg.max_crashes {
@@ -351,7 +392,9 @@ impl KraftModel {
                 tx.advance_hw(i);
             }
             Action::Change { server, op }
-                if server < n && op_in_range(op, n) && !self.resign_due(&st.servers[server as usize], server) =>
+                if server < n
+                    && op_in_range(op, n)
+                    && !self.resign_due(&st.servers[server as usize], server) =>
             {
                 let s = &st.servers[server as usize];
                 match check_change(cfg, s, op) {
@@ -370,7 +413,11 @@ impl KraftModel {
                         if !cfg.refusal_steps {
                             return None;
                         }
-                        tx.replies.push(Reply { server, op, error: refusal.error() });
+                        tx.replies.push(Reply {
+                            server,
+                            op,
+                            error: refusal.error(),
+                        });
                     }
                 }
             }
@@ -413,7 +460,10 @@ impl KraftModel {
         if tx.s == *st && tx.replies.is_empty() {
             return None;
         }
-        Some(Step { state: tx.s, replies: tx.replies })
+        Some(Step {
+            state: tx.s,
+            replies: tx.replies,
+        })
     }
 }
 
@@ -426,7 +476,11 @@ fn op_in_range(op: ChangeOp, n: u8) -> bool {
 
 /// The key of the fetch a replica sends now: its epoch, LEO and last fetched epoch.
 pub fn fetch_key(s: &Server) -> FetchKey {
-    FetchKey { epoch: s.epoch, fetch_offset: s.log.len(), last_fetched_epoch: s.log.last_epoch() }
+    FetchKey {
+        epoch: s.epoch,
+        fetch_offset: s.log.len(),
+        last_fetched_epoch: s.log.last_epoch(),
+    }
 }
 
 /// Helper: "this follower's leader is not leading its epoch any more" (an observer's fetch timer
@@ -471,7 +525,11 @@ impl Tx<'_> {
     fn leave_leadership(&mut self, i: Id) {
         let s = self.server(i);
         if let Some(p) = s.pending.take() {
-            self.replies.push(Reply { server: i, op: p.op, error: ErrorCode::NotLeaderOrFollower });
+            self.replies.push(Reply {
+                server: i,
+                op: p.op,
+                error: ErrorCode::NotLeaderOrFollower,
+            });
         }
     }
 
@@ -524,7 +582,15 @@ impl Tx<'_> {
         let (last_epoch, last_offset) = (s.log.last_epoch(), s.log.len());
         let voters = latest_voters(bootstrap, &s.log);
         for v in ids(voters).filter(|&v| v != i) {
-            self.send(i, v, Msg::VoteRequest { epoch, last_epoch, last_offset });
+            self.send(
+                i,
+                v,
+                Msg::VoteRequest {
+                    epoch,
+                    last_epoch,
+                    last_offset,
+                },
+            );
         }
         self.maybe_become_leader(i);
     }
@@ -614,7 +680,11 @@ impl Tx<'_> {
         if let (Some(h), Some(p)) = (new, s.pending) {
             if h > p.offset {
                 s.pending = None;
-                self.replies.push(Reply { server: i, op: p.op, error: ErrorCode::None });
+                self.replies.push(Reply {
+                    server: i,
+                    op: p.op,
+                    error: ErrorCode::None,
+                });
             }
         }
         self.note_leader(i);
@@ -639,9 +709,10 @@ impl Tx<'_> {
                 None => h.committed.push((*e, s.epoch)),
             }
         }
-        if let (Some(o), Some(set)) =
-            (reported_committed_offset(cfg, s), reported_committed_voters(cfg, s))
-        {
+        if let (Some(o), Some(set)) = (
+            reported_committed_offset(cfg, s),
+            reported_committed_voters(cfg, s),
+        ) {
             if !matches!(h.max_reported, Some((_, mo, _)) if mo >= o) {
                 h.max_reported = Some((s.epoch, o, set));
             }
@@ -704,13 +775,15 @@ impl Tx<'_> {
             return;
         }
         if !(s.role == Role::Follower && s.leader == Some(from)) {
-            // Kafka: learning the leader of the current epoch makes the replica its follower; the
-            // payload is dropped and the next fetch gets it.
-            if matches!(s.role, Role::Unattached | Role::Candidate) {
-                self.become_follower(i, from, r.leader_epoch);
+            if !matches!(s.role, Role::Unattached | Role::Candidate) {
+                return;
             }
-            return;
+            // Kafka (`maybeHandleCommonResponse`): learning the leader of the current epoch makes the
+            // replica its follower, and a successful response is then handled as usual ("an observer
+            // discovers the leader and appends to the log in the same Fetch").
+            self.become_follower(i, from, r.leader_epoch);
         }
+        let s = &self.s.servers[i as usize];
         if let Some((epoch, end)) = r.diverging {
             let to = truncation_offset(&s.log, epoch, end);
             self.truncate(i, to);
@@ -752,9 +825,11 @@ impl Tx<'_> {
             return;
         }
         match msg {
-            Msg::VoteRequest { epoch, last_epoch, last_offset } => {
-                self.on_vote_request(dst, src, epoch, last_epoch, last_offset)
-            }
+            Msg::VoteRequest {
+                epoch,
+                last_epoch,
+                last_offset,
+            } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
             Msg::VoteResponse { epoch, granted, .. } => {
                 let s = &self.s.servers[dst as usize];
                 if epoch > s.epoch {
@@ -792,8 +867,11 @@ impl Tx<'_> {
     fn on_vote_request(&mut self, r: Id, c: Id, epoch: u8, last_epoch: u8, last_offset: u8) {
         let own_epoch = self.s.servers[r as usize].epoch;
         if epoch < own_epoch {
-            let msg =
-                Msg::VoteResponse { epoch: own_epoch, granted: false, error: ErrorCode::FencedLeaderEpoch };
+            let msg = Msg::VoteResponse {
+                epoch: own_epoch,
+                granted: false,
+                error: ErrorCode::FencedLeaderEpoch,
+            };
             self.send(r, c, msg);
             return;
         }
@@ -808,17 +886,29 @@ impl Tx<'_> {
         if granted {
             s.voted_for = Some(c);
         }
-        let msg = Msg::VoteResponse { epoch: s.epoch, granted, error: ErrorCode::None };
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted,
+            error: ErrorCode::None,
+        };
         self.send(r, c, msg);
     }
 
     /// Drops messages their receiver is certain to ignore: responses and leader announcements of an
-    /// older epoch, fetch responses that match no outstanding request.
+    /// older epoch, vote refusals of an epoch not newer than the receiver's, fetch responses that
+    /// match no outstanding request. Receivers' epochs and fetch keys only move forward, so such a
+    /// message stays ignorable.
     fn collect_garbage(&mut self) {
         let servers = &self.s.servers;
         self.s.network.retain(|env| {
             let d = &servers[env.dst as usize];
             match env.msg {
+                // A refusal only matters if it carries a newer epoch.
+                Msg::VoteResponse {
+                    epoch,
+                    granted: false,
+                    ..
+                } => epoch > d.epoch,
                 Msg::VoteResponse { epoch, .. }
                 | Msg::BeginQuorumEpoch { epoch }
                 | Msg::EndQuorumEpoch { epoch } => epoch >= d.epoch,
@@ -845,9 +935,10 @@ impl Tx<'_> {
                     self.s.history.violations |= violation::HW_DECREASED;
                 }
             }
-            if let (Some(a), Some(b)) =
-                (reported_committed_offset(cfg, old), reported_committed_offset(cfg, new))
-            {
+            if let (Some(a), Some(b)) = (
+                reported_committed_offset(cfg, old),
+                reported_committed_offset(cfg, new),
+            ) {
                 // Forward only, and the entry it moved from is still the same record.
                 let kept = a < 0 || old.log.get(a as u8) == new.log.get(a as u8);
                 if b < a || !kept {
@@ -888,40 +979,103 @@ mod tests {
         assert_eq!(l.role, Role::Leader);
         assert_eq!(l.epoch, 1);
         let kinds: Vec<Kind> = l.log.as_slice().iter().map(|e| e.kind).collect();
-        assert_eq!(kinds, vec![Kind::LeaderChange, Kind::KRaftVersion, Kind::Voters(0b111)]);
+        assert_eq!(
+            kinds,
+            vec![Kind::LeaderChange, Kind::KRaftVersion, Kind::Voters(0b111)]
+        );
         assert_eq!(l.hw, Some(3));
         for f in &s.servers[1..3] {
-            assert_eq!((f.role, f.leader, f.hw, f.log), (Role::Follower, Some(0), Some(3), l.log));
+            assert_eq!(
+                (f.role, f.leader, f.hw, f.log),
+                (Role::Follower, Some(0), Some(3), l.log)
+            );
         }
-        assert_eq!(s.servers[3], Server::default(), "the joiner is untouched");
+        let j = &s.servers[3];
+        assert_eq!(
+            (j.role, j.leader, j.hw, j.log),
+            (Role::Follower, Some(0), Some(3), l.log)
+        );
+        assert_eq!(
+            l.caught_up & bit(3),
+            bit(3),
+            "the joiner starts caught up as an observer"
+        );
         assert!(s.network.is_empty());
         assert_eq!(s.history.committed.len(), 3);
     }
 
     #[test]
     fn change_commits_and_replies_none() {
-        let m = model(ModelConfig { refusal_steps: true, ..ModelConfig::default() });
+        let m = model(ModelConfig {
+            refusal_steps: true,
+            ..ModelConfig::default()
+        });
         let s = m.initial_state();
-        // The joiner is not caught up yet.
-        let add = Action::Change { server: 0, op: ChangeOp::Add(3) };
-        let st = m.step(&s, add).unwrap();
-        assert_eq!(st.replies[0].error, ErrorCode::RequestTimedOut);
-        // Discovery fetch makes it a follower, the next one catches it up.
-        let s = m.step(&s, Action::Fetch { replica: 3, leader: 0 }).unwrap().state;
-        assert_eq!(s.servers[3].role, Role::Follower);
-        let s = m.step(&s, Action::Fetch { replica: 3, leader: 0 }).unwrap().state;
-        let s = m.step(&s, Action::Fetch { replica: 3, leader: 0 }).unwrap().state;
-        assert_eq!(s.servers[0].caught_up & bit(3), bit(3));
+        let add = Action::Change {
+            server: 0,
+            op: ChangeOp::Add(3),
+        };
+        // Only the leader accepts: a follower answers NOT_LEADER_OR_FOLLOWER.
+        let st = m
+            .step(
+                &s,
+                Action::Change {
+                    server: 1,
+                    op: ChangeOp::Add(3),
+                },
+            )
+            .unwrap();
+        assert_eq!(st.replies[0].error, ErrorCode::NotLeaderOrFollower);
+        assert_eq!(st.state, s);
         let st = m.step(&s, add).unwrap();
         assert!(st.replies.is_empty());
         let s = st.state;
         assert_eq!(s.servers[0].pending.map(|p| p.offset), Some(3));
-        let st = m.step(&s, Action::Fetch { replica: 1, leader: 0 }).unwrap();
+        let st = m
+            .step(
+                &s,
+                Action::Fetch {
+                    replica: 1,
+                    leader: 0,
+                },
+            )
+            .unwrap();
         assert!(st.replies.is_empty(), "a majority of {{0,1,2,3}} needs 3");
-        let st = m.step(&st.state, Action::Fetch { replica: 1, leader: 0 }).unwrap();
-        let st2 = m.step(&st.state, Action::Fetch { replica: 2, leader: 0 }).unwrap();
-        let st2 = m.step(&st2.state, Action::Fetch { replica: 2, leader: 0 }).unwrap();
-        assert_eq!(st2.replies, vec![Reply { server: 0, op: ChangeOp::Add(3), error: ErrorCode::None }]);
+        let st = m
+            .step(
+                &st.state,
+                Action::Fetch {
+                    replica: 1,
+                    leader: 0,
+                },
+            )
+            .unwrap();
+        let st2 = m
+            .step(
+                &st.state,
+                Action::Fetch {
+                    replica: 2,
+                    leader: 0,
+                },
+            )
+            .unwrap();
+        let st2 = m
+            .step(
+                &st2.state,
+                Action::Fetch {
+                    replica: 2,
+                    leader: 0,
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            st2.replies,
+            vec![Reply {
+                server: 0,
+                op: ChangeOp::Add(3),
+                error: ErrorCode::None
+            }]
+        );
         assert_eq!(st2.state.servers[0].hw, Some(4));
     }
 }

@@ -39,10 +39,18 @@ fn op(o: &ChangeOp) -> String {
 
 fn envelope(e: &Envelope) -> String {
     let body = match &e.msg {
-        Msg::VoteRequest { epoch, last_epoch, last_offset } => {
+        Msg::VoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        } => {
             format!("VoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
         }
-        Msg::VoteResponse { epoch, granted, error } => {
+        Msg::VoteResponse {
+            epoch,
+            granted,
+            error,
+        } => {
             format!("VoteResponse(epoch {epoch}, granted {granted}, {error:?})")
         }
         Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch(epoch {epoch})"),
@@ -83,7 +91,13 @@ pub fn action(a: &Action) -> String {
 
 /// A reply in words.
 pub fn reply(r: &Reply) -> String {
-    format!("server {} answers {} with {:?} ({})", r.server, op(&r.op), r.error, r.error.code())
+    format!(
+        "server {} answers {} with {:?} ({})",
+        r.server,
+        op(&r.op),
+        r.error,
+        r.error.code()
+    )
 }
 
 /// Every server's role, epoch, log, HW, latest and committed voter sets, then the network.
@@ -103,7 +117,11 @@ pub fn state(cfg: &ModelConfig, s: &State) -> String {
             log(&v.log),
             set(latest),
             committed,
-            v.pending.map_or(String::new(), |p| format!(" pending {}@{}", op(&p.op), p.offset)),
+            v.pending.map_or(String::new(), |p| format!(
+                " pending {}@{}",
+                op(&p.op),
+                p.offset
+            )),
         );
     }
     for e in &s.network {

@@ -14,7 +14,10 @@ use crate::types::{
 use stateright::Representative;
 
 fn map_mask(perm: &[Id], m: Mask) -> Mask {
-    perm.iter().enumerate().filter(|(old, _)| m & bit(*old as Id) != 0).fold(0, |acc, (_, &new)| acc | bit(new))
+    perm.iter()
+        .enumerate()
+        .filter(|(old, _)| m & bit(*old as Id) != 0)
+        .fold(0, |acc, (_, &new)| acc | bit(new))
 }
 
 fn map_entry(perm: &[Id], e: &mut Entry) {
@@ -28,7 +31,10 @@ fn map_op(perm: &[Id], op: ChangeOp) -> ChangeOp {
     match op {
         ChangeOp::Add(j) => ChangeOp::Add(p(j)),
         ChangeOp::Remove(j) => ChangeOp::Remove(p(j)),
-        ChangeOp::Swap { out, add } => ChangeOp::Swap { out: p(out), add: p(add) },
+        ChangeOp::Swap { out, add } => ChangeOp::Swap {
+            out: p(out),
+            add: p(add),
+        },
     }
 }
 
@@ -62,7 +68,11 @@ fn map_envelope(perm: &[Id], env: &Envelope) -> Envelope {
             map_entry(perm, e);
         }
     }
-    Envelope { src: p(env.src), dst: p(env.dst), msg }
+    Envelope {
+        src: p(env.src),
+        dst: p(env.dst),
+        msg,
+    }
 }
 
 /// The state with ids renamed by `perm` (old id → new id).
@@ -83,7 +93,12 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
     if let Some((_, _, set)) = &mut history.max_reported {
         *set = map_mask(perm, *set);
     }
-    State { bootstrap: map_mask(perm, s.bootstrap), servers, network, history }
+    State {
+        bootstrap: map_mask(perm, s.bootstrap),
+        servers,
+        network,
+        history,
+    }
 }
 
 /// An id-free summary of a server used to order ids (ties keep their order).
@@ -146,7 +161,11 @@ mod tests {
 
     #[test]
     fn representative_is_a_permutation_fixing_the_bootstrap_set() {
-        let m = KraftModel::new(ModelConfig { start: Start::Fresh, ..ModelConfig::default() }).unwrap();
+        let m = KraftModel::new(ModelConfig {
+            start: Start::Fresh,
+            ..ModelConfig::default()
+        })
+        .unwrap();
         let s0 = m.fresh_state();
         // Server 2 starts an election: the representative renames it but keeps it a voter.
         let s1 = m.step(&s0, Action::ElectionTimeout(2)).unwrap().state;

@@ -61,7 +61,9 @@ impl fmt::Display for TraceError {
             TraceError::NotEnabled { index, action } => {
                 write!(f, "step {index}: action {action:?} is not enabled")
             }
-            TraceError::StateMismatch { index } => write!(f, "step {index}: recorded state differs"),
+            TraceError::StateMismatch { index } => {
+                write!(f, "step {index}: recorded state differs")
+            }
             TraceError::Config(e) => write!(f, "bad config: {e}"),
             TraceError::Format(e) => write!(f, "bad trace: {e}"),
         }
@@ -76,17 +78,31 @@ pub fn replay(model: &KraftModel, actions: &[Action]) -> Result<Trace, TraceErro
     let mut cur = init.clone();
     let mut steps = Vec::with_capacity(actions.len());
     for (index, &action) in actions.iter().enumerate() {
-        let step = model.step(&cur, action).ok_or(TraceError::NotEnabled { index, action })?;
+        let step = model
+            .step(&cur, action)
+            .ok_or(TraceError::NotEnabled { index, action })?;
         cur = step.state.clone();
-        steps.push(TraceStep { action, replies: step.replies, state: step.state });
+        steps.push(TraceStep {
+            action,
+            replies: step.replies,
+            state: step.state,
+        });
     }
-    Ok(Trace { schema: SCHEMA.to_string(), config: model.cfg, init, steps })
+    Ok(Trace {
+        schema: SCHEMA.to_string(),
+        config: model.cfg,
+        init,
+        steps,
+    })
 }
 
 /// Checks a trace against the model: same initial state, every action enabled, same states.
 pub fn verify(trace: &Trace) -> Result<(), TraceError> {
     if trace.schema != SCHEMA {
-        return Err(TraceError::Format(format!("schema {:?}, expected {SCHEMA:?}", trace.schema)));
+        return Err(TraceError::Format(format!(
+            "schema {:?}, expected {SCHEMA:?}",
+            trace.schema
+        )));
     }
     let model = KraftModel::new(trace.config).map_err(|e| TraceError::Config(e.to_string()))?;
     let actions: Vec<Action> = trace.steps.iter().map(|s| s.action).collect();
@@ -111,7 +127,10 @@ pub fn to_json_line(trace: &Trace) -> String {
 pub fn from_json_line(line: &str) -> Result<Trace, TraceError> {
     let t: Trace = serde_json::from_str(line).map_err(|e| TraceError::Format(e.to_string()))?;
     if t.schema != SCHEMA {
-        return Err(TraceError::Format(format!("schema {:?}, expected {SCHEMA:?}", t.schema)));
+        return Err(TraceError::Format(format!(
+            "schema {:?}, expected {SCHEMA:?}",
+            t.schema
+        )));
     }
     Ok(t)
 }
@@ -202,8 +221,14 @@ pub fn random_walk(model: &KraftModel, rng: &mut SplitMix64, depth: usize) -> Ve
     path
 }
 
-/// A configuration suited to traces: refusals are visible steps and stale messages are delivered
-/// (not garbage-collected), so a replay exercises the implementation's handling of both.
+/// A configuration suited to traces: refusals are visible steps, stale messages are delivered (not
+/// garbage-collected) and check-quorum expiry is on, so a replay exercises the implementation's
+/// handling of all three.
 pub fn trace_config(cfg: ModelConfig) -> ModelConfig {
-    ModelConfig { refusal_steps: true, gc: false, ..cfg }
+    ModelConfig {
+        refusal_steps: true,
+        gc: false,
+        check_quorum: true,
+        ..cfg
+    }
 }

@@ -64,7 +64,9 @@ impl ErrorCode {
 }
 
 /// What a log entry (one record) is. Data carries no payload: its identity is (offset, epoch).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum Kind {
     /// A client record.
     #[default]
@@ -78,7 +80,9 @@ pub enum Kind {
 }
 
 /// One log entry: the epoch of the leader that appended it, and its kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Entry {
     /// Leader epoch of the batch holding this record.
     pub epoch: u8,
@@ -127,7 +131,10 @@ impl TryFrom<Vec<Entry>> for Log {
     type Error = String;
     fn try_from(v: Vec<Entry>) -> Result<Self, String> {
         if v.len() > MAX_LOG {
-            return Err(format!("log of {} entries exceeds MAX_LOG {MAX_LOG}", v.len()));
+            return Err(format!(
+                "log of {} entries exceeds MAX_LOG {MAX_LOG}",
+                v.len()
+            ));
         }
         Ok(Log::from_slice(&v))
     }
@@ -199,7 +206,9 @@ impl Log {
 }
 
 /// A replica's role. Kafka's "Voted" state is `Unattached` with `voted_for` set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum Role {
     /// No known leader in the current epoch (possibly voted).
     #[default]
@@ -495,7 +504,9 @@ impl Hash for History {
             buf[n..n + 3].copy_from_slice(&[e.epoch, e.kind_byte(), *ce]);
             n += 3;
         }
-        let (me, mo, ms) = self.max_reported.map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m));
+        let (me, mo, ms) = self
+            .max_reported
+            .map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m));
         let [v0, v1] = self.violations.to_le_bytes();
         let tail = [me, mo, ms, self.changes, self.data, self.crashes, v0, v1];
         buf[n..n + tail.len()].copy_from_slice(&tail);
@@ -546,7 +557,10 @@ impl TryFrom<Vec<(Entry, u8)>> for CommittedLog {
     type Error = String;
     fn try_from(v: Vec<(Entry, u8)>) -> Result<Self, String> {
         if v.len() > MAX_LOG {
-            return Err(format!("committed prefix of {} entries exceeds {MAX_LOG}", v.len()));
+            return Err(format!(
+                "committed prefix of {} entries exceeds {MAX_LOG}",
+                v.len()
+            ));
         }
         let mut c = CommittedLog::default();
         for e in v {
