@@ -805,9 +805,12 @@ impl<L: RaftLog> Node<L> {
                 self.reply_change(p.client, p.kind, p.key, errors::NOT_LEADER_OR_FOLLOWER, out);
             }
         }
-        if matches!(self.role, RoleState::Leader(_) | RoleState::Resigned) {
-            // Kafka: neither a new leader nor a resigned one carries a HW into the next state.
-            self.hw = None;
+        // Kafka's transitions pass the old state's HW on: a deposed leader keeps its HW; a resigned one
+        // has none (a new leader drops it in `maybe_become_leader`).
+        match &self.role {
+            RoleState::Leader(l) => self.hw = l.high_watermark(),
+            RoleState::Resigned => self.hw = None,
+            _ => {}
         }
         self.outstanding_fetch = None;
         self.next_fetch_at = None;
@@ -939,6 +942,7 @@ impl<L: RaftLog> Node<L> {
             _ => return,
         };
         self.leave_role(out);
+        self.hw = None;
         self.role = RoleState::Resigned;
         self.arm_election_timer(now);
         let latest = self.history.latest().clone();
@@ -1501,10 +1505,36 @@ impl<L: RaftLog> Node<L> {
     // ----- Fetch ----------------------------------------------------------------------------------
 
     fn send_fetch(&mut self, now: Millis, out: &mut Output) {
+        self.send_fetch_to(now, None, out)
+    }
+
+    /// Sends a Fetch now, to `to` if given: the leader for a follower; for an observer that knows no
+    /// leader, the bootstrap voter to ask (Kafka picks one at random; a harness picks it here).
+    /// A follower asked to fetch from anyone but its leader does nothing.
+    pub fn fetch_from(&mut self, now: Millis, to: i32) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        let allowed = match self.role {
+            RoleState::Follower { leader } => leader == to,
+            RoleState::Unattached => !self.is_voter() && to != self.local.id,
+            _ => false,
+        };
+        if allowed {
+            self.outstanding_fetch = None;
+            self.send_fetch_to(now, Some(to), &mut out);
+        }
+        self.refresh_timers();
+        out
+    }
+
+    fn send_fetch_to(&mut self, now: Millis, target: Option<i32>, out: &mut Output) {
         use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
         use kafka_protocol::messages::BrokerId;
         let to = match self.role {
             RoleState::Follower { leader } => leader,
+            RoleState::Unattached if !self.is_voter() && target.is_some() => {
+                target.unwrap_or_default()
+            }
             RoleState::Unattached if !self.is_voter() => {
                 let others: Vec<i32> = self
                     .history
@@ -1556,12 +1586,26 @@ impl<L: RaftLog> Node<L> {
         fetch_offset: i64,
         last_fetched_epoch: i32,
     ) -> Option<(i32, i64)> {
-        match self.log.end_offset_for_epoch(last_fetched_epoch) {
-            Some((epoch, end)) if epoch == last_fetched_epoch && fetch_offset <= end => None,
-            Some((epoch, end)) => Some((epoch, end)),
-            None if fetch_offset == self.log.start_offset() && last_fetched_epoch == 0 => None,
-            None => Some((0, self.log.start_offset())),
+        let (epoch, end) = self.end_offset_for_epoch(last_fetched_epoch);
+        (epoch != last_fetched_epoch || fetch_offset > end).then_some((epoch, end))
+    }
+
+    /// `endOffsetForEpoch` with one answer for "nothing of epoch ≤ `epoch` here": `(0, log start)`.
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        let start = self.log.start_offset();
+        match self.log.end_offset_for_epoch(epoch) {
+            // The log's "every batch is later" answer ends at its start: no record of epoch ≤ `epoch`.
+            Some((_, end)) if end <= start => (0, start),
+            Some(found) => found,
+            None => (0, start),
         }
+    }
+
+    /// Where a follower truncates on DivergingEpoch{epoch, end} (Kafka's `truncateToEndOffset`): the
+    /// smaller of `end` and its own end offset for `epoch`, never past its LEO.
+    pub fn truncation_offset(&self, diverging_epoch: i32, diverging_end: i64) -> i64 {
+        let (_, local_end) = self.end_offset_for_epoch(diverging_epoch);
+        diverging_end.min(local_end).min(self.log.end_offset())
     }
 
     fn on_fetch_request(&mut self, now: Millis, from: i32, req: FetchRequest, out: &mut Output) {
@@ -1704,8 +1748,9 @@ impl<L: RaftLog> Node<L> {
             return;
         }
         let mut progressed = false;
-        if let Some((_, end_offset)) = reply.diverging {
-            let target = end_offset.min(self.log.end_offset());
+        if let Some((epoch, end_offset)) = reply.diverging {
+            // Kafka applies no HW from a diverging reply: truncate, then fetch again.
+            let target = self.truncation_offset(epoch, end_offset);
             if self.hw.is_some_and(|hw| target < hw) {
                 tracing::error!(node = self.local.id, target, hw = ?self.hw, "diverging epoch below the HW ignored");
             } else if let Err(e) = self.truncate_log(target) {
@@ -1713,18 +1758,20 @@ impl<L: RaftLog> Node<L> {
             } else {
                 progressed = true;
             }
-        } else if let Some(bytes) = reply.records {
-            match self.append_fetched(bytes) {
-                Ok(appended) => progressed = appended,
-                Err(e) => {
-                    tracing::warn!(node = self.local.id, error = %e, "fetched records refused")
+        } else {
+            if let Some(bytes) = reply.records {
+                match self.append_fetched(bytes) {
+                    Ok(appended) => progressed = appended,
+                    Err(e) => {
+                        tracing::warn!(node = self.local.id, error = %e, "fetched records refused")
+                    }
                 }
             }
-        }
-        if reply.high_watermark >= 0 {
-            let candidate = reply.high_watermark.min(self.log.end_offset());
-            if self.hw.is_none_or(|hw| candidate > hw) {
-                self.hw = Some(candidate);
+            if reply.high_watermark >= 0 {
+                let candidate = reply.high_watermark.min(self.log.end_offset());
+                if self.hw.is_none_or(|hw| candidate > hw) {
+                    self.hw = Some(candidate);
+                }
             }
         }
         self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
