@@ -107,6 +107,23 @@ fn corrupt_last_batch_is_dropped_and_earlier_batches_kept() {
 }
 
 #[test]
+fn a_log_without_its_first_segment_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open_with_segment_bytes(dir.path(), 100).unwrap();
+    for epoch in 1..=4 {
+        log.append_as_leader(epoch, data(3, 1)).unwrap();
+    }
+    log.flush().unwrap();
+    let first = log.segment_paths()[0].clone();
+    drop(log);
+    std::fs::remove_file(first).unwrap();
+    assert!(matches!(
+        FileLog::open_with_segment_bytes(dir.path(), 100),
+        Err(StorageError::Corrupt { .. })
+    ));
+}
+
+#[test]
 fn corruption_found_by_read_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();

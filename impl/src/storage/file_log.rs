@@ -108,6 +108,13 @@ impl FileLog {
         let mut last_epoch = 0;
         for (i, &base) in bases.iter().enumerate() {
             let path = self.dir.join(segment_name(base));
+            if i == 0 && base != 0 {
+                // Prefix trimming (snapshots) is not implemented: the log always starts at offset 0.
+                return Err(StorageError::Corrupt {
+                    path,
+                    reason: "the first log segment must start at offset 0".into(),
+                });
+            }
             if expected.is_some_and(|e| e != base) {
                 // A gap or overlap between segments: everything from here on is unusable.
                 tracing::error!(segment = %path.display(), expected = ?expected,
