@@ -66,6 +66,10 @@ enum Command {
         /// Stop after this many traces (every-path mode grows exponentially).
         #[arg(long, default_value_t = 100_000)]
         max_traces: u64,
+        /// Refused operator requests as steps (default: on with --random, off for every path,
+        /// where they would dominate the enumeration).
+        #[arg(long)]
+        refusals: Option<bool>,
         /// Output file.
         #[arg(long)]
         out: std::path::PathBuf,
@@ -423,13 +427,18 @@ fn cmd_traces(
     random: Option<u64>,
     seed: u64,
     max_traces: u64,
+    refusals: bool,
     out: std::path::PathBuf,
     b: Bounds,
 ) -> Result<ExitCode, ExitCode> {
-    let cfg = b.apply(trace::trace_config(ModelConfig {
+    let base = trace::trace_config(ModelConfig {
         start: Start::Fresh,
         ..ModelConfig::default()
-    }));
+    });
+    let cfg = b.apply(ModelConfig {
+        refusal_steps: refusals,
+        ..base
+    });
     let model = model_or_exit(cfg)?;
     let file = std::fs::File::create(&out).map_err(|e| {
         eprintln!("error: cannot create {}: {e}", out.display());
@@ -518,9 +527,13 @@ fn main() -> ExitCode {
             random,
             seed,
             max_traces,
+            refusals,
             out,
             bounds,
-        } => cmd_traces(depth, random, seed, max_traces, out, bounds),
+        } => {
+            let refusals = refusals.unwrap_or(random.is_some());
+            cmd_traces(depth, random, seed, max_traces, refusals, out, bounds)
+        }
     };
     result.unwrap_or_else(|c| c)
 }

@@ -398,6 +398,57 @@ mod tests {
         assert_eq!(truncation_offset(&follower, 2, 3), 1);
     }
 
+    /// Brute force: some majority of `a` and some majority of `b` are disjoint.
+    fn disjoint_majorities_exist(a: Mask, b: Mask) -> bool {
+        (0..=a)
+            .filter(|q| q & !a == 0 && is_majority(*q, a))
+            .any(|q1| (0..=b).any(|q2| q2 & !b == 0 && is_majority(q2, b) && q1 & q2 == 0))
+    }
+
+    fn entry_strategy() -> impl proptest::strategy::Strategy<Value = Entry> {
+        use proptest::prelude::*;
+        (1u8..4, prop_oneof![Just(None), (1u8..16).prop_map(Some)]).prop_map(|(epoch, v)| Entry {
+            epoch,
+            kind: v.map_or(Kind::Data, Kind::Voters),
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn overlap_formula_matches_brute_force(a in 1u8..64, b in 1u8..64) {
+            proptest::prop_assert_eq!(majorities_overlap(a, b), !disjoint_majorities_exist(a, b));
+        }
+
+        #[test]
+        fn one_change_always_overlaps(a in 1u8..64, id in 0u8..6) {
+            let b = a ^ bit(id);
+            proptest::prop_assume!(b != 0);
+            proptest::prop_assert!(majorities_overlap(a, b));
+        }
+
+        #[test]
+        fn committed_voters_is_the_last_voters_record_below_hw(
+            entries in proptest::collection::vec(entry_strategy(), 0..crate::types::MAX_LOG),
+            hw in 0u8..12,
+        ) {
+            let mut entries = entries;
+            entries.sort_by_key(|e| e.epoch);
+            let log = Log::from_slice(&entries);
+            let naive = entries
+                .iter()
+                .take(hw as usize)
+                .filter_map(|e| match e.kind { Kind::Voters(m) => Some(m), _ => None })
+                .last()
+                .unwrap_or(0b111);
+            proptest::prop_assert_eq!(committed_voters(0b111, &log, Some(hw)), Some(naive));
+            proptest::prop_assert_eq!(committed_voters(0b111, &log, None), None);
+            let (e, end) = end_offset_for_epoch(&log, 2);
+            proptest::prop_assert!(entries[..end as usize].iter().all(|x| x.epoch <= 2));
+            proptest::prop_assert!(!matches!(entries.get(end as usize), Some(x) if x.epoch <= 2));
+            proptest::prop_assert!(e <= 2);
+        }
+    }
+
     #[test]
     fn hw_rule_is_kth_largest_past_epoch_start() {
         let cfg = ModelConfig::default();
