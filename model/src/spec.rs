@@ -437,8 +437,11 @@ mod tests {
             let naive = entries
                 .iter()
                 .take(hw as usize)
-                .filter_map(|e| match e.kind { Kind::Voters(m) => Some(m), _ => None })
-                .last()
+                .rev()
+                .find_map(|e| match e.kind {
+                    Kind::Voters(m) => Some(m),
+                    _ => None,
+                })
                 .unwrap_or(0b111);
             proptest::prop_assert_eq!(committed_voters(0b111, &log, Some(hw)), Some(naive));
             proptest::prop_assert_eq!(committed_voters(0b111, &log, None), None);
