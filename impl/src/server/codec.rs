@@ -42,17 +42,11 @@ pub enum CodecError {
     Encode { what: &'static str, reason: String },
 }
 
-fn malformed(what: &'static str) -> impl FnOnce(anyhow_free::Error) -> CodecError {
-    move |e| CodecError::Malformed { what, reason: e.0 }
-}
-
-/// Errors of kafka-protocol come as `anyhow::Error`; they are carried here as their message.
-mod anyhow_free {
-    pub struct Error(pub String);
-    impl<E: std::fmt::Display> From<E> for Error {
-        fn from(e: E) -> Self {
-            Error(e.to_string())
-        }
+/// kafka-protocol reports `anyhow` errors; they are kept as their message.
+fn malformed(what: &'static str, e: impl std::fmt::Display) -> CodecError {
+    CodecError::Malformed {
+        what,
+        reason: e.to_string(),
     }
 }
 
@@ -120,11 +114,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
     let incoming = match key {
         18 => Incoming::Client(ClientRequest::ApiVersions(
             ApiVersionsRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("ApiVersionsRequest")(e.into()))?,
+                .map_err(|e| malformed("ApiVersionsRequest", e))?,
         )),
         3 => Incoming::Metadata(
             MetadataRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("MetadataRequest")(e.into()))?,
+                .map_err(|e| malformed("MetadataRequest", e))?,
         ),
         55 => Incoming::Client(ClientRequest::DescribeQuorum {
             version,
@@ -137,19 +131,19 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         }),
         80 => Incoming::Client(ClientRequest::AddRaftVoter(
             AddRaftVoterRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("AddRaftVoterRequest")(e.into()))?,
+                .map_err(|e| malformed("AddRaftVoterRequest", e))?,
         )),
         81 => Incoming::Client(ClientRequest::RemoveRaftVoter(
             RemoveRaftVoterRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("RemoveRaftVoterRequest")(e.into()))?,
+                .map_err(|e| malformed("RemoveRaftVoterRequest", e))?,
         )),
         82 => Incoming::Client(ClientRequest::UpdateRaftVoter(
             UpdateRaftVoterRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("UpdateRaftVoterRequest")(e.into()))?,
+                .map_err(|e| malformed("UpdateRaftVoterRequest", e))?,
         )),
         52 => {
-            let r = VoteRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("VoteRequest")(e.into()))?;
+            let r =
+                VoteRequest::decode(&mut buf, version).map_err(|e| malformed("VoteRequest", e))?;
             let from = r
                 .topics
                 .first()
@@ -159,7 +153,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         }
         53 => {
             let r = BeginQuorumEpochRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("BeginQuorumEpochRequest")(e.into()))?;
+                .map_err(|e| malformed("BeginQuorumEpochRequest", e))?;
             let from = r
                 .topics
                 .first()
@@ -169,7 +163,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         }
         54 => {
             let r = EndQuorumEpochRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("EndQuorumEpochRequest")(e.into()))?;
+                .map_err(|e| malformed("EndQuorumEpochRequest", e))?;
             let from = r
                 .topics
                 .first()
@@ -179,7 +173,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         }
         1 => {
             let r = FetchRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("FetchRequest")(e.into()))?;
+                .map_err(|e| malformed("FetchRequest", e))?;
             let from = r.replica_state.replica_id.0;
             peer(from, Message::FetchRequest(r))
         }
@@ -402,19 +396,18 @@ pub fn decode_peer_response(
     let v = api_version;
     Ok(match api_key {
         52 => Message::VoteResponse(
-            VoteResponse::decode(&mut body, v).map_err(|e| malformed("VoteResponse")(e.into()))?,
+            VoteResponse::decode(&mut body, v).map_err(|e| malformed("VoteResponse", e))?,
         ),
         53 => Message::BeginQuorumEpochResponse(
             BeginQuorumEpochResponse::decode(&mut body, v)
-                .map_err(|e| malformed("BeginQuorumEpochResponse")(e.into()))?,
+                .map_err(|e| malformed("BeginQuorumEpochResponse", e))?,
         ),
         54 => Message::EndQuorumEpochResponse(
             EndQuorumEpochResponse::decode(&mut body, v)
-                .map_err(|e| malformed("EndQuorumEpochResponse")(e.into()))?,
+                .map_err(|e| malformed("EndQuorumEpochResponse", e))?,
         ),
         1 => Message::FetchResponse(
-            FetchResponse::decode(&mut body, v)
-                .map_err(|e| malformed("FetchResponse")(e.into()))?,
+            FetchResponse::decode(&mut body, v).map_err(|e| malformed("FetchResponse", e))?,
         ),
         other => {
             return Err(CodecError::Malformed {
@@ -436,7 +429,7 @@ pub fn decode_client_response(
     Ok(match api_key {
         18 => ClientResponse::ApiVersions(
             ApiVersionsResponse::decode(&mut b, v)
-                .map_err(|e| malformed("ApiVersionsResponse")(e.into()))?,
+                .map_err(|e| malformed("ApiVersionsResponse", e))?,
         ),
         55 => {
             ClientResponse::DescribeQuorum(DescribeQuorumResponse::decode(&b, v).map_err(|e| {
@@ -448,15 +441,15 @@ pub fn decode_client_response(
         }
         80 => ClientResponse::AddRaftVoter(
             AddRaftVoterResponse::decode(&mut b, v)
-                .map_err(|e| malformed("AddRaftVoterResponse")(e.into()))?,
+                .map_err(|e| malformed("AddRaftVoterResponse", e))?,
         ),
         81 => ClientResponse::RemoveRaftVoter(
             RemoveRaftVoterResponse::decode(&mut b, v)
-                .map_err(|e| malformed("RemoveRaftVoterResponse")(e.into()))?,
+                .map_err(|e| malformed("RemoveRaftVoterResponse", e))?,
         ),
         82 => ClientResponse::UpdateRaftVoter(
             UpdateRaftVoterResponse::decode(&mut b, v)
-                .map_err(|e| malformed("UpdateRaftVoterResponse")(e.into()))?,
+                .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
         ),
         other => {
             return Err(CodecError::Malformed {
