@@ -14,7 +14,12 @@ fn model() -> KraftModel {
 
 #[test]
 fn every_path_of_depth_three_replays_and_round_trips() {
-    let m = model();
+    // As `traces` does in every-path mode: refusals off, or they dominate the enumeration.
+    let cfg = ModelConfig {
+        refusal_steps: false,
+        ..model().cfg
+    };
+    let m = KraftModel::new(cfg).unwrap();
     let paths = trace::all_paths(&m, 3);
     assert!(paths.len() > 10, "{} paths", paths.len());
     for p in &paths {
