@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+
 use tokio::time::Instant;
 
 use super::codec::is_response;
@@ -95,8 +97,8 @@ impl<L: RaftLog> Driver<L> {
             let deadline = self
                 .node
                 .next_deadline()
-                .map(|d| self.start + std::time::Duration::from_millis(d))
-                .unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
+                .map(|d| self.start + Duration::from_millis(d))
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             let event = tokio::select! {
                 event = self.events.recv() => match event {
                     Some(event) => Some(event),
@@ -213,5 +215,107 @@ impl<L: RaftLog> Driver<L> {
             }
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::MemoryLog;
+    use crate::node::{Bootstrap, NodeConfig};
+    use crate::storage::read_quorum_state;
+    use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+    use tokio::io::AsyncReadExt;
+    use uuid::Uuid;
+
+    /// Node 1 of {1, 2}, with node 2 at `port`: node 1 times out, votes for itself and asks node 2.
+    fn driver(
+        port: u16,
+        quorum_state_path: PathBuf,
+    ) -> (Driver<MemoryLog>, watch::Receiver<Status>) {
+        let voter = |id: i32, port: u16| VoterNode {
+            key: ReplicaKey::new(id, Uuid::from_u128(id as u128)),
+            listeners: vec![Endpoint {
+                name: "CONTROLLER".into(),
+                host: "127.0.0.1".into(),
+                port,
+            }],
+            supported: SupportedVersions::CURRENT,
+        };
+        let voters = VoterSet::new([voter(1, 1), voter(2, port)]).unwrap();
+        let config = NodeConfig {
+            cluster_id: "c".into(),
+            node_id: 1,
+            directory_id: Uuid::from_u128(1),
+            listeners: vec![voter(1, 1).listeners[0].clone()],
+            bootstrap: Bootstrap::Checkpoint(voters),
+            election_timeout_ms: 20,
+            fetch_timeout_ms: 100,
+            fetch_interval_ms: 10,
+            check_quorum_timeout_ms: 150,
+            request_timeout_ms: 100,
+            observer_expiry_ms: 1000,
+            seed: 1,
+        };
+        let node = Node::new(config, MemoryLog::new(), Default::default()).unwrap();
+        let (events_tx, events) = mpsc::channel(16);
+        let (status, status_rx) = watch::channel(Status::default());
+        let peers = PeerLinks::new(1, events_tx, super::super::LinkConfig::default());
+        let driver = Driver {
+            node,
+            quorum_state_path,
+            events,
+            peers,
+            start: Instant::now(),
+            status,
+            wall_base_ms: 0,
+            last_state: None,
+        };
+        (driver, status_rx)
+    }
+
+    #[tokio::test]
+    async fn the_vote_is_durable_before_the_vote_request_leaves() {
+        let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quorum-state");
+        let (driver, _status) = driver(peer.local_addr().unwrap().port(), path.clone());
+        let task = tokio::spawn(driver.run());
+        let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), peer.accept())
+            .await
+            .unwrap()
+            .unwrap();
+        let mut size = [0u8; 4];
+        conn.read_exact(&mut size).await.unwrap();
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        conn.read_exact(&mut frame).await.unwrap();
+        assert_eq!(
+            i16::from_be_bytes([frame[0], frame[1]]),
+            52,
+            "a Vote request"
+        );
+        // By the time the request is on the wire, the vote for itself is on disk.
+        let state = read_quorum_state(&path).unwrap();
+        assert_eq!(state.voted.map(|k| k.id), Some(1));
+        assert!(state.epoch >= 1);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_failed_persist_stops_the_node_before_anything_is_sent() {
+        let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("quorum-state");
+        let (driver, _status) = driver(peer.local_addr().unwrap().port(), path);
+        let result = tokio::time::timeout(Duration::from_secs(5), driver.run())
+            .await
+            .unwrap();
+        assert!(matches!(result, Err(ServerError::Persist(_))), "{result:?}");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), peer.accept())
+                .await
+                .is_err(),
+            "no request may leave after a failed persist"
+        );
     }
 }
