@@ -157,6 +157,35 @@ fn put_nonempty_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields)
     }
 }
 
+// Size pass fast path: `None` on anything out of bounds, and the checked functions above then name it.
+
+#[inline(always)]
+pub(crate) fn fast_string_size(s: &str) -> Option<usize> {
+    (s.len() <= MAX_STRING_LEN).then(|| varint_size(s.len() as u32 + 1) + s.len())
+}
+
+#[inline(always)]
+pub(crate) fn fast_nullable_string_size(s: Option<&str>) -> Option<usize> {
+    match s {
+        None => Some(1),
+        Some(s) => fast_string_size(s),
+    }
+}
+
+#[inline(always)]
+pub(crate) fn fast_array_header_size(len: usize) -> Option<usize> {
+    (len < u32::MAX as usize).then(|| varint_size(len as u32 + 1))
+}
+
+#[inline(always)]
+pub(crate) fn fast_tagged_fields_size(tags: &UnknownTaggedFields) -> Option<usize> {
+    if tags.is_empty() {
+        Some(1)
+    } else {
+        nonempty_tagged_fields_size("", tags).ok()
+    }
+}
+
 /// Fails before anything is written when the output cannot take `needed` more bytes (a full `&mut [u8]`
 /// would otherwise make `BufMut` panic).
 #[inline]
@@ -396,13 +425,21 @@ impl<'a> Reader<'a> {
     }
 
     /// A tagged-field section of a struct that defines no tagged fields of its own: everything is kept.
-    #[inline]
+    #[inline(always)]
     pub fn tagged_fields(&mut self, field: &'static str) -> Result<UnknownTaggedFields, WireError> {
         // Fast path: almost every section is empty.
         if let Some((&0, tail)) = self.rest.split_first() {
             self.rest = tail;
             return Ok(UnknownTaggedFields::new());
         }
+        self.nonempty_tagged_fields(field)
+    }
+
+    #[inline(never)]
+    fn nonempty_tagged_fields(
+        &mut self,
+        field: &'static str,
+    ) -> Result<UnknownTaggedFields, WireError> {
         let at = self.position();
         let count = self.varint(field)?;
         let mut tags = UnknownTaggedFields::new();

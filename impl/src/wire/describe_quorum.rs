@@ -16,6 +16,7 @@ use uuid::Uuid;
 pub use super::codec::UnknownTaggedFields;
 use super::codec::{
     array_header_size, check_room, compact_nullable_string_size, compact_string_size,
+    fast_array_header_size, fast_nullable_string_size, fast_string_size, fast_tagged_fields_size,
     put_array_header, put_compact_nullable_string, put_compact_string, put_tagged_fields,
     tagged_fields_size, Reader,
 };
@@ -82,7 +83,11 @@ macro_rules! message_api {
             /// Exact encoded size at `version`; fails where `encode` would.
             pub fn encoded_size(&self, version: i16) -> Result<usize, WireError> {
                 check_version($name, version)?;
-                self.size(version)
+                // The fast pass only says "too long or not allowed"; the checked pass says what.
+                match self.fast_size(version) {
+                    Some(size) => Ok(size),
+                    None => self.size(version),
+                }
             }
 
             /// Appends the body at `version`. On error nothing has been written.
@@ -160,6 +165,10 @@ impl DescribeQuorumRequest {
             }],
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
+    }
+
+    fn fast_size(&self, version: i16) -> Option<usize> {
+        self.size(version).ok()
     }
 
     fn size(&self, _version: i16) -> Result<usize, WireError> {
@@ -652,6 +661,60 @@ impl DescribeQuorumResponse {
             unknown_tagged_fields: r.tagged_fields("DescribeQuorumResponse._tagged_fields")?,
         })
     }
+}
+
+/// The size pass without error plumbing: `None` whenever the checked pass (`size`) would fail.
+impl DescribeQuorumResponse {
+    fn fast_size(&self, version: i16) -> Option<usize> {
+        let mut size = 2 + fast_tagged_fields_size(&self.unknown_tagged_fields)?;
+        if version >= 2 {
+            size += fast_nullable_string_size(self.error_message.as_deref())?;
+            size += fast_array_header_size(self.nodes.len())?;
+            for node in &self.nodes {
+                size += 4 + fast_array_header_size(node.listeners.len())?;
+                size += fast_tagged_fields_size(&node.unknown_tagged_fields)?;
+                for l in &node.listeners {
+                    size += fast_string_size(&l.name)? + fast_string_size(&l.host)? + 2;
+                    size += fast_tagged_fields_size(&l.unknown_tagged_fields)?;
+                }
+            }
+        } else if !self.nodes.is_empty() {
+            return None;
+        }
+        size += fast_array_header_size(self.topics.len())?;
+        for topic in &self.topics {
+            size += fast_string_size(&topic.topic_name)?;
+            size += fast_array_header_size(topic.partitions.len())?;
+            size += fast_tagged_fields_size(&topic.unknown_tagged_fields)?;
+            for p in &topic.partitions {
+                size += 4 + 2 + 4 + 4 + 8 + fast_tagged_fields_size(&p.unknown_tagged_fields)?;
+                if version >= 2 {
+                    size += fast_nullable_string_size(p.error_message.as_deref())?;
+                }
+                size += fast_replicas_size(&p.current_voters, version)?;
+                size += fast_replicas_size(&p.observers, version)?;
+                if version >= 3 {
+                    size += fast_replicas_size(&p.committed_voters, version)?;
+                }
+            }
+        }
+        Some(size)
+    }
+}
+
+#[inline(always)]
+fn fast_replicas_size(replicas: &[ReplicaState], version: i16) -> Option<usize> {
+    let mut size =
+        fast_array_header_size(replicas.len())? + replicas.len() * ReplicaState::min_size(version);
+    for replica in replicas {
+        if version < 2 && !replica.replica_directory_id.is_nil() {
+            return None;
+        }
+        if !replica.unknown_tagged_fields.is_empty() {
+            size += fast_tagged_fields_size(&replica.unknown_tagged_fields)? - 1;
+        }
+    }
+    Some(size)
 }
 
 impl TopicData {
