@@ -241,13 +241,18 @@ fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
 }
 
 fn report_json(r: &CheckReport) -> serde_json::Value {
+    // `counterexample`: the steps from the initial state (step 0 has no action), each with the
+    // state after it; the violated property is `counterexample_property`.
     let counterexample = r.counterexample.as_ref().map(|c| {
-        let steps: Vec<_> = c
-            .steps
-            .windows(2)
-            .map(|w| json!({ "action": w[0].1, "state": w[1].0 }))
-            .collect();
-        json!({ "property": c.property, "init": c.steps.first().map(|s| &s.0), "steps": steps })
+        let mut steps =
+            vec![json!({ "step": 0, "action": null, "state": c.steps.first().map(|s| &s.0) })];
+        steps.extend(
+            c.steps
+                .windows(2)
+                .enumerate()
+                .map(|(k, w)| json!({ "step": k + 1, "action": w[0].1, "state": w[1].0 })),
+        );
+        steps
     });
     json!({
         "result": if r.ok() { "ok" } else { "violated" },
@@ -260,6 +265,7 @@ fn report_json(r: &CheckReport) -> serde_json::Value {
         "unique_states_per_second": r.unique_per_second(),
         "properties": r.properties,
         "counterexample": counterexample,
+        "counterexample_property": r.counterexample.as_ref().map(|c| &c.property),
     })
 }
 
