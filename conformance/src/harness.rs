@@ -252,7 +252,10 @@ impl Cluster {
                 check(replica)?;
                 check(leader)?;
                 let before = self.network.len();
-                self.fire(replica, Timer::Fetch, &mut applied)?;
+                // The model names the fetch target (an observer's bootstrap choice): `fetch_from`.
+                let now = self.tick_clock(replica);
+                let out = self.nodes[replica as usize].fetch_from(now, i32::from(leader));
+                self.absorb(replica, out, &mut applied)?;
                 let sent: Vec<InFlight> = self.network.drain(before..).collect();
                 let [req] = sent.as_slice() else {
                     return Err(format!(
