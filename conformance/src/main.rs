@@ -163,6 +163,7 @@ fn main() -> ExitCode {
 
     let opts = Options::default();
     let outcome = run_all(&traces, &checker, &opts, cli.threads.max(1));
+    let outcome_content = outcome.content;
     let mut divergences = outcome.divergences;
     let (mut steps, mut encodings, mut count) =
         (outcome.steps, outcome.encodings, traces.len() as u64);
@@ -215,9 +216,11 @@ fn main() -> ExitCode {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{:.1} s, {:.0} steps/s",
+        "{:.1} s, {:.0} steps/s; {} DescribeQuorum responses checked against the model ({} distinct encodings through every decoder)",
         secs,
-        steps as f64 / secs.max(1e-9)
+        steps as f64 / secs.max(1e-9),
+        outcome_content,
+        encodings
     );
     let d = divergences.len();
     println!("conformance: {count} traces, {steps} steps, {encodings} DescribeQuorum encodings checked, {d} divergences");
@@ -235,8 +238,11 @@ fn default_traces_dir() -> PathBuf {
 
 struct Outcome {
     steps: u64,
+    /// Distinct encodings through every decoder.
     encodings: u64,
-    divergences: Vec<Box<replay::Divergence>>,
+    /// DescribeQuorum responses checked against the model (every node, version and state).
+    content: u64,
+    divergences: Vec<replay::Divergence>,
 }
 
 /// Replays `traces` on `threads` workers, each with its own copy of the schemas.
@@ -252,6 +258,7 @@ fn run_all(
     let total = Mutex::new(Outcome {
         steps: 0,
         encodings: 0,
+        content: 0,
         divergences: Vec::new(),
     });
     std::thread::scope(|s| {
@@ -259,21 +266,25 @@ fn run_all(
             s.spawn(|| {
                 let mut wire =
                     wire::WireChecker::new(checker.response.clone(), checker.request.clone());
-                let (mut steps, mut divs) = (0u64, Vec::new());
+                let (mut steps, mut content, mut divs) = (0u64, 0u64, Vec::new());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(t) = traces.get(i) else { break };
                     match replay::replay(t, &mut wire, opts) {
-                        Ok(c) => steps += c.steps,
+                        Ok(c) => {
+                            steps += c.steps;
+                            content += c.encodings;
+                        }
                         Err(d) => {
                             steps += d.step as u64;
-                            divs.push(d);
+                            divs.push(*d);
                         }
                     }
                 }
                 let mut tot = total.lock().unwrap_or_else(|p| p.into_inner());
                 tot.steps += steps;
                 tot.encodings += wire.checked;
+                tot.content += content;
                 tot.divergences.extend(divs);
             });
         }

@@ -11,8 +11,9 @@
 //!   src, msg)`. Messages travel as the kafka-protocol structs the implementation emitted, encoded and
 //!   decoded at the version the shell uses ([`wire_version`]), so what crosses is what a socket carries.
 //!   On a duplicating network the message stays in flight; `Drop(m)` removes it.
-//! - `Fetch{replica, leader}` (sync mode): fire the replica's `Fetch` timer; the implementation must send
-//!   exactly one FetchRequest, to `leader`; it is delivered at once, and the FetchResponse the leader
+//! - `Fetch{replica, leader}` (sync mode): `Node::fetch_from(now, leader)` (the model names the target,
+//!   as an observer's bootstrap choice would); the implementation must send exactly one FetchRequest, to
+//!   `leader`; it is delivered at once, and the FetchResponse the leader
 //!   returns is delivered back at once. Async mode: the request goes into the network like any message.
 //! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
 //!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
@@ -154,7 +155,7 @@ pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
                 AddRaftVoterRequest::default()
                     .with_cluster_id(cluster)
                     .with_timeout_ms(REQUEST_TIMEOUT_MS as i32)
-                    .with_voter_id(i32::from(j).into())
+                    .with_voter_id(i32::from(j))
                     .with_voter_directory_id(directory_id(j))
                     .with_listeners(vec![listener]),
             ))
@@ -162,7 +163,7 @@ pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
         ChangeOp::Remove(j) => Some(ChangeRequest::Remove(
             RemoveRaftVoterRequest::default()
                 .with_cluster_id(cluster)
-                .with_voter_id(i32::from(j).into())
+                .with_voter_id(i32::from(j))
                 .with_voter_directory_id(directory_id(j)),
         )),
         ChangeOp::Swap { .. } => None,

@@ -83,6 +83,7 @@ pub struct Divergence {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub steps: u64,
+    /// DescribeQuorum responses (node × version × state) checked against the model.
     pub encodings: u64,
 }
 
@@ -356,7 +357,10 @@ impl Replay<'_> {
         let resp =
             self.cluster.nodes[id as usize].describe_quorum(now, version, &describe_request());
         self.counts.encodings += 1;
-        let value = self.wire.check(&resp, version).map_err(|e| e.to_string())?;
+        let value = self
+            .wire
+            .check_cached(&resp, version)
+            .map_err(|e| e.to_string())?;
         let s = &state.servers[id as usize];
         let view = spec::describe_quorum(&model.cfg, id, s);
         check_content(&value, view.as_ref(), version)
@@ -367,11 +371,11 @@ fn int(v: &StructValue, field: &str) -> Result<i64, String> {
     v.int(field).ok_or_else(|| format!("{field} missing"))
 }
 
-/// Rows of a replica list as (id, LEO, last fetch, last caught up, directory id), sorted by id.
-fn rows(
-    p: &StructValue,
-    field: &str,
-) -> Result<Vec<(i64, i64, i64, i64, Option<uuid::Uuid>)>, String> {
+/// One replica state row: (id, LEO, last fetch, last caught up, directory id).
+type Row = (i64, i64, i64, i64, Option<uuid::Uuid>);
+
+/// Rows of a replica list, sorted by id.
+fn rows(p: &StructValue, field: &str) -> Result<Vec<Row>, String> {
     let mut out = Vec::new();
     for r in replicas(p, field) {
         let dir = match r.get("ReplicaDirectoryId") {
@@ -454,9 +458,7 @@ pub fn check_content(
         r.sort();
         r
     };
-    let id_leo = |r: &[(i64, i64, i64, i64, Option<uuid::Uuid>)]| {
-        r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>()
-    };
+    let id_leo = |r: &[Row]| r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>();
     for (field, got, want) in [
         ("CurrentVoters", &current, model_rows(&view.current_voters)),
         ("Observers", &observers, model_rows(&view.observers)),

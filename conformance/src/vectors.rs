@@ -101,7 +101,7 @@ fn json_to_value(ty: &FieldType, j: &serde_json::Value, path: &str) -> Result<Va
 
 fn hex(text: &str, what: &str) -> Result<Vec<u8>, String> {
     let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return Err(format!("{what}: odd number of hex digits"));
     }
     (0..t.len())

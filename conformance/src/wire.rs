@@ -343,9 +343,15 @@ fn short(v: &Value) -> String {
 pub struct WireChecker {
     pub response: MessageSchema,
     pub request: Option<MessageSchema>,
-    /// Encodings checked so far (one per response and version).
+    /// Distinct encodings that went through every decoder.
     pub checked: u64,
+    /// Encodings seen again (byte-identical to one already checked at the same version).
+    pub reused: u64,
+    cache: std::collections::HashMap<(i16, Bytes), StructValue>,
 }
+
+/// Bound of the cache of checked encodings (it is cleared when full).
+const CACHE_LIMIT: usize = 20_000;
 
 impl WireChecker {
     /// Loads `DescribeQuorumResponse.json` (required) and `DescribeQuorumRequest.json` (optional).
@@ -365,7 +371,32 @@ impl WireChecker {
             response,
             request,
             checked: 0,
+            reused: 0,
+            cache: Default::default(),
         }
+    }
+
+    /// [`WireChecker::check`], skipping the decoders for bytes already checked at this version (the
+    /// same state seen again, as in the election prefix every trace shares).
+    pub fn check_cached(
+        &mut self,
+        r: &dq::DescribeQuorumResponse,
+        version: i16,
+    ) -> Result<StructValue, WireFailure> {
+        let bytes = r.to_bytes(version).map_err(|e| WireFailure::Encode {
+            version,
+            reason: e.to_string(),
+        })?;
+        if let Some(v) = self.cache.get(&(version, bytes.clone())) {
+            self.reused += 1;
+            return Ok(v.clone());
+        }
+        let v = self.check(r, version)?;
+        if self.cache.len() >= CACHE_LIMIT {
+            self.cache.clear();
+        }
+        self.cache.insert((version, bytes), v.clone());
+        Ok(v)
     }
 
     /// Encodes `r` at `version` and checks it with every decoder. Returns the interpreter's value.
