@@ -55,8 +55,7 @@ pub fn take_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, WireE
         return Ok(None);
     };
     if buf.len() < SIZE_PREFIX + size {
-        // Reserve what the announced (bounded) frame still needs so the reader fills it in one go.
-        buf.reserve(SIZE_PREFIX + size - buf.len());
+        // No reservation for the announced size: memory follows the bytes that actually arrive.
         return Ok(None);
     }
     buf.advance(SIZE_PREFIX);
@@ -175,6 +174,10 @@ mod tests {
         assert_eq!(take_frame(&mut buf, 10), Ok(Some(Bytes::from_static(&[5]))));
         assert_eq!(&buf[..], &[0, 0, 0]);
         assert_eq!(take_frame(&mut buf, 10), Ok(None));
+        // A frame announcing 1 MiB reserves nothing while its bytes have not arrived.
+        let mut buf = BytesMut::from(&[0, 0x10, 0, 0, 1][..]);
+        assert_eq!(take_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE), Ok(None));
+        assert!(buf.capacity() < 1024);
     }
 
     #[test]
