@@ -280,21 +280,6 @@ impl Replay<'_> {
         impl_replies: &[Reply],
     ) -> Result<(), Box<Divergence>> {
         self.counts.steps += u64::from(action.is_some());
-        let mut m = model_replies.to_vec();
-        let mut i = impl_replies.to_vec();
-        m.sort_by_key(|r| (r.server, r.op, r.error));
-        i.sort_by_key(|r| (r.server, r.op, r.error));
-        if m != i {
-            return Err(self.divergence(
-                step,
-                action,
-                DivergenceKind::Replies {
-                    model: m,
-                    implementation: i,
-                },
-                Some(state),
-            ));
-        }
         let cfg = &model.cfg;
         let n = state.servers.len();
         for (id, s) in state.servers.iter().enumerate() {
@@ -321,6 +306,22 @@ impl Replay<'_> {
                 };
                 return Err(self.divergence(step, action, kind, Some(state)));
             }
+        }
+        // Replies after the states, so a fault that shows in both is named by the state field.
+        let mut m = model_replies.to_vec();
+        let mut i = impl_replies.to_vec();
+        m.sort_by_key(|r| (r.server, r.op, r.error));
+        i.sort_by_key(|r| (r.server, r.op, r.error));
+        if m != i {
+            return Err(self.divergence(
+                step,
+                action,
+                DivergenceKind::Replies {
+                    model: m,
+                    implementation: i,
+                },
+                Some(state),
+            ));
         }
         let net = self.cluster.envelopes();
         if net != state.network {
