@@ -837,13 +837,25 @@ impl Tx<'_> {
                 last_epoch,
                 last_offset,
             } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
-            Msg::VoteResponse { epoch, granted, .. } => {
+            Msg::VoteResponse { epoch, granted, error, leader } => {
+                // Kafka's maybeHandleCommonResponse: a newer epoch, or the leader of the current epoch
+                // while none is known, is followed; only then is the vote itself counted.
                 let s = &self.s.servers[dst as usize];
+                let leader = leader.filter(|&l| l != dst);
                 if epoch > s.epoch {
-                    self.become_unattached(dst, epoch);
-                } else if epoch == s.epoch && s.role == Role::Candidate && granted {
-                    self.server(dst).votes |= bit(src);
-                    self.maybe_become_leader(dst);
+                    match leader {
+                        Some(l) => self.become_follower(dst, l, epoch),
+                        None => self.become_unattached(dst, epoch),
+                    }
+                } else if epoch == s.epoch && error == ErrorCode::None {
+                    if let Some(l) = leader {
+                        if matches!(s.role, Role::Unattached | Role::Candidate) {
+                            self.become_follower(dst, l, epoch);
+                        }
+                    } else if s.role == Role::Candidate && granted {
+                        self.server(dst).votes |= bit(src);
+                        self.maybe_become_leader(dst);
+                    }
                 }
             }
             Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
@@ -878,6 +890,7 @@ impl Tx<'_> {
                 epoch: own_epoch,
                 granted: false,
                 error: ErrorCode::FencedLeaderEpoch,
+                leader: self.s.servers[r as usize].leader,
             };
             self.send(r, c, msg);
             return;
@@ -897,6 +910,7 @@ impl Tx<'_> {
             epoch: s.epoch,
             granted,
             error: ErrorCode::None,
+            leader: s.leader,
         };
         self.send(r, c, msg);
     }
@@ -910,12 +924,19 @@ impl Tx<'_> {
         self.s.network.retain(|env| {
             let d = &servers[env.dst as usize];
             match env.msg {
-                // A refusal only matters if it carries a newer epoch.
+                // A refusal only matters if it carries a newer epoch, or names the leader of the
+                // receiver's epoch while the receiver knows none.
                 Msg::VoteResponse {
                     epoch,
                     granted: false,
+                    leader,
                     ..
-                } => epoch > d.epoch,
+                } => {
+                    epoch > d.epoch
+                        || (epoch == d.epoch
+                            && leader.is_some()
+                            && matches!(d.role, Role::Unattached | Role::Candidate))
+                }
                 Msg::VoteResponse { epoch, .. }
                 | Msg::BeginQuorumEpoch { epoch }
                 | Msg::EndQuorumEpoch { epoch } => epoch >= d.epoch,

@@ -50,8 +50,9 @@ fn envelope(e: &Envelope) -> String {
             epoch,
             granted,
             error,
+            leader,
         } => {
-            format!("VoteResponse(epoch {epoch}, granted {granted}, {error:?})")
+            format!("VoteResponse(epoch {epoch}, granted {granted}, {error:?}, leader {leader:?})")
         }
         Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch(epoch {epoch})"),
         Msg::EndQuorumEpoch { epoch } => format!("EndQuorumEpoch(epoch {epoch})"),

@@ -62,6 +62,9 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
 fn map_envelope(perm: &[Id], env: &Envelope) -> Envelope {
     let p = |i: Id| perm[i as usize];
     let mut msg = env.msg;
+    if let Msg::VoteResponse { leader, .. } = &mut msg {
+        *leader = leader.map(p);
+    }
     if let Msg::FetchResponse(r) = &mut msg {
         r.leader_id = r.leader_id.map(p);
         for e in r.records.as_mut_slice() {

@@ -371,6 +371,8 @@ pub enum Msg {
         granted: bool,
         /// NONE or FENCED_LEADER_EPOCH.
         error: ErrorCode,
+        /// `LeaderId`: the leader the responder knows in its epoch (Kafka's `leaderIdOrSentinel`).
+        leader: Option<Id>,
     },
     /// New leader `src` of `epoch` announces itself to the other voters.
     BeginQuorumEpoch {
