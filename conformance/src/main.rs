@@ -25,10 +25,10 @@ enum Source {
 )]
 struct Cli {
     /// (a) Depth of the exhaustive path enumeration (every path of at most this many actions).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 2)]
     depth: usize,
     /// (b) Number of seeded random walks.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 600)]
     walks: u64,
     /// (b) Actions per random walk.
     #[arg(long, default_value_t = 200)]

@@ -542,6 +542,11 @@ fn vote_response(m: &VoteResponse) -> Result<Msg, String> {
         epoch: small(p.leader_epoch, "VoteResponse epoch")?,
         granted: p.vote_granted,
         error: code(m.error_code, Some(p.error_code))?,
+        leader: if p.leader_id.0 < 0 {
+            None
+        } else {
+            Some(id_of(p.leader_id.0, "VoteResponse leader id")?)
+        },
     })
 }
 
