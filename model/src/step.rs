@@ -837,7 +837,12 @@ impl Tx<'_> {
                 last_epoch,
                 last_offset,
             } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
-            Msg::VoteResponse { epoch, granted, error, leader } => {
+            Msg::VoteResponse {
+                epoch,
+                granted,
+                error,
+                leader,
+            } => {
                 // Kafka's maybeHandleCommonResponse: a newer epoch, or the leader of the current epoch
                 // while none is known, is followed; only then is the vote itself counted.
                 let s = &self.s.servers[dst as usize];
