@@ -25,6 +25,26 @@ fn committed_lookup(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // Baseline for the same queries: the history's offsets in a sorted Vec, searched with `partition_point`
+    // (what a flat layout would cost; evidence for the 10^5-entry goal, not the implementation).
+    let mut group = c.benchmark_group("committed_offset_flat_baseline");
+    for len in [1usize, 10, 100, 1_000, 10_000, 100_000] {
+        let (h, last) = history(len);
+        let offsets: Vec<i64> = h.entries().map(|(o, _)| o).collect();
+        let queries = spread_queries(last + 1, 4096);
+        group.bench_function(BenchmarkId::from_parameter(len), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) & 4095;
+                let hw = queries[i];
+                black_box(&offsets)
+                    .partition_point(|&o| o < hw)
+                    .checked_sub(1)
+            })
+        });
+    }
+    group.finish();
 }
 
 /// One follower Fetch per iteration, followers in turn, each fetching past the previous HW: every
