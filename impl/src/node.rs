@@ -35,6 +35,12 @@
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
+//!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
+//!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
+//!   among them, which is what Kafka's admin client needs.
+//! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
+//!   do not serve Metadata at all.
 
 use std::collections::BTreeSet;
 
