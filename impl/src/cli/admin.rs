@@ -113,7 +113,10 @@ fn leader_via(addr: &str, version: Option<i16>, timeout: Duration) -> Result<Lea
     else {
         return Err(Failure::new(
             EXIT_KAFKA_ERROR,
-            format!("{addr}: no active controller known yet (ControllerId {})", cluster.controller_id.0),
+            format!(
+                "{addr}: no active controller known yet (ControllerId {})",
+                cluster.controller_id.0
+            ),
         ));
     };
     let port = u16::try_from(active.port).map_err(|_| {

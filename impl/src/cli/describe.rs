@@ -499,7 +499,10 @@ CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABw\"
         assert_eq!(rows[2], "2     \tAAAAAAAAAAAAAAAAAAAAAA\t90          \t10 \t1250 ms ago       \t-1                   \tFollower\t");
         let err = d.replication_text_human(4_500).unwrap_err();
         assert!(err.contains("possible drift in system clock"), "{err}");
-        assert!(err.ends_with("Current timestamp is 4500, last fetch timestamp is 5000"), "{err}");
+        assert!(
+            err.ends_with("Current timestamp is 4500, last fetch timestamp is 5000"),
+            "{err}"
+        );
     }
 
     #[test]

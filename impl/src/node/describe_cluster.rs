@@ -30,7 +30,8 @@ const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 /// Without an authorizer Kafka reports every operation that applies to the cluster resource
 /// (`AclEntry.supportedOperations(CLUSTER)`): CREATE 4, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
 /// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12 (bit = `AclOperation` code).
-const CLUSTER_OPERATIONS: i32 = (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+const CLUSTER_OPERATIONS: i32 =
+    (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 impl<L: RaftLog> Node<L> {
     /// DescribeCluster at `version` (0–2) as a Kafka controller answers it.

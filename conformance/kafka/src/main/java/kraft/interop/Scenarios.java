@@ -17,7 +17,7 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * one Kafka quorum for (c).
+ * each on quorums started here and stopped at the end.
  */
 final class Scenarios {
     private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
