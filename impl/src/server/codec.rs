@@ -21,6 +21,9 @@ use kafka_protocol::protocol::{
 
 use crate::node::{ClientRequest, ClientResponse, Message};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+use crate::wire::frame::SIZE_PREFIX;
+use crate::wire::schema;
+use crate::wire::WireError;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -41,6 +44,9 @@ pub enum CodecError {
     Malformed { what: &'static str, reason: String },
     #[error("cannot encode {what}: {reason}")]
     Encode { what: &'static str, reason: String },
+    /// Found by the schema walk before kafka-protocol saw the bytes (a length that does not fit, ...).
+    #[error(transparent)]
+    Wire(#[from] WireError),
 }
 
 /// kafka-protocol reports `anyhow` errors; they are kept as their message.
@@ -106,6 +112,14 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
     };
     if !supported(key, version) {
         return Ok((reply, Incoming::Unsupported));
+    }
+    // Every length in the header and body must fit in the frame before kafka-protocol reserves for it.
+    let header_version = ApiKey::try_from(key)
+        .map(|k| k.request_header_version(version))
+        .unwrap_or(1);
+    let used = walk_named("RequestHeader", header_version, &payload, SIZE_PREFIX)?;
+    if let Some(body) = schema::schema_for(key, false) {
+        schema::walk(body, version, &payload[used..], SIZE_PREFIX + used)?;
     }
     let mut buf = payload;
     decode_request_header_from_buffer(&mut buf).map_err(|e| CodecError::Malformed {
@@ -377,7 +391,17 @@ pub fn peer_request_frame(
     }
 }
 
+/// Walks `bytes` by the embedded schema `name`; returns the bytes it takes.
+fn walk_named(name: &str, version: i16, bytes: &[u8], offset: usize) -> Result<usize, CodecError> {
+    let s = schema::schema(name).ok_or(CodecError::Malformed {
+        what: "schema",
+        reason: format!("{name} is not embedded"),
+    })?;
+    Ok(schema::walk(s, version, bytes, offset)?)
+}
+
 /// Splits a response payload into its correlation id and body (header version from key and version).
+/// The body is first walked by its schema, so whatever decodes it next allocates only for what is there.
 pub fn response_body(
     payload: Bytes,
     api_key: i16,
@@ -386,6 +410,10 @@ pub fn response_body(
     let header_version = ApiKey::try_from(api_key)
         .map(|k| k.response_header_version(api_version))
         .unwrap_or(0);
+    let used = walk_named("ResponseHeader", header_version, &payload, SIZE_PREFIX)?;
+    if let Some(body) = schema::schema_for(api_key, true) {
+        schema::walk(body, api_version, &payload[used..], SIZE_PREFIX + used)?;
+    }
     let mut buf = payload;
     let header =
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| CodecError::Malformed {
@@ -531,9 +559,13 @@ mod tests {
     fn truncated_body_of_a_supported_request_is_malformed() {
         let req = request_frame(52, 1, 1, "t", &VoteRequest::default()).unwrap();
         let cut = req.slice(4..req.len() - 2);
-        assert!(matches!(
-            decode_request(cut),
-            Err(CodecError::Malformed { .. })
-        ));
+        // The schema walk finds it first, naming the field and the frame offset where input ends.
+        match decode_request(cut) {
+            Err(CodecError::Wire(WireError::Truncated { field, offset, .. })) => {
+                assert!(field.starts_with("VoteRequest."), "{field}");
+                assert_eq!(offset, req.len() - 2);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
