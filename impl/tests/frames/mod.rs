@@ -362,7 +362,13 @@ pub fn samples() -> Vec<Sample> {
         .with_include_cluster_authorized_operations(true);
     request(&mut out, "describe_cluster", 60, range(60), &dc);
     // v0 has no EndpointType: the default request is the only one it can carry.
-    request(&mut out, "describe_cluster", 60, range(60), &DescribeClusterRequest::default());
+    request(
+        &mut out,
+        "describe_cluster",
+        60,
+        range(60),
+        &DescribeClusterRequest::default(),
+    );
     for v in range(60).0..=range(60).1 {
         let resp = sim.client(
             1,
