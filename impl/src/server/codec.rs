@@ -8,10 +8,11 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, MetadataRequest, MetadataResponse, RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse, RequestHeader, ResponseHeader, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -85,6 +86,7 @@ fn supported(key: i16, version: i16) -> bool {
         1 => return (15..=FETCH_VERSION).contains(&version),
         52..=54 => 1,
         55 => crate::wire::describe_quorum::MAX_VERSION,
+        60 => 2,
         80..=82 => 0,
         _ => return false,
     };
@@ -142,6 +144,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                     reason: e.to_string(),
                 }
             })?,
+        }),
+        60 => Incoming::Client(ClientRequest::DescribeCluster {
+            version,
+            request: DescribeClusterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("DescribeClusterRequest", e))?,
         }),
         80 => Incoming::Client(ClientRequest::AddRaftVoter(
             AddRaftVoterRequest::decode(&mut buf, version)
@@ -274,6 +281,7 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
         ClientResponse::AddRaftVoter(r) => encode_body("AddRaftVoterResponse", r, v, buf),
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+        ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
     })
 }
 
@@ -478,6 +486,10 @@ pub fn decode_client_response(
         82 => ClientResponse::UpdateRaftVoter(
             UpdateRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
+        ),
+        60 => ClientResponse::DescribeCluster(
+            DescribeClusterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("DescribeClusterResponse", e))?,
         ),
         other => {
             return Err(CodecError::Malformed {

@@ -114,6 +114,8 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/RemoveRaftVoterResponse.json"),
     include_str!("../../../specs/messages/UpdateRaftVoterRequest.json"),
     include_str!("../../../specs/messages/UpdateRaftVoterResponse.json"),
+    include_str!("../../../specs/messages/DescribeClusterRequest.json"),
+    include_str!("../../../specs/messages/DescribeClusterResponse.json"),
 ];
 
 /// All embedded schemas by name, parsed on first use. The files are part of the build, so a parse
