@@ -124,13 +124,14 @@ impl<L: RaftLog> Node<L> {
 }
 
 /// APIs served by a KRaft node: (api key, min version, max version).
-pub const SUPPORTED_APIS: [(i16, i16, i16); 9] = [
+pub const SUPPORTED_APIS: [(i16, i16, i16); 10] = [
     (1, 15, 17), // Fetch (replica id in ReplicaState from v15, directory id from v17)
     (18, 0, 4),  // ApiVersions
     (52, 0, 1),  // Vote (no pre-vote)
     (53, 0, 1),  // BeginQuorumEpoch
     (54, 0, 1),  // EndQuorumEpoch
     (55, 0, 3),  // DescribeQuorum (v3: CommittedVoters, KIP-1204)
+    (60, 0, 2),  // DescribeCluster (controllers, KIP-919)
     (80, 0, 0),  // AddRaftVoter
     (81, 0, 0),  // RemoveRaftVoter
     (82, 0, 0),  // UpdateRaftVoter

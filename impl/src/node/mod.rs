@@ -35,6 +35,12 @@
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
+//!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
+//!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
+//!   among them, which is what Kafka's admin client needs.
+//! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
+//!   do not serve Metadata at all.
 
 use std::collections::BTreeSet;
 
@@ -49,6 +55,7 @@ use crate::voter_set::{ReplicaKey, VoterSet};
 
 mod admin;
 mod commit;
+mod describe_cluster;
 mod fetch;
 mod membership;
 mod messages;
@@ -254,6 +261,11 @@ impl<L: RaftLog> Node<L> {
             ClientRequest::AddRaftVoter(r) => self.on_add_voter(now, id, r, &mut out),
             ClientRequest::RemoveRaftVoter(r) => self.on_remove_voter(now, id, r, &mut out),
             ClientRequest::UpdateRaftVoter(r) => self.on_update_voter(now, id, r, &mut out),
+            ClientRequest::DescribeCluster { version, request } => {
+                let resp = self.describe_cluster(version, &request);
+                out.client_replies
+                    .push((id, ClientResponse::DescribeCluster(resp)));
+            }
         }
         self.refresh_timers();
         out

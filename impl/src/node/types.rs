@@ -2,10 +2,10 @@
 
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
-    VoteResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use uuid::Uuid;
 
@@ -47,6 +47,11 @@ pub enum ClientRequest {
     AddRaftVoter(AddRaftVoterRequest),
     RemoveRaftVoter(RemoveRaftVoterRequest),
     UpdateRaftVoter(UpdateRaftVoterRequest),
+    /// KIP-919: how Kafka's admin client finds the active controller.
+    DescribeCluster {
+        version: i16,
+        request: DescribeClusterRequest,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +61,7 @@ pub enum ClientResponse {
     AddRaftVoter(AddRaftVoterResponse),
     RemoveRaftVoter(RemoveRaftVoterResponse),
     UpdateRaftVoter(UpdateRaftVoterResponse),
+    DescribeCluster(DescribeClusterResponse),
 }
 
 /// Election state that must be durable before the messages that depend on it leave the node
