@@ -167,7 +167,7 @@ pub struct DescribeArgs {
     #[arg(long)]
     pub json: bool,
     /// With --replication: timestamps as `N ms ago`, as `kafka-metadata-quorum` prints them.
-    #[arg(long, requires = "replication")]
+    #[arg(long)]
     pub human_readable: bool,
     /// DescribeQuorum version to use (0–3); default: the highest both sides support.
     #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
@@ -327,8 +327,22 @@ mod tests {
         let parse = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
         let base = ["kraft", "describe", "--bootstrap-controller", "h:1"];
         let with = |extra: &[&'static str]| [&base[..], extra].concat();
-        assert!(parse(&with(&["--status", "--human-readable"])).is_err());
-        assert!(parse(&with(&["--replication", "--human-readable"])).is_ok());
+        let describe = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Describe(d) => d,
+            other => panic!("{other:?}"),
+        };
+        let refused =
+            admin::check_describe_flags(&describe(&with(&["--status", "--human-readable"])));
+        let message = refused.unwrap_err().message;
+        assert_eq!(
+            message,
+            "The option --human-readable is only supported along with --replication"
+        );
+        assert!(admin::check_describe_flags(&describe(&with(&[
+            "--replication",
+            "--human-readable"
+        ])))
+        .is_ok());
     }
 
     #[test]
