@@ -127,7 +127,8 @@ pub struct NodeArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
-    /// One or more controllers, `HOST:PORT[,HOST:PORT...]`; the leader among them is used.
+    /// One or more controllers, `HOST:PORT[,HOST:PORT...]`. Any one is enough: like Kafka's admin client,
+    /// the CLI asks it (DescribeCluster, KIP-919) which controller is active and talks to that one.
     #[arg(long)]
     pub bootstrap_controller: String,
     /// Per-request timeout, and the overall deadline of add-voter and remove-voter.
@@ -146,6 +147,9 @@ pub struct DescribeArgs {
     pub replication: bool,
     #[arg(long)]
     pub json: bool,
+    /// With --replication: timestamps as `N ms ago`, as `kafka-metadata-quorum` prints them.
+    #[arg(long, requires = "replication")]
+    pub human_readable: bool,
     /// DescribeQuorum version to use (0–3); default: the highest both sides support.
     #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
     pub api_version: Option<i16>,
@@ -259,8 +263,10 @@ pub fn main() -> i32 {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only on a terminal: `kraft cluster > file` or a pipe gets plain text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
     let result = match cli.command {
