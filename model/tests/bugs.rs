@@ -38,7 +38,7 @@ fn every_bug_is_caught_by_its_property_in_both_fetch_modes() {
                 .unwrap_or_else(|| panic!("{} ({fetch:?}) not caught", bug.name()));
             assert_eq!(c.property, expected(bug), "{} ({fetch:?})", bug.name());
             assert!(
-                c.actions.len() <= 12,
+                c.actions.len() <= 16,
                 "{} ({fetch:?}): {} steps",
                 bug.name(),
                 c.actions.len()
