@@ -125,9 +125,9 @@ impl<L: RaftLog> Node<L> {
 
 /// APIs served by a KRaft node: (api key, min version, max version).
 pub const SUPPORTED_APIS: [(i16, i16, i16); 10] = [
-    (1, 15, 17), // Fetch (replica id in ReplicaState from v15, directory id from v17)
+    (1, 15, 18), // Fetch (replica id in ReplicaState from v15, directory id v17, follower HW v18)
     (18, 0, 4),  // ApiVersions
-    (52, 0, 1),  // Vote (no pre-vote)
+    (52, 0, 2),  // Vote (v2: pre-vote, KIP-996)
     (53, 0, 1),  // BeginQuorumEpoch
     (54, 0, 1),  // EndQuorumEpoch
     (55, 0, 3),  // DescribeQuorum (v3: CommittedVoters, KIP-1204)

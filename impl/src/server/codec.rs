@@ -29,8 +29,8 @@ use crate::wire::WireError;
 pub const UNSUPPORTED_VERSION: i16 = 35;
 
 /// Versions this shell writes for its own outgoing requests (the core's `SUPPORTED_APIS` maxima).
-pub const FETCH_VERSION: i16 = 17;
-pub const VOTE_VERSION: i16 = 1;
+pub const FETCH_VERSION: i16 = 18;
+pub const VOTE_VERSION: i16 = 2;
 pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = 1;
 pub const END_QUORUM_EPOCH_VERSION: i16 = 1;
 /// Metadata versions served (a minimal answer: this node as the only broker, no topics).
@@ -84,7 +84,8 @@ fn supported(key: i16, version: i16) -> bool {
         18 => 4,
         3 => METADATA_VERSIONS.1,
         1 => return (15..=FETCH_VERSION).contains(&version),
-        52..=54 => 1,
+        52 => VOTE_VERSION,
+        53..=54 => 1,
         55 => crate::wire::describe_quorum::MAX_VERSION,
         60 => 2,
         80..=82 => 0,
@@ -291,6 +292,12 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
         Message::VoteResponse(r) => encode_body("VoteResponse", r, v, buf),
         Message::BeginQuorumEpochResponse(r) => encode_body("BeginQuorumEpochResponse", r, v, buf),
         Message::EndQuorumEpochResponse(r) => encode_body("EndQuorumEpochResponse", r, v, buf),
+        // NodeEndpoints exists from v16; an older requester gets the response without it.
+        Message::FetchResponse(r) if v < 16 && !r.node_endpoints.is_empty() => {
+            let mut older = r.clone();
+            older.node_endpoints.clear();
+            encode_body("FetchResponse", &older, v, buf)
+        }
         Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
