@@ -61,7 +61,9 @@ pub fn find_leader(
                     versions
                         .api_keys
                         .iter()
-                        .find(|k| k.api_key == 55)
+                        .find(|k| {
+                            k.api_key == kafka_protocol::messages::ApiKey::DescribeQuorum as i16
+                        })
                         .map_or(0, |k| k.max_version.min(MAX_VERSION))
                 }
             };
