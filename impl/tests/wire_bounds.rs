@@ -262,6 +262,7 @@ sweeps! {
     sweep_add_raft_voter_request: 80, Side::Request;
     sweep_remove_raft_voter_request: 81, Side::Request;
     sweep_update_raft_voter_request: 82, Side::Request;
+    sweep_describe_cluster_request: 60, Side::Request;
     sweep_fetch_response: 1, Side::PeerResponse;
     sweep_vote_response: 52, Side::PeerResponse;
     sweep_begin_quorum_epoch_response: 53, Side::PeerResponse;
@@ -272,6 +273,7 @@ sweeps! {
     sweep_add_raft_voter_response: 80, Side::ClientResponse;
     sweep_remove_raft_voter_response: 81, Side::ClientResponse;
     sweep_update_raft_voter_response: 82, Side::ClientResponse;
+    sweep_describe_cluster_response: 60, Side::ClientResponse;
 }
 
 /// Writes every sample as a fuzz seed under `$KRAFT_WRITE_SEEDS/<target>/` (the target's input format,
@@ -386,7 +388,9 @@ fn frame_readers_reserve_only_what_arrived() {
     assert!(matches!(result, Err(FrameReadError::Io(_))), "{result:?}");
     assert!(largest <= 8 << 10, "blocking reader allocated {largest}");
 
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let (result, largest) =
         largest_allocation(|| runtime.block_on(read_frame(&mut &lying[..], max)));
     assert!(matches!(result, Err(FrameReadError::Io(_))), "{result:?}");

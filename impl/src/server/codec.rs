@@ -7,10 +7,11 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, MetadataRequest, MetadataResponse, RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse, RequestHeader, ResponseHeader, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -124,6 +125,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                 }
             })?,
         }),
+        ApiKey::DescribeCluster => Incoming::Client(ClientRequest::DescribeCluster {
+            version,
+            request: DescribeClusterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("DescribeClusterRequest", e))?,
+        }),
         ApiKey::AddRaftVoter => Incoming::Client(ClientRequest::AddRaftVoter(
             AddRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("AddRaftVoterRequest", e))?,
@@ -236,6 +242,7 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
         ClientResponse::AddRaftVoter(r) => encode_body("AddRaftVoterResponse", r, v, buf),
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+        ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
     })
 }
 
@@ -441,6 +448,10 @@ pub fn decode_client_response(
         Ok(ApiKey::UpdateRaftVoter) => ClientResponse::UpdateRaftVoter(
             UpdateRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
+        ),
+        Ok(ApiKey::DescribeCluster) => ClientResponse::DescribeCluster(
+            DescribeClusterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("DescribeClusterResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

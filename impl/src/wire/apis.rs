@@ -18,8 +18,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 
 /// Served APIs in api-key order. Fetch from v15 (replica id in ReplicaState; v17 adds the directory
 /// id), Vote without pre-vote (v2), Metadata as a minimal answer served by the shell, DescribeQuorum v3
-/// with CommittedVoters (KIP-1204).
-pub const SERVED_APIS: [ServedApi; 10] = [
+/// with CommittedVoters (KIP-1204), DescribeCluster for controllers (KIP-919).
+pub const SERVED_APIS: [ServedApi; 11] = [
     api(ApiKey::Fetch, 15, 17),
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::ApiVersions, 0, 4),
@@ -31,6 +31,7 @@ pub const SERVED_APIS: [ServedApi; 10] = [
         0,
         super::describe_quorum::MAX_VERSION,
     ),
+    api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::AddRaftVoter, 0, 0),
     api(ApiKey::RemoveRaftVoter, 0, 0),
     api(ApiKey::UpdateRaftVoter, 0, 0),

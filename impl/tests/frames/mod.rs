@@ -15,9 +15,9 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
 use kafka_protocol::messages::update_raft_voter_response::CurrentLeader;
 use kafka_protocol::messages::{
-    AddRaftVoterResponse, ApiVersionsRequest, BrokerId, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, MetadataRequest, MetadataResponse, RemoveRaftVoterResponse, TopicName,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse,
+    AddRaftVoterResponse, ApiVersionsRequest, BrokerId, DescribeClusterRequest,
+    EndQuorumEpochRequest, EndQuorumEpochResponse, MetadataRequest, MetadataResponse,
+    RemoveRaftVoterResponse, TopicName, UpdateRaftVoterRequest, UpdateRaftVoterResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kraft::node::sim::{self, Sim};
@@ -307,6 +307,7 @@ pub fn samples() -> Vec<Sample> {
             ClientResponse::AddRaftVoter(_) => 80,
             ClientResponse::RemoveRaftVoter(_) => 81,
             ClientResponse::UpdateRaftVoter(_) => 82,
+            ClientResponse::DescribeCluster(_) => 60,
         };
         response(
             &mut out,
@@ -355,6 +356,37 @@ pub fn samples() -> Vec<Sample> {
             key,
             range(key),
             |reply| codec::client_response(reply, r),
+        );
+    }
+    // DescribeCluster (KIP-919): a controller request, and the elected node's answer.
+    let dc = DescribeClusterRequest::default()
+        .with_endpoint_type(2)
+        .with_include_cluster_authorized_operations(true);
+    request(&mut out, "describe_cluster", 60, range(60), &dc);
+    // v0 has no EndpointType: the default request is the only one it can carry.
+    request(
+        &mut out,
+        "describe_cluster",
+        60,
+        range(60),
+        &DescribeClusterRequest::default(),
+    );
+    for v in range(60).0..=range(60).1 {
+        let resp = sim.client(
+            1,
+            ClientRequest::DescribeCluster {
+                version: v,
+                request: dc.clone(),
+            },
+        );
+        let r = resp.first().expect("a DescribeCluster answer").clone();
+        response(
+            &mut out,
+            "describe_cluster_resp",
+            Side::ClientResponse,
+            60,
+            (v, v),
+            |reply| codec::client_response(reply, &r),
         );
     }
     let info = BrokerInfo {
