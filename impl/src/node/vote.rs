@@ -170,10 +170,8 @@ impl<L: RaftLog> Node<L> {
             RoleState::Candidate { voters, granted }
             | RoleState::Prospective {
                 voters, granted, ..
-            } => {
-                if p.vote_granted && voters.contains_id(from) {
-                    granted.insert(from);
-                }
+            } if p.vote_granted && voters.contains_id(from) => {
+                granted.insert(from);
             }
             _ => {}
         }
