@@ -134,10 +134,10 @@ impl Bug {
         !matches!(self, Bug::NoCheckQuorum)
     }
     /// True if the implementation's election can replay this variant's counterexample (conformance):
-    /// `prevote-bumps-epoch` needs an implementation with pre-vote ([`IMPL_PRE_VOTE`]), and
-    /// `no-check-quorum` has no counterexample.
+    /// `prevote-bumps-epoch` changes the election itself, so its counterexample already differs in the
+    /// shared election prefix (step 1) rather than after it, and `no-check-quorum` has no counterexample.
     pub fn impl_comparable(self) -> bool {
-        self.has_counterexample() && (IMPL_PRE_VOTE || !matches!(self, Bug::PrevoteBumpsEpoch))
+        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch)
     }
 }
 
