@@ -61,6 +61,7 @@ mod membership;
 mod messages;
 mod quorum_epoch;
 mod roles;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 mod timers;
 mod types;
@@ -68,10 +69,12 @@ mod view;
 mod vote;
 
 pub use admin::SUPPORTED_APIS;
-pub use membership::membership_gate;
+pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
 pub use types::*;
 
+/// Test-only seeded faults; the field and every branch reading it exist only with the `faults` feature.
+#[cfg(feature = "faults")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct ActiveFaults {
     committed_from_latest: bool,
@@ -114,6 +117,7 @@ pub struct Node<L: RaftLog> {
     bootstrap_cursor: usize,
     pending: Option<PendingChange>,
     last_change_reply: Option<ChangeReply>,
+    #[cfg(feature = "faults")]
     faults: ActiveFaults,
     /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
     clock_started: bool,
@@ -176,6 +180,7 @@ impl<L: RaftLog> Node<L> {
             bootstrap_cursor: 0,
             pending: None,
             last_change_reply: None,
+            #[cfg(feature = "faults")]
             faults: ActiveFaults::default(),
             clock_started: false,
             config,
