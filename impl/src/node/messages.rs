@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 /// The metadata log's topic and partition; every other topic/partition is refused.
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
+pub use crate::wire::describe_quorum::METADATA_TOPIC;
 pub const METADATA_PARTITION: i32 = 0;
 
 /// Private tagged field of a Fetch response partition: the request's `(epoch i32, fetch offset i64,
