@@ -35,6 +35,11 @@
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - At epoch `i32::MAX` the increment of a new election (or of a removed leader moving on) is refused
+//!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
+//!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs
+//!   are adopted from any peer as in Kafka, so a forged message at `i32::MAX` still ends elections for
+//!   good: only authenticated peers (mutual TLS, issue #19) prevent it.
 //! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
 //!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
 //!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
