@@ -3,7 +3,7 @@
 use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
 
-use super::messages::errors;
+use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
@@ -32,7 +32,7 @@ impl<L: RaftLog> Node<L> {
                 if let Some(p) = self.pending.take() {
                     // The record stays in the log: it may still commit, and it blocks the next change
                     // until it does.
-                    self.reply_change(p.client, p.kind, p.key, errors::REQUEST_TIMED_OUT, out);
+                    self.reply_change(p.client, p.kind, p.key, ChangeOutcome::TimedOut, out);
                 }
             }
             Timer::CheckQuorum => {
@@ -80,8 +80,9 @@ impl<L: RaftLog> Node<L> {
                 RoleState::Prospective { .. } => self.prospective_lost(now, out),
                 RoleState::Resigned => {
                     // Kafka 4.x: a resigned leader moves to the next epoch, Unattached, and stands from
-                    // there (a removed one so that Fetch responses stop naming it).
-                    let epoch = self.election.epoch + 1;
+                    // there (a removed one so that Fetch responses stop naming it). At i32::MAX it stays
+                    // at its epoch (Unattached, no leader named).
+                    let epoch = self.next_epoch(out).unwrap_or(self.election.epoch);
                     self.become_unattached(now, epoch, out);
                 }
                 _ => self.timers.election = None,
