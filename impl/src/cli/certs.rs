@@ -166,13 +166,29 @@ pub fn write_cluster_tls(dir: &Path, nodes: &[i32]) -> std::io::Result<ClusterTl
     if complete {
         return Ok(tls);
     }
+    let ca = Authority::new("kraft-local-ca").map_err(gen)?;
+    write_cluster_tls_with(&ca, dir, nodes)
+}
+
+fn gen(e: rcgen::Error) -> std::io::Error {
+    std::io::Error::other(format!("certificate generation: {e}"))
+}
+
+/// [`write_cluster_tls`] with a given CA (always writes).
+pub fn write_cluster_tls_with(
+    ca: &Authority,
+    dir: &Path,
+    nodes: &[i32],
+) -> std::io::Result<ClusterTls> {
+    let tls = ClusterTls {
+        dir: dir.to_path_buf(),
+        admin_config: dir.join("admin.properties"),
+    };
     std::fs::create_dir_all(dir)?;
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    let gen = |e: rcgen::Error| std::io::Error::other(format!("certificate generation: {e}"));
-    let ca = Authority::new("kraft-local-ca").map_err(gen)?;
     let validity = Validity::current();
     std::fs::write(tls.ca(), ca.cert_pem())?;
     for node in nodes {
