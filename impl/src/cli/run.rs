@@ -652,4 +652,40 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.code, EXIT_STORAGE);
     }
+
+    #[test]
+    fn tls_keys_in_the_config_file_as_kafka_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::cli::certs::write_cluster_tls(&dir.path().join("tls"), &[1]).unwrap();
+        let path = dir.path().join("node.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "data_dir = \"/tmp/x\"\nlistener = \"127.0.0.1:1\"\n\
+                 security.protocol = \"SSL\"\nssl.keystore.type = \"PEM\"\n\
+                 ssl.keystore.location = \"{}\"\nssl.truststore.location = \"{}\"\n\
+                 ssl.client.auth = \"required\"\n\
+                 controller.principal.template = \"CN=kraft-node-{{id}}\"\n\
+                 super.users = \"User:CN=kraft-admin\"\n",
+                files.keystore(1).display(),
+                files.ca().display()
+            ),
+        )
+        .unwrap();
+        let args = || NodeArgs {
+            config: Some(path.clone()),
+            ..NodeArgs::default()
+        };
+        let tls = NodeSettings::resolve(args()).unwrap().tls.unwrap();
+        assert_eq!(tls.client_auth, crate::server::tls::ClientAuth::Required);
+        assert!(tls.identities.proves("CN=kraft-node-2", 2));
+        assert_eq!(tls.super_users, ["CN=kraft-admin"]);
+        // A flag wins over the file: PLAINTEXT with ssl.* keys set is refused, not silently plaintext.
+        let err = NodeSettings::resolve(NodeArgs {
+            security_protocol: Some("PLAINTEXT".into()),
+            ..args()
+        })
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
+    }
 }
