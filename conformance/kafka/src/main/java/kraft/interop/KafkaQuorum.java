@@ -27,6 +27,8 @@ final class KafkaQuorum implements AutoCloseable {
     private final List<Integer> bootstrapIds = new ArrayList<>();
     /** Extra controller properties (e.g. longer election timeouts for the mixed quorum). */
     private final Map<String, String> extra;
+    /** More controller properties per node id (e.g. an SSL controller listener); they win. */
+    java.util.function.Function<Integer, Map<String, String>> extraConfig = id -> Map.of();
 
     KafkaQuorum(Path dir) {
         this(dir, Map.of());
@@ -126,6 +128,7 @@ final class KafkaQuorum implements AutoCloseable {
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");
         extra.forEach(p::setProperty);
+        extraConfig.apply(id).forEach(p::setProperty);
         try (var out = Files.newBufferedWriter(config(id))) {
             p.store(out, "Apache Kafka controller " + id + " (kraft interop harness)");
         }

@@ -10,7 +10,7 @@ import java.util.TreeMap;
 import org.apache.kafka.common.Uuid;
 
 /**
- * (e) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
+ * (g) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
  * {@code kraft} node formatted with Kafka's initial controllers joins as an observer and fetches Kafka's log; Kafka's
  * {@code add-controller} makes it a voter; kill -9 of the Kafka leader: the {@code kraft} node is elected with
  * Kafka's votes (3 of 4 voters alive: every live voter took part) and replicates to the Kafka followers. Which

@@ -17,8 +17,8 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * (d) byte-level agreement ({@link WireScenario}), (e) one quorum of both kinds ({@link MixedScenario}). One
- * Kafka quorum serves (c) and (d); (e) has its own.
+ * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}). One
+ * Kafka quorum serves (c) and (d); (g) has its own.
  */
 final class Scenarios {
     private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
@@ -67,11 +67,12 @@ final class Scenarios {
                 report.check("Kafka controllers still running at the end", kafka.allAlive(), "a controller exited; see " + kafka.dir);
             }
             report.check("kraft nodes still running at the end", ours.allAlive(), "a node exited; see " + ours.dir);
+            new TlsScenario(report, tools, work.resolve("tls"), kraft).run();
             String log = Files.readString(ours.log());
             report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
                 && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
         }
-        report.scenario("e: mixed quorum: a kraft node joins Apache Kafka controllers, is added, is elected, leads"
+        report.scenario("g: mixed quorum: a kraft node joins Apache Kafka controllers, is added, is elected, leads"
             + " them, and follows a Kafka leader again");
         try {
             new MixedScenario(report, tools, this, work.resolve("mixed"), kraft).run();
@@ -256,11 +257,26 @@ final class Scenarios {
      */
     void compareStatus(String label, String kafkaBootstrap, String kraftBootstrap, boolean oursIsKraft)
             throws Exception {
+        compareStatus(report, tools, label, kafkaBootstrap, kraftBootstrap, oursIsKraft, null);
+    }
+
+    /** As above; with {@code commandConfig}, both tools get it as {@code --command-config} (TLS). */
+    static void compareStatus(Report report, Tools tools, String label, String kafkaBootstrap, String kraftBootstrap,
+            boolean oursIsKraft, Path commandConfig) throws Exception {
+        List<String> kafkaArgs = new java.util.ArrayList<>(List.of("--bootstrap-controller", kafkaBootstrap));
+        List<String> oursArgs = new java.util.ArrayList<>(List.of("describe", "--bootstrap-controller", kraftBootstrap,
+            "--status"));
+        if (commandConfig != null) {
+            kafkaArgs.addAll(List.of("--command-config", commandConfig.toString()));
+            oursArgs.addAll(List.of("--command-config", commandConfig.toString()));
+        }
+        kafkaArgs.addAll(List.of("describe", "--status"));
+        String[] k = kafkaArgs.toArray(String[]::new);
         String last = "";
         for (int attempt = 0; attempt < 10; attempt++) {
-            Procs.Result k1 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
-            Procs.Result o = tools.kraft("describe", "--bootstrap-controller", kraftBootstrap, "--status");
-            Procs.Result k2 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
+            Procs.Result k1 = Tools.kafka(k);
+            Procs.Result o = tools.kraft(oursArgs.toArray(String[]::new));
+            Procs.Result k2 = Tools.kafka(k);
             if (k1.code() != 0 || o.code() != 0 || k2.code() != 0) {
                 last = "Kafka: " + k1 + "\nkraft: " + o;
                 Thread.sleep(500);
