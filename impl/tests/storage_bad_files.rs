@@ -201,6 +201,10 @@ fn torn_or_garbage_segment_is_truncated_like_kafka_and_the_node_serves() {
         // node appended as leader after recovery).
         let scan = kraft::records::scan_batches(std::fs::read(&segment).unwrap().into());
         assert!(scan.error.is_none(), "{kind}: {:?}", scan.error);
-        assert_eq!(scan.batches.first().map(|b| b.base_offset), Some(0), "{kind}");
+        assert_eq!(
+            scan.batches.first().map(|b| b.base_offset),
+            Some(0),
+            "{kind}"
+        );
     }
 }
