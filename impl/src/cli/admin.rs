@@ -174,7 +174,19 @@ fn describe_at(
     })
 }
 
+/// Kafka's rule and message: `--human-readable` only goes with `--replication`.
+pub fn check_describe_flags(args: &DescribeArgs) -> Result<(), Failure> {
+    if args.human_readable && !args.replication {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            "The option --human-readable is only supported along with --replication",
+        ));
+    }
+    Ok(())
+}
+
 pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
+    check_describe_flags(args)?;
     let timeout = Duration::from_millis(args.connect.timeout_ms);
     // Like Kafka's admin client, wait (up to the timeout) while no listed controller is the leader.
     let deadline = Instant::now() + timeout;

@@ -17,7 +17,7 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * each on quorums started here and stopped at the end.
+ * (d) byte-level agreement ({@link WireScenario}). One Kafka quorum serves (c) and (d).
  */
 final class Scenarios {
     private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
@@ -57,9 +57,18 @@ final class Scenarios {
                 } catch (Exception e) {
                     report.aborted(e);
                 }
+                report.scenario("d: DescribeQuorum v0-2, DescribeCluster and record batches, byte for byte");
+                try {
+                    new WireScenario(report, tools, work.resolve("wire")).run(kafka, ours);
+                } catch (Exception e) {
+                    report.aborted(e);
+                }
                 report.check("Kafka controllers still running at the end", kafka.allAlive(), "a controller exited; see " + kafka.dir);
             }
             report.check("kraft nodes still running at the end", ours.allAlive(), "a node exited; see " + ours.dir);
+            String log = Files.readString(ours.log());
+            report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
+                && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
         }
     }
 
