@@ -33,6 +33,9 @@ public final class Main {
             System.exit(2);
         }
         Files.createDirectories(work);
+        // If this JVM is stopped early (Ctrl-C, a CI timeout), stop the controllers and nodes it started.
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+            ProcessHandle.current().descendants().forEach(ProcessHandle::destroy)));
         String version = AppInfoParser.getVersion();
         Report report = new Report();
         Tools tools = new Tools(kraft);
