@@ -19,6 +19,7 @@ pub const FETCH_ECHO_TAG: i32 = 0x4b52;
 
 /// Kafka error codes used by the core (`Errors.java`).
 pub mod errors {
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
     pub const NONE: i16 = 0;
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
     pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
