@@ -90,6 +90,7 @@ fn run_node_until_it_leads(dir: &Path, listener: &str) -> String {
     let connect = kraft::cli::ConnectArgs {
         bootstrap_controller: listener.to_string(),
         timeout_ms: 1000,
+        command_config: None,
     };
     let exited = wait_until(
         "the recovered node to lead with HW >= 1 (or to exit)",
