@@ -20,8 +20,8 @@ fn cell(a: Allocs) -> String {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    println!("| version | replicas | body bytes | kraft encode (sized buf) | kraft to_bytes | kafka-protocol encode (sized buf) | kraft decode | kafka-protocol decode |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| version | replicas | body bytes | kraft encode (sized buf) | kraft to_bytes | kafka-protocol encode (sized buf) | kraft decode (borrowing, `decode_bytes`) | kraft decode (copying, `decode`) | kafka-protocol decode |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for version in 0..=3i16 {
         for n in REPLICA_COUNTS {
             let ours = describe_response(n, version);
@@ -31,7 +31,9 @@ fn main() {
             r.expect("encodes");
             let (r, to_bytes) = count(|| ours.to_bytes(version));
             let body = r.expect("encodes");
-            let (r, dec) = count(|| DescribeQuorumResponse::decode(&body, version));
+            let (r, dec) = count(|| DescribeQuorumResponse::decode_bytes(&body, version));
+            r.expect("decodes");
+            let (r, dec_copy) = count(|| DescribeQuorumResponse::decode(&body, version));
             r.expect("decodes");
             let (kp_enc, kp_dec) = if version <= 2 {
                 let theirs = to_kafka(&ours);
@@ -46,10 +48,11 @@ fn main() {
                 ("—".to_owned(), "—".to_owned())
             };
             println!(
-                "| v{version} | {n} | {size} | {} | {} | {kp_enc} | {} | {kp_dec} |",
+                "| v{version} | {n} | {size} | {} | {} | {kp_enc} | {} | {} | {kp_dec} |",
                 cell(enc),
                 cell(to_bytes),
-                cell(dec)
+                cell(dec),
+                cell(dec_copy)
             );
         }
     }

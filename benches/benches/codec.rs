@@ -1,6 +1,6 @@
 //! DescribeQuorum response encode/decode: our codec (v0–3) against kafka-protocol 0.18 (v0–2) on the same
 //! messages, in the same run. Encoding goes into a reused buffer (both sides); decoding starts from the
-//! encoded body (`Bytes` for kafka-protocol, whose strings borrow from it; `&[u8]` for ours).
+//! encoded body as `Bytes` (both borrow their strings from it; `kraft_copy` is ours from `&[u8]`, copying).
 
 use bytes::{Bytes, BytesMut};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -45,7 +45,14 @@ fn codec(c: &mut Criterion) {
                 .to_bytes(version)
                 .expect("fixture encodes");
             decode.throughput(Throughput::Bytes(body.len() as u64));
+            // `kraft`: strings borrowed from the input (`decode_bytes`); `kraft_copy`: strings copied
+            // out of a `&[u8]` (`decode`), one allocation per string as before the borrowing change.
             decode.bench_with_input(BenchmarkId::new("kraft", n), &body, |b, body| {
+                b.iter(|| {
+                    DescribeQuorumResponse::decode_bytes(black_box(body), version).expect("decodes")
+                })
+            });
+            decode.bench_with_input(BenchmarkId::new("kraft_copy", n), &body, |b, body| {
                 b.iter(|| {
                     DescribeQuorumResponse::decode(black_box(body), version).expect("decodes")
                 })

@@ -61,7 +61,7 @@ pub fn describe_response(n: usize, version: i16) -> DescribeQuorumResponse {
             node_id: id,
             listeners: vec![Listener {
                 name: "CONTROLLER".into(),
-                host: format!("controller-{id}.kraft.example"),
+                host: format!("controller-{id}.kraft.example").into(),
                 port: 9093,
                 unknown_tagged_fields: Default::default(),
             }],
@@ -78,13 +78,13 @@ pub fn describe_response(n: usize, version: i16) -> DescribeQuorumResponse {
     };
     DescribeQuorumResponse {
         error_code: 0,
-        error_message: Some(String::new()),
+        error_message: Some(Default::default()),
         topics: vec![TopicData {
             topic_name: METADATA_TOPIC.into(),
             partitions: vec![PartitionData {
                 partition_index: 0,
                 error_code: 0,
-                error_message: Some(String::new()),
+                error_message: Some(Default::default()),
                 leader_id: 1,
                 leader_epoch: 42,
                 high_watermark: 999_990,

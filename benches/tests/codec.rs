@@ -80,3 +80,29 @@ fn the_counter_sees_allocations() {
     assert_eq!(allocs.count, 1);
     assert_eq!(allocs.bytes, 100);
 }
+
+/// Decoding from `Bytes` borrows every string from the input, as kafka-protocol does: never more
+/// allocations than kafka-protocol's decode of the same body, and the same result as the copying decode.
+#[test]
+fn borrowing_decode_allocates_no_more_than_kafka_protocol() {
+    for version in 0..=2 {
+        for n in REPLICA_COUNTS {
+            let body = describe_response(n, version).to_bytes(version).unwrap();
+            let (ours, allocs) = count(|| DescribeQuorumResponse::decode_bytes(&body, version));
+            let mut input = body.clone();
+            let (theirs, kp_allocs) = count(|| {
+                kafka_protocol::messages::DescribeQuorumResponse::decode(&mut input, version)
+            });
+            theirs.unwrap();
+            let ours = ours.unwrap();
+            assert!(
+                allocs.count <= kp_allocs.count,
+                "v{version} n={n}: ours {allocs:?}, kafka-protocol {kp_allocs:?}"
+            );
+            assert_eq!(
+                ours,
+                DescribeQuorumResponse::decode(&body, version).unwrap()
+            );
+        }
+    }
+}

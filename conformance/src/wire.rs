@@ -73,7 +73,10 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                         vec![
                             ("PartitionIndex", int(p.partition_index)),
                             ("ErrorCode", int(p.error_code)),
-                            ("ErrorMessage", Value::String(p.error_message.clone())),
+                            (
+                                "ErrorMessage",
+                                Value::String(p.error_message.as_deref().map(str::to_owned)),
+                            ),
                             ("LeaderId", int(p.leader_id)),
                             ("LeaderEpoch", int(p.leader_epoch)),
                             ("HighWatermark", int(p.high_watermark)),
@@ -93,7 +96,7 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                 .collect::<Vec<_>>();
             strukt(
                 vec![
-                    ("TopicName", Value::String(Some(t.topic_name.clone()))),
+                    ("TopicName", Value::String(Some(t.topic_name.to_string()))),
                     ("Partitions", Value::Array(Some(partitions))),
                 ],
                 tags_u32(&t.unknown_tagged_fields),
@@ -110,8 +113,8 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                 .map(|l| {
                     strukt(
                         vec![
-                            ("Name", Value::String(Some(l.name.clone()))),
-                            ("Host", Value::String(Some(l.host.clone()))),
+                            ("Name", Value::String(Some(l.name.to_string()))),
+                            ("Host", Value::String(Some(l.host.to_string()))),
                             ("Port", int(l.port)),
                         ],
                         tags_u32(&l.unknown_tagged_fields),
@@ -130,7 +133,10 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
     match strukt(
         vec![
             ("ErrorCode", int(r.error_code)),
-            ("ErrorMessage", Value::String(r.error_message.clone())),
+            (
+                "ErrorMessage",
+                Value::String(r.error_message.as_deref().map(str::to_owned)),
+            ),
             ("Topics", Value::Array(Some(topics))),
             ("Nodes", Value::Array(Some(nodes))),
         ],

@@ -5,6 +5,8 @@
 //! [`committed_voter_set`] is the single definition of the committed voter set used by the node,
 //! DescribeQuorum and the tests.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::voter_set::VoterSet;
 
 /// Why a history update was refused.
@@ -94,6 +96,41 @@ impl<T> OffsetHistory<T> {
     }
 }
 
+/// Index of the history entry that answered the last [`committed_voter_set`] lookup.
+///
+/// The committed voter set only changes when the HW passes a VotersRecord, so the entry found last time
+/// almost always answers the next lookup: it is kept here and checked (two offset comparisons) before any
+/// search. It is only a hint: a stale index (after truncation or trimming, or a lookup at another HW) fails
+/// the check and the lookup searches as before, so no caller has to keep it up to date. Not part of the
+/// history's value (`Clone` copies it, `PartialEq` ignores it). Atomic (relaxed) only so the history stays
+/// `Sync`; it costs a plain load/store.
+#[derive(Debug, Default)]
+struct Hint(AtomicUsize);
+
+impl Hint {
+    fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, i: usize) {
+        self.0.store(i, Ordering::Relaxed)
+    }
+}
+
+impl Clone for Hint {
+    fn clone(&self) -> Self {
+        Hint(AtomicUsize::new(self.get()))
+    }
+}
+
+impl PartialEq for Hint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Hint {}
+
 /// Voter sets by offset, with the static set (if any) as fallback.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VoterSetHistory {
@@ -102,6 +139,8 @@ pub struct VoterSetHistory {
     base: VoterSet,
     is_static: bool,
     history: OffsetHistory<VoterSet>,
+    /// The entry of the last committed lookup (see [`Hint`]).
+    committed: Hint,
 }
 
 impl VoterSetHistory {
@@ -111,6 +150,7 @@ impl VoterSetHistory {
             base: set,
             is_static: true,
             history: OffsetHistory::new(),
+            committed: Hint::default(),
         }
     }
 
@@ -124,6 +164,7 @@ impl VoterSetHistory {
             base: set,
             is_static: false,
             history,
+            committed: Hint::default(),
         }
     }
 
@@ -178,6 +219,29 @@ impl VoterSetHistory {
     pub fn entries(&self) -> impl Iterator<Item = (i64, &VoterSet)> + '_ {
         self.history.iter()
     }
+
+    /// [`Self::value_at_or_before`], answered from the kept entry of the previous call when it still
+    /// covers `offset` (or the next entry does, after the HW passed one VotersRecord), else by search.
+    fn value_at_or_before_kept(&self, offset: i64) -> Option<&VoterSet> {
+        let offsets = &self.history.offsets;
+        let covers = |i: usize| {
+            offsets.get(i).is_some_and(|&o| o <= offset)
+                && offsets.get(i + 1).is_none_or(|&next| offset < next)
+        };
+        let kept = self.committed.get();
+        let i = if covers(kept) {
+            kept
+        } else if covers(kept + 1) {
+            kept + 1
+        } else {
+            match self.history.count_at_or_before(offset).checked_sub(1) {
+                Some(i) => i,
+                None => return self.static_set(),
+            }
+        };
+        self.committed.set(i);
+        Some(&self.history.values[i])
+    }
 }
 
 /// THE committed voter set: the voter set at offset `hw − 1` (the latest VotersRecord below the HW),
@@ -189,7 +253,7 @@ pub fn committed_voter_set(
     high_watermark: Option<i64>,
 ) -> Option<&VoterSet> {
     let hw = high_watermark?;
-    history.value_at_or_before(hw - 1)
+    history.value_at_or_before_kept(hw - 1)
 }
 
 #[cfg(test)]
@@ -283,6 +347,34 @@ mod tests {
             naive.retain(|(o, _)| *o < cut.max(0));
             prop_assert_eq!(h.value_at_or_before(q).cloned(), scan(&naive, q));
             prop_assert_eq!(Some(h.latest().clone()), naive.last().map(|(_, s)| s.clone()));
+        }
+
+        /// The kept entry never changes an answer: for any mix of lookups (rising or not), truncations
+        /// and trims, `committed_voter_set` equals the plain search at HW − 1.
+        #[test]
+        fn kept_committed_entry_matches_search(offsets in proptest::collection::btree_set(0i64..50, 0..8),
+                                               ops in proptest::collection::vec((0u8..8, -1i64..60), 0..40),
+                                               static_set in any::<bool>()) {
+            let mut h = if static_set {
+                VoterSetHistory::with_static(set(&[1]))
+            } else {
+                VoterSetHistory::with_bootstrap(set(&[1]))
+            };
+            if !static_set {
+                for (i, &o) in offsets.iter().enumerate() {
+                    h.add_at(o, set(&[1, 2 + i as i32])).unwrap();
+                }
+            }
+            for (op, x) in ops {
+                match op {
+                    0 => h.truncate_new_entries(x),
+                    1 => h.trim_old_entries(x),
+                    _ => {
+                        let search = h.value_at_or_before(x - 1).cloned();
+                        prop_assert_eq!(committed_voter_set(&h, Some(x)).cloned(), search);
+                    }
+                }
+            }
         }
     }
 }

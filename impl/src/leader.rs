@@ -422,8 +422,8 @@ impl LeaderState {
                 listeners: listeners
                     .into_iter()
                     .map(|e| Listener {
-                        name: e.name,
-                        host: e.host,
+                        name: e.name.into(),
+                        host: e.host.into(),
                         port: e.port,
                         unknown_tagged_fields: Default::default(),
                     })

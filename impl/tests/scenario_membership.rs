@@ -473,7 +473,7 @@ fn describe_quorum_to_a_non_leader_and_for_an_unknown_partition() {
         .flat_map(|t| {
             t.partitions
                 .iter()
-                .map(move |p| (t.topic_name.clone(), p.partition_index, p.error_code))
+                .map(move |p| (t.topic_name.to_string(), p.partition_index, p.error_code))
         })
         .collect();
     assert_eq!(

@@ -114,7 +114,7 @@ pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
         o.insert("partitionIndex".into(), json!(p.partition_index));
         o.insert("errorCode".into(), json!(p.error_code));
         if version >= 2 {
-            o.insert("errorMessage".into(), json!(p.error_message));
+            o.insert("errorMessage".into(), json!(p.error_message.as_deref()));
         }
         o.insert("leaderId".into(), json!(p.leader_id));
         o.insert("leaderEpoch".into(), json!(p.leader_epoch));
@@ -138,7 +138,7 @@ pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
     let mut o = serde_json::Map::new();
     o.insert("errorCode".into(), json!(r.error_code));
     if version >= 2 {
-        o.insert("errorMessage".into(), json!(r.error_message));
+        o.insert("errorMessage".into(), json!(r.error_message.as_deref()));
     }
     o.insert(
         "topics".into(),
@@ -146,7 +146,7 @@ pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
             .iter()
             .map(|t| {
                 json!({
-                    "topicName": t.topic_name,
+                    "topicName": t.topic_name.as_str(),
                     "partitions": t.partitions.iter().map(partition).collect::<Vec<_>>(),
                 })
             })
@@ -161,7 +161,7 @@ pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
                     json!({
                         "nodeId": n.node_id,
                         "listeners": n.listeners.iter().map(|l| json!({
-                            "name": l.name, "host": l.host, "port": l.port,
+                            "name": l.name.as_str(), "host": l.host.as_str(), "port": l.port,
                         })).collect::<Vec<_>>(),
                     })
                 })

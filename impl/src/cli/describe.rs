@@ -54,7 +54,7 @@ impl QuorumDescription {
                 let host = if l.host.contains(':') {
                     format!("[{}]", l.host)
                 } else {
-                    l.host.clone()
+                    l.host.to_string()
                 };
                 format!("{}://{}:{}", l.name, host, l.port)
             })
@@ -386,7 +386,7 @@ mod tests {
         let partition = PartitionData {
             partition_index: 0,
             error_code: 0,
-            error_message: Some(String::new()),
+            error_message: Some(Default::default()),
             leader_id: 1,
             leader_epoch: 5,
             high_watermark: 100,
@@ -397,7 +397,7 @@ mod tests {
         };
         let response = DescribeQuorumResponse {
             error_code: 0,
-            error_message: Some(String::new()),
+            error_message: Some(Default::default()),
             topics: vec![TopicData {
                 topic_name: "__cluster_metadata".into(),
                 partitions: vec![partition],

@@ -54,7 +54,7 @@ impl<L: RaftLog> Node<L> {
         let empty_partition = |index: i32, code: i16| PartitionData {
             partition_index: index,
             error_code: code,
-            error_message: Some(error_message(code).unwrap_or("").to_string()),
+            error_message: Some(StrBytes::from_static_str(error_message(code).unwrap_or(""))),
             leader_id: 0,
             leader_epoch: 0,
             high_watermark: 0,
@@ -63,14 +63,14 @@ impl<L: RaftLog> Node<L> {
             committed_voters: Vec::new(),
             unknown_tagged_fields: Default::default(),
         };
-        let topic = |name: String, partitions: Vec<PartitionData>| TopicData {
+        let topic = |name: StrBytes, partitions: Vec<PartitionData>| TopicData {
             topic_name: name,
             partitions,
             unknown_tagged_fields: Default::default(),
         };
         let response = |topics: Vec<TopicData>, nodes| DescribeQuorumResponse {
             error_code: errors::NONE,
-            error_message: Some(String::new()),
+            error_message: Some(StrBytes::new()),
             topics,
             nodes,
             unknown_tagged_fields: Default::default(),
@@ -89,7 +89,7 @@ impl<L: RaftLog> Node<L> {
                             empty_partition(p.partition_index, errors::UNKNOWN_TOPIC_OR_PARTITION)
                         })
                         .collect();
-                    topic(t.topic_name.clone(), parts)
+                    topic(StrBytes::from_string(t.topic_name.clone()), parts)
                 })
                 .collect();
             return response(topics, Vec::new());
@@ -100,14 +100,17 @@ impl<L: RaftLog> Node<L> {
         let local_id = self.local.id;
         let RoleState::Leader(leader) = &mut self.role else {
             let p = empty_partition(METADATA_PARTITION, errors::NOT_LEADER_OR_FOLLOWER);
-            return response(vec![topic(METADATA_TOPIC.to_string(), vec![p])], Vec::new());
+            return response(
+                vec![topic(StrBytes::from_static_str(METADATA_TOPIC), vec![p])],
+                Vec::new(),
+            );
         };
         leader.expire_observers(now, expiry);
         let lists = leader.describe(now, version, committed.as_ref());
         let p = PartitionData {
             partition_index: METADATA_PARTITION,
             error_code: errors::NONE,
-            error_message: Some(String::new()),
+            error_message: Some(StrBytes::new()),
             leader_id: local_id,
             leader_epoch: epoch,
             high_watermark: leader.high_watermark().unwrap_or(-1),
@@ -117,7 +120,7 @@ impl<L: RaftLog> Node<L> {
             unknown_tagged_fields: Default::default(),
         };
         response(
-            vec![topic(METADATA_TOPIC.to_string(), vec![p])],
+            vec![topic(StrBytes::from_static_str(METADATA_TOPIC), vec![p])],
             lists.nodes,
         )
     }

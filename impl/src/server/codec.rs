@@ -435,14 +435,12 @@ pub fn decode_client_response(
             ApiVersionsResponse::decode(&mut b, v)
                 .map_err(|e| malformed("ApiVersionsResponse", e))?,
         ),
-        Ok(ApiKey::DescribeQuorum) => {
-            ClientResponse::DescribeQuorum(DescribeQuorumResponse::decode(&b, v).map_err(|e| {
-                CodecError::Malformed {
-                    what: "DescribeQuorumResponse",
-                    reason: e.to_string(),
-                }
-            })?)
-        }
+        Ok(ApiKey::DescribeQuorum) => ClientResponse::DescribeQuorum(
+            DescribeQuorumResponse::decode_bytes(&b, v).map_err(|e| CodecError::Malformed {
+                what: "DescribeQuorumResponse",
+                reason: e.to_string(),
+            })?,
+        ),
         Ok(ApiKey::AddRaftVoter) => ClientResponse::AddRaftVoter(
             AddRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("AddRaftVoterResponse", e))?,

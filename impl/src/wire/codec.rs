@@ -3,11 +3,13 @@
 //!
 //! Encoding is two passes: a size pass that also enforces every limit and the writing rule, then an
 //! infallible write pass straight into the caller's `BufMut`. Decoding reads from a borrowed slice and never
-//! allocates more than the input could actually hold.
+//! allocates more than the input could actually hold; a reader made with [`Reader::from_bytes`] returns
+//! strings as [`StrBytes`] slices of the input buffer (no copy, as kafka-protocol does).
 
 use std::collections::BTreeMap;
 
 use bytes::{BufMut, Bytes};
+use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::error::WireError;
@@ -202,10 +204,12 @@ pub(crate) fn check_room(buf: &impl BufMut, needed: usize) -> Result<(), WireErr
 pub struct Reader<'a> {
     rest: &'a [u8],
     end: usize,
+    /// The buffer `rest` lies in, when strings may borrow from it.
+    source: Option<&'a Bytes>,
 }
 
 impl<'a> Reader<'a> {
-    /// Reads `input`; offsets in errors count from its first byte.
+    /// Reads `input`; offsets in errors count from its first byte. Strings are copied.
     pub fn new(input: &'a [u8]) -> Self {
         Self::at_offset(input, 0)
     }
@@ -215,6 +219,16 @@ impl<'a> Reader<'a> {
         Reader {
             rest: input,
             end: offset.saturating_add(input.len()),
+            source: None,
+        }
+    }
+
+    /// Reads `input`; strings are slices of it ([`Bytes::slice_ref`]: a reference count, no copy).
+    pub fn from_bytes(input: &'a Bytes) -> Self {
+        Reader {
+            rest: input,
+            end: input.len(),
+            source: Some(input),
         }
     }
 
@@ -366,6 +380,74 @@ impl<'a> Reader<'a> {
         &mut self,
         field: &'static str,
     ) -> Result<Option<String>, WireError> {
+        Ok(self.compact_nullable_str(field)?.map(str::to_owned))
+    }
+
+    /// A compact string that must not be null.
+    #[inline]
+    pub fn compact_string(&mut self, field: &'static str) -> Result<String, WireError> {
+        Ok(self.compact_str(field)?.to_owned())
+    }
+
+    /// A compact nullable string as [`StrBytes`]: a slice of the input when the reader was made with
+    /// [`Self::from_bytes`], else a copy.
+    #[inline]
+    pub fn compact_nullable_str_bytes(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<StrBytes>, WireError> {
+        let Some((start, raw)) = self.compact_nullable_raw(field)? else {
+            return Ok(None);
+        };
+        let bytes = match self.source {
+            // `start` counts from the first byte of `source` (`end` is its length).
+            Some(source) => source.slice(start..start + raw.len()),
+            None => Bytes::copy_from_slice(raw),
+        };
+        StrBytes::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| WireError::InvalidUtf8 {
+                field,
+                offset: start + e.valid_up_to(),
+            })
+    }
+
+    /// A compact string that must not be null, as [`StrBytes`] (see [`Self::compact_nullable_str_bytes`]).
+    #[inline]
+    pub fn compact_str_bytes(&mut self, field: &'static str) -> Result<StrBytes, WireError> {
+        let at = self.position();
+        self.compact_nullable_str_bytes(field)?
+            .ok_or(WireError::UnexpectedNull { field, offset: at })
+    }
+
+    /// A compact string that must not be null, borrowed from the input.
+    #[inline]
+    fn compact_str(&mut self, field: &'static str) -> Result<&'a str, WireError> {
+        let at = self.position();
+        self.compact_nullable_str(field)?
+            .ok_or(WireError::UnexpectedNull { field, offset: at })
+    }
+
+    /// A compact string that may be null, borrowed from the input (length and UTF-8 checked).
+    #[inline]
+    fn compact_nullable_str(&mut self, field: &'static str) -> Result<Option<&'a str>, WireError> {
+        let Some((start, raw)) = self.compact_nullable_raw(field)? else {
+            return Ok(None);
+        };
+        std::str::from_utf8(raw)
+            .map(Some)
+            .map_err(|e| WireError::InvalidUtf8 {
+                field,
+                offset: start + e.valid_up_to(),
+            })
+    }
+
+    /// The bytes of a compact nullable string (length checked, UTF-8 not yet) and their offset.
+    #[inline]
+    fn compact_nullable_raw(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<(usize, &'a [u8])>, WireError> {
         let at = self.position();
         let n = self.varint(field)?;
         if n == 0 {
@@ -381,22 +463,7 @@ impl<'a> Reader<'a> {
             });
         }
         let start = self.position();
-        let raw = self.take(field, len)?;
-        match std::str::from_utf8(raw) {
-            Ok(s) => Ok(Some(s.to_owned())),
-            Err(e) => Err(WireError::InvalidUtf8 {
-                field,
-                offset: start + e.valid_up_to(),
-            }),
-        }
-    }
-
-    /// A compact string that must not be null.
-    #[inline]
-    pub fn compact_string(&mut self, field: &'static str) -> Result<String, WireError> {
-        let at = self.position();
-        self.compact_nullable_string(field)?
-            .ok_or(WireError::UnexpectedNull { field, offset: at })
+        Ok(Some((start, self.take(field, len)?)))
     }
 
     /// The element count of a non-nullable compact array. Rejects counts whose elements (each at least

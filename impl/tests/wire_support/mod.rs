@@ -111,7 +111,7 @@ pub fn arb_partition() -> impl Strategy<Value = PartitionData> {
             )| PartitionData {
                 partition_index,
                 error_code,
-                error_message,
+                error_message: error_message.map(Into::into),
                 leader_id,
                 leader_epoch,
                 high_watermark,
@@ -126,8 +126,8 @@ pub fn arb_partition() -> impl Strategy<Value = PartitionData> {
 pub fn arb_listener() -> impl Strategy<Value = Listener> {
     (arb_string(), arb_string(), any::<u16>(), arb_tags()).prop_map(|(name, host, port, tags)| {
         Listener {
-            name,
-            host,
+            name: name.into(),
+            host: host.into(),
             port,
             unknown_tagged_fields: tags,
         }
@@ -147,7 +147,7 @@ pub fn arb_node() -> impl Strategy<Value = NodeEndpoints> {
 pub fn arb_response() -> impl Strategy<Value = DescribeQuorumResponse> {
     let topic = (arb_string(), vec(arb_partition(), 0..3), arb_tags()).prop_map(
         |(topic_name, partitions, tags)| TopicData {
-            topic_name,
+            topic_name: topic_name.into(),
             partitions,
             unknown_tagged_fields: tags,
         },
@@ -162,7 +162,7 @@ pub fn arb_response() -> impl Strategy<Value = DescribeQuorumResponse> {
         .prop_map(
             |(error_code, error_message, topics, nodes, tags)| DescribeQuorumResponse {
                 error_code,
-                error_message,
+                error_message: error_message.map(Into::into),
                 topics,
                 nodes,
                 unknown_tagged_fields: tags,
@@ -201,13 +201,13 @@ pub fn conform(mut value: DescribeQuorumResponse, version: i16) -> DescribeQuoru
 /// What decoding the encoding of `value` at `version` yields: absent fields at their defaults.
 pub fn project(mut value: DescribeQuorumResponse, version: i16) -> DescribeQuorumResponse {
     if version < 2 {
-        value.error_message = Some(String::new());
+        value.error_message = Some(Default::default());
         value.nodes.clear();
     }
     for topic in &mut value.topics {
         for p in &mut topic.partitions {
             if version < 2 {
-                p.error_message = Some(String::new());
+                p.error_message = Some(Default::default());
             }
             if version < 3 {
                 p.committed_voters.clear();
@@ -336,19 +336,19 @@ pub fn to_kp_response(v: &DescribeQuorumResponse) -> kresp::DescribeQuorumRespon
 pub fn from_kp_response(v: &kresp::DescribeQuorumResponse) -> DescribeQuorumResponse {
     DescribeQuorumResponse {
         error_code: v.error_code,
-        error_message: v.error_message.as_ref().map(|m| m.to_string()),
+        error_message: v.error_message.clone(),
         topics: v
             .topics
             .iter()
             .map(|t| TopicData {
-                topic_name: t.topic_name.0.to_string(),
+                topic_name: t.topic_name.0.clone(),
                 partitions: t
                     .partitions
                     .iter()
                     .map(|p| PartitionData {
                         partition_index: p.partition_index,
                         error_code: p.error_code,
-                        error_message: p.error_message.as_ref().map(|m| m.to_string()),
+                        error_message: p.error_message.clone(),
                         leader_id: p.leader_id.0,
                         leader_epoch: p.leader_epoch,
                         high_watermark: p.high_watermark,
@@ -370,8 +370,8 @@ pub fn from_kp_response(v: &kresp::DescribeQuorumResponse) -> DescribeQuorumResp
                     .listeners
                     .iter()
                     .map(|l| Listener {
-                        name: l.name.to_string(),
-                        host: l.host.to_string(),
+                        name: l.name.clone(),
+                        host: l.host.clone(),
                         port: l.port,
                         unknown_tagged_fields: from_kp_tags(&l.unknown_tagged_fields),
                     })

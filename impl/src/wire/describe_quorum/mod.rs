@@ -13,6 +13,7 @@
 //! as the empty list: "not known", which is also what the empty list means.
 
 use bytes::{BufMut, Bytes, BytesMut};
+pub use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 pub use super::codec::UnknownTaggedFields;
@@ -25,6 +26,7 @@ use super::codec::{
 use super::error::WireError;
 
 mod replica;
+mod serde_str;
 use replica::{
     fast_replicas_size, read_nullable_replicas, read_replicas, replicas_size, write_replicas,
 };
@@ -116,6 +118,14 @@ macro_rules! message_api {
             /// Decodes a whole body at `version`; trailing bytes are an error.
             pub fn decode(input: &[u8], version: i16) -> Result<Self, WireError> {
                 let mut r = Reader::new(input);
+                let value = Self::decode_from(&mut r, version)?;
+                r.finish()?;
+                Ok(value)
+            }
+
+            /// Decodes a whole body at `version`; its strings are slices of `input` (no copy).
+            pub fn decode_bytes(input: &Bytes, version: i16) -> Result<Self, WireError> {
+                let mut r = Reader::from_bytes(input);
                 let value = Self::decode_from(&mut r, version)?;
                 r.finish()?;
                 Ok(value)
@@ -269,7 +279,8 @@ impl PartitionRequest {
 pub struct DescribeQuorumResponse {
     pub error_code: i16,
     /// v2+, ignorable; Kafka sends `Some("")`.
-    pub error_message: Option<String>,
+    #[serde(default, with = "serde_str::option")]
+    pub error_message: Option<StrBytes>,
     pub topics: Vec<TopicData>,
     /// v2+, not ignorable: voters only (v3: current ∪ committed voters).
     pub nodes: Vec<NodeEndpoints>,
@@ -279,7 +290,8 @@ pub struct DescribeQuorumResponse {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopicData {
-    pub topic_name: String,
+    #[serde(with = "serde_str")]
+    pub topic_name: StrBytes,
     pub partitions: Vec<PartitionData>,
     #[serde(default, skip_serializing_if = "UnknownTaggedFields::is_empty")]
     pub unknown_tagged_fields: UnknownTaggedFields,
@@ -290,7 +302,8 @@ pub struct PartitionData {
     pub partition_index: i32,
     pub error_code: i16,
     /// v2+, ignorable; Kafka sends `Some("")`.
-    pub error_message: Option<String>,
+    #[serde(default, with = "serde_str::option")]
+    pub error_message: Option<StrBytes>,
     pub leader_id: i32,
     pub leader_epoch: i32,
     pub high_watermark: i64,
@@ -328,8 +341,10 @@ pub struct NodeEndpoints {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Listener {
-    pub name: String,
-    pub host: String,
+    #[serde(with = "serde_str")]
+    pub name: StrBytes,
+    #[serde(with = "serde_str")]
+    pub host: StrBytes,
     pub port: u16,
     #[serde(default, skip_serializing_if = "UnknownTaggedFields::is_empty")]
     pub unknown_tagged_fields: UnknownTaggedFields,
@@ -340,7 +355,7 @@ impl Default for DescribeQuorumResponse {
     fn default() -> Self {
         DescribeQuorumResponse {
             error_code: 0,
-            error_message: Some(String::new()),
+            error_message: Some(StrBytes::new()),
             topics: Vec::new(),
             nodes: Vec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
@@ -354,7 +369,7 @@ impl Default for PartitionData {
         PartitionData {
             partition_index: 0,
             error_code: 0,
-            error_message: Some(String::new()),
+            error_message: Some(StrBytes::new()),
             leader_id: 0,
             leader_epoch: 0,
             high_watermark: 0,
@@ -432,9 +447,9 @@ impl DescribeQuorumResponse {
     fn read(r: &mut Reader<'_>, version: i16) -> Result<Self, WireError> {
         let error_code = r.i16("DescribeQuorumResponse.ErrorCode")?;
         let error_message = if version >= 2 {
-            r.compact_nullable_string("DescribeQuorumResponse.ErrorMessage")?
+            r.compact_nullable_str_bytes("DescribeQuorumResponse.ErrorMessage")?
         } else {
-            Some(String::new())
+            Some(StrBytes::new())
         };
         let topics = read_array(
             r,
@@ -525,7 +540,7 @@ impl TopicData {
 
     fn read(r: &mut Reader<'_>, version: i16) -> Result<Self, WireError> {
         Ok(TopicData {
-            topic_name: r.compact_string("TopicData.TopicName")?,
+            topic_name: r.compact_str_bytes("TopicData.TopicName")?,
             partitions: read_array(
                 r,
                 "TopicData.Partitions",
@@ -595,9 +610,9 @@ impl PartitionData {
         let partition_index = r.i32("PartitionData.PartitionIndex")?;
         let error_code = r.i16("PartitionData.ErrorCode")?;
         let error_message = if version >= 2 {
-            r.compact_nullable_string("PartitionData.ErrorMessage")?
+            r.compact_nullable_str_bytes("PartitionData.ErrorMessage")?
         } else {
-            Some(String::new())
+            Some(StrBytes::new())
         };
         let leader_id = r.i32("PartitionData.LeaderId")?;
         let leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
@@ -681,8 +696,8 @@ impl Listener {
 
     fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
         Ok(Listener {
-            name: r.compact_string("Listener.Name")?,
-            host: r.compact_string("Listener.Host")?,
+            name: r.compact_str_bytes("Listener.Name")?,
+            host: r.compact_str_bytes("Listener.Host")?,
             port: r.u16("Listener.Port")?,
             unknown_tagged_fields: r.tagged_fields("Listener._tagged_fields")?,
         })

@@ -29,6 +29,8 @@ final class KafkaQuorum implements AutoCloseable {
     private final Map<String, String> extra;
     /** More controller properties per node id (e.g. an SSL controller listener); they win. */
     java.util.function.Function<Integer, Map<String, String>> extraConfig = id -> Map.of();
+    /** The server command for a config file (the perf driver runs Kafka's shipped JVM options instead). */
+    java.util.function.Function<String, List<String>> serverCommand = config -> Main.javaServer("kafka.Kafka", config);
 
     KafkaQuorum(Path dir) {
         this(dir, Map.of());
@@ -90,6 +92,12 @@ final class KafkaQuorum implements AutoCloseable {
 
     /** Formats the initial voters {@code ids} and starts them; returns once each listens. */
     void startInitial(int... ids) throws Exception {
+        formatInitial(ids);
+        for (int id : ids) start(id);
+    }
+
+    /** Formats the initial voters {@code ids} ({@code --initial-controllers}) without starting them. */
+    void formatInitial(int... ids) throws Exception {
         Files.createDirectories(dir);
         for (int id : ids) {
             ports.put(id, freePort());
@@ -103,7 +111,6 @@ final class KafkaQuorum implements AutoCloseable {
             writeConfig(id);
             format(id, "--initial-controllers", initial);
         }
-        for (int id : ids) start(id);
     }
 
     /** Formats (no initial controllers) and starts a controller that joins as an observer. */
@@ -143,10 +150,19 @@ final class KafkaQuorum implements AutoCloseable {
     }
 
     private void start(int id) throws Exception {
-        List<String> cmd = Main.javaServer("kafka.Kafka", config(id).toString());
-        Process p = Procs.start(cmd, log(id));
+        Procs.waitForPort(launch(id), ports.get(id), 60_000, log(id));
+    }
+
+    /** Starts controller {@code id} (formatted) without waiting for it to listen. */
+    Process launch(int id) throws IOException {
+        Process p = Procs.start(serverCommand.apply(config(id).toString()), log(id));
         processes.put(id, p);
-        Procs.waitForPort(p, ports.get(id), 60_000, log(id));
+        return p;
+    }
+
+    /** The process id of running controller {@code id}. */
+    long pid(int id) {
+        return processes.get(id).pid();
     }
 
     static Uuid readDirectoryId(Path logDir) throws IOException {
