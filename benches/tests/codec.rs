@@ -88,6 +88,9 @@ fn borrowing_decode_allocates_no_more_than_kafka_protocol() {
     for version in 0..=2 {
         for n in REPLICA_COUNTS {
             let body = describe_response(n, version).to_bytes(version).unwrap();
+            // The first slice of a `Bytes` made from a Vec allocates its shared header once;
+            // kafka-protocol pays that in its `clone()`, outside its count.
+            let _ = DescribeQuorumResponse::decode_bytes(&body, version);
             let (ours, allocs) = count(|| DescribeQuorumResponse::decode_bytes(&body, version));
             let mut input = body.clone();
             let (theirs, kp_allocs) = count(|| {
