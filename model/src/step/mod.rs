@@ -427,6 +427,23 @@ impl KraftModel {
                 }
                 tx.s.history.crashes += 1;
                 tx.restart(i);
+                if cfg.gc {
+                    // Kafka loses the responses on their way to a crashed server with its
+                    // connections; the checked model does too (`gc` only: conformance replays with
+                    // `gc` off, where they stay in flight and the restarted server may still use
+                    // them — a superset of Kafka's runs). Not a pure reduction: a restriction to
+                    // what Kafka can do.
+                    tx.s.network.retain(|e| {
+                        e.dst != i
+                            || !matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
+                    });
+                    // A restart that changes nothing but the crash count leads to a state with
+                    // fewer behaviours than this one (one crash less to spend; every property reads
+                    // only servers, messages and ghosts, never the count): skip it.
+                    if tx.s.servers == st.servers && tx.s.network == st.network {
+                        return None;
+                    }
+                }
             }
             Action::ClientAppend(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &st.servers[i as usize];

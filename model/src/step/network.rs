@@ -1,7 +1,7 @@
 //! Message delivery and the garbage collection of messages their receiver is certain to ignore.
 
 use super::Tx;
-use crate::types::{bit, Envelope, ErrorCode, Kind, Log, Mask, Msg, Role};
+use crate::types::{bit, Envelope, ErrorCode, Id, Kind, Log, Mask, Msg, Role, Server};
 
 impl Tx<'_> {
     pub(super) fn deliver(&mut self, env: Envelope) {
@@ -76,19 +76,28 @@ impl Tx<'_> {
     }
 
     /// Drops messages their receiver is certain to ignore: responses and leader announcements of an
-    /// older epoch, vote refusals that can teach their receiver nothing, fetch responses that match no
-    /// outstanding request. Receivers' epochs and fetch keys only move forward, so such a message
-    /// stays ignorable.
+    /// older epoch; those of the receiver's epoch that it can no longer use (a vote grant at a leader
+    /// or resigned leader of that epoch, a refusal naming the leader or a BeginQuorumEpoch /
+    /// EndQuorumEpoch at a receiver that knows the epoch's leader and cannot lose it); fetch responses
+    /// that match no outstanding request. Each stays ignorable: receivers' epochs and fetch keys only
+    /// move forward, a Leader or Resigned leader of an epoch is never Candidate, Prospective or
+    /// leaderless in it again, and `may_lose_leader` only shrinks once changes and crashes are spent
+    /// (no new VotersRecord can appear).
     pub(super) fn collect_garbage(&mut self) {
         let lose = self.may_lose_leader();
         let servers = &self.s.servers;
+        // True if `d` (server `i`) knows no leader of its epoch now, or may lose it later in the epoch
+        // (`may_lose_leader`); a Leader or Resigned leader never again lacks one in its epoch.
+        let learns_leader = |d: &Server, i: Id| {
+            Self::leaderless(d)
+                || (matches!(d.role, Role::Follower | Role::Prospective) && lose & bit(i) != 0)
+        };
         self.s.network.retain(|env| {
             let d = &servers[env.dst as usize];
             match env.msg {
                 // A refusal only matters if it carries a newer epoch, or names the leader of the
                 // receiver's epoch (someone other than the receiver) while the receiver knows none —
-                // now, or later in the same epoch (see `may_lose_leader`). A leader or resigned
-                // leader never again lacks one in its epoch.
+                // now, or later in the same epoch (see `learns_leader`).
                 Msg::VoteResponse {
                     epoch,
                     granted: false,
@@ -98,13 +107,20 @@ impl Tx<'_> {
                     epoch > d.epoch
                         || (epoch == d.epoch
                             && leader.is_some_and(|l| l != env.dst)
-                            && (Self::leaderless(d)
-                                || (matches!(d.role, Role::Follower | Role::Prospective)
-                                    && lose & bit(env.dst) != 0)))
+                            && learns_leader(d, env.dst))
                 }
-                Msg::VoteResponse { epoch, .. }
-                | Msg::BeginQuorumEpoch { epoch }
-                | Msg::EndQuorumEpoch { epoch } => epoch >= d.epoch,
+                // A grant of the receiver's epoch counts only at a Candidate or a Prospective of that
+                // epoch (a Follower may still become one by timing out); a Leader or Resigned leader
+                // of the epoch never again is either in it.
+                Msg::VoteResponse { epoch, .. } => {
+                    epoch > d.epoch
+                        || (epoch == d.epoch && !matches!(d.role, Role::Leader | Role::Resigned))
+                }
+                // A leader announcement of the receiver's epoch only matters while the receiver knows
+                // no leader of it, now or later in the epoch (Kafka's `maybeTransition`).
+                Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
+                    epoch > d.epoch || (epoch == d.epoch && learns_leader(d, env.dst))
+                }
                 Msg::FetchResponse(r) => d.fetching == Some(r.request),
                 Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => true,
             }
