@@ -111,3 +111,103 @@ fn change_commits_and_replies_none() {
     );
     assert_eq!(st2.state.servers[0].hw, Some(4));
 }
+
+/// The elected start with `extra` put in flight (kept sorted, as the model keeps it).
+fn with_in_flight(m: &KraftModel, extra: &[Envelope]) -> State {
+    let mut s = m.initial_state();
+    s.network.extend_from_slice(extra);
+    s.network.sort_unstable();
+    s
+}
+
+#[test]
+fn gc_drops_what_the_receiver_can_no_longer_use() {
+    let grant_to_leader = Envelope {
+        src: 1,
+        dst: 0,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: true,
+            error: ErrorCode::None,
+            leader: None,
+        },
+    };
+    let begin_to_follower = Envelope {
+        src: 0,
+        dst: 1,
+        msg: Msg::BeginQuorumEpoch { epoch: 1 },
+    };
+    let fetch = Action::Fetch {
+        replica: 2,
+        leader: 0,
+    };
+    // No change or crash left: follower 1 keeps leader 0 for the whole epoch, so the announcement
+    // can teach it nothing; the leader never counts a vote of its own epoch again.
+    let spent = model(ModelConfig {
+        max_changes: 0,
+        ..ModelConfig::default()
+    });
+    let s = with_in_flight(&spent, &[grant_to_leader, begin_to_follower]);
+    let next = spent.step(&s, fetch).unwrap().state;
+    assert!(next.network.is_empty(), "{:?}", next.network);
+    // A change left (it may remove server 1, which then loses its leader): the announcement stays.
+    let m = model(ModelConfig::default());
+    let s = with_in_flight(&m, &[grant_to_leader, begin_to_follower]);
+    let next = m.step(&s, fetch).unwrap().state;
+    assert_eq!(next.network, vec![begin_to_follower]);
+    // Without gc (conformance), both stay: the up-to-date follower's fetch changes nothing.
+    let plain = model(ModelConfig {
+        gc: false,
+        max_changes: 0,
+        ..ModelConfig::default()
+    });
+    let s = with_in_flight(&plain, &[grant_to_leader, begin_to_follower]);
+    assert!(plain.step(&s, fetch).is_none());
+}
+
+#[test]
+fn gc_restart_loses_responses_and_skips_no_op_restarts() {
+    let m = model(ModelConfig {
+        max_crashes: 1,
+        ..ModelConfig::default()
+    });
+    let answer = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: false,
+            error: ErrorCode::None,
+            leader: Some(0),
+        },
+    };
+    let request = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::PreVoteRequest {
+            epoch: 1,
+            last_epoch: 1,
+            last_offset: 3,
+        },
+    };
+    let s = with_in_flight(&m, &[answer, request]);
+    let next = m.step(&s, Action::Restart(1)).unwrap().state;
+    assert_eq!(next.network, vec![request], "the answer to 1 is lost");
+    assert_eq!(next.servers[1].role, Role::Unattached);
+    // A fresh server restarts into the state it is in: nothing but the crash count would change.
+    let fresh = model(ModelConfig {
+        max_crashes: 1,
+        start: Start::Fresh,
+        ..ModelConfig::default()
+    });
+    assert!(fresh
+        .step(&fresh.fresh_state(), Action::Restart(1))
+        .is_none());
+    let plain = model(ModelConfig {
+        gc: false,
+        ..fresh.cfg
+    });
+    assert!(plain
+        .step(&plain.fresh_state(), Action::Restart(1))
+        .is_some());
+}
