@@ -464,13 +464,22 @@ pub fn wire_version(msg: &Message) -> i16 {
 
 /// Encodes and decodes `msg` with kafka-protocol at [`wire_version`]: what a socket would carry.
 pub fn through_wire(msg: &Message) -> Result<Message, String> {
+    through_wire_digest(msg).map(|(m, _)| m)
+}
+
+/// [`through_wire`], and a digest of the bytes (the graph replay's fingerprint of a message).
+pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
     use bytes::BytesMut;
     use kafka_protocol::protocol::{Decodable, Encodable};
-    fn rt<T: Encodable + Decodable>(m: &T, v: i16, name: &str) -> Result<T, String> {
-        let mut buf = BytesMut::new();
-        m.encode(&mut buf, v)
-            .map_err(|e| format!("{name} v{v} does not encode: {e}"))?;
-        let mut bytes = buf.freeze();
+    use std::hash::{Hash, Hasher};
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    let mut rt = |m: &dyn Fn(&mut BytesMut) -> Result<(), String>| -> Result<bytes::Bytes, String> {
+        let mut buf = BytesMut::with_capacity(256);
+        m(&mut buf)?;
+        buf.hash(&mut digest);
+        Ok(buf.freeze())
+    };
+    fn back<T: Decodable>(mut bytes: bytes::Bytes, v: i16, name: &str) -> Result<T, String> {
         let back =
             T::decode(&mut bytes, v).map_err(|e| format!("{name} v{v} does not decode: {e}"))?;
         if !bytes.is_empty() {
@@ -481,25 +490,29 @@ pub fn through_wire(msg: &Message) -> Result<Message, String> {
         }
         Ok(back)
     }
+    fn enc<T: Encodable>(m: &T, v: i16, name: &str, buf: &mut BytesMut) -> Result<(), String> {
+        m.encode(buf, v)
+            .map_err(|e| format!("{name} v{v} does not encode: {e}"))
+    }
     let v = wire_version(msg);
-    Ok(match msg {
-        Message::VoteRequest(m) => Message::VoteRequest(rt(m, v, "VoteRequest")?),
-        Message::VoteResponse(m) => Message::VoteResponse(rt(m, v, "VoteResponse")?),
-        Message::BeginQuorumEpochRequest(m) => {
-            Message::BeginQuorumEpochRequest(rt(m, v, "BeginQuorumEpochRequest")?)
-        }
-        Message::BeginQuorumEpochResponse(m) => {
-            Message::BeginQuorumEpochResponse(rt(m, v, "BeginQuorumEpochResponse")?)
-        }
-        Message::EndQuorumEpochRequest(m) => {
-            Message::EndQuorumEpochRequest(rt(m, v, "EndQuorumEpochRequest")?)
-        }
-        Message::EndQuorumEpochResponse(m) => {
-            Message::EndQuorumEpochResponse(rt(m, v, "EndQuorumEpochResponse")?)
-        }
-        Message::FetchRequest(m) => Message::FetchRequest(rt(m, v, "FetchRequest")?),
-        Message::FetchResponse(m) => Message::FetchResponse(rt(m, v, "FetchResponse")?),
-    })
+    macro_rules! rt {
+        ($variant:ident, $m:expr) => {{
+            let name = stringify!($variant);
+            let bytes = rt(&|b: &mut BytesMut| enc($m, v, name, b))?;
+            Message::$variant(back(bytes, v, name)?)
+        }};
+    }
+    let out = match msg {
+        Message::VoteRequest(m) => rt!(VoteRequest, m),
+        Message::VoteResponse(m) => rt!(VoteResponse, m),
+        Message::BeginQuorumEpochRequest(m) => rt!(BeginQuorumEpochRequest, m),
+        Message::BeginQuorumEpochResponse(m) => rt!(BeginQuorumEpochResponse, m),
+        Message::EndQuorumEpochRequest(m) => rt!(EndQuorumEpochRequest, m),
+        Message::EndQuorumEpochResponse(m) => rt!(EndQuorumEpochResponse, m),
+        Message::FetchRequest(m) => rt!(FetchRequest, m),
+        Message::FetchResponse(m) => rt!(FetchResponse, m),
+    };
+    Ok((out, digest.finish()))
 }
 
 /// True for messages the model leaves out (see the module doc).

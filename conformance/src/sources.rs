@@ -16,6 +16,36 @@ pub fn exhaustive_config() -> ModelConfig {
     trace::trace_config(ModelConfig::default())
 }
 
+/// The graph replay's bounds by name: the first-election bounds (`check::first_election_bounds`, a
+/// fresh cluster) and a membership bound (elected start, a joiner, one change, refusals as steps).
+/// Both keep stale messages (`gc` off: the implementation does not drop them) and check-quorum on.
+pub fn graph_config(name: &str) -> Option<ModelConfig> {
+    let cfg = match name {
+        "first-election" => ModelConfig {
+            gc: false,
+            refusal_steps: false,
+            max_in_flight: 3,
+            ..check::first_election_bounds()
+        },
+        "membership" => ModelConfig {
+            voters: 3,
+            joiners: 1,
+            max_epoch: 2,
+            max_log: 5,
+            max_data: 0,
+            max_changes: 1,
+            max_crashes: 0,
+            max_in_flight: 2,
+            ..trace::trace_config(ModelConfig::default())
+        },
+        _ => return None,
+    };
+    Some(cfg)
+}
+
+/// Names accepted by [`graph_config`].
+pub const GRAPH_BOUNDS: [&str; 2] = ["first-election", "membership"];
+
 /// (a) Every maximal path of at most `depth` actions after the initial state.
 pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {
     let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
