@@ -1184,8 +1184,8 @@ pub(crate) mod tests {
         { "name": "LeaderEpoch", "type": "int32", "versions": "0+" },
         { "name": "HighWatermark", "type": "int64", "versions": "0+" },
         { "name": "CurrentVoters", "type": "[]ReplicaState", "versions": "0+" },
-        { "name": "Observers", "type": "[]ReplicaState", "versions": "0+" },
-        { "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "3+", "ignorable": true }
+        { "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "3+", "nullableVersions": "3+", "ignorable": true },
+        { "name": "Observers", "type": "[]ReplicaState", "versions": "0+" }
       ]}
     ]},
     { "name": "Nodes", "type": "[]Node", "versions": "2+", "fields": [

@@ -174,19 +174,21 @@ pub fn read_trace_file(path: &Path) -> Result<Vec<TraceSpec>, String> {
     Ok(out)
 }
 
-/// (d) The shortest counterexample of each bug variant (sync fetch), as a trace with the bug on.
+/// (d) The shortest counterexample of each bug variant (sync fetch) in the implementation's election
+/// (`check::impl_bug_bounds`), as a trace with the bug on.
 pub fn bug_traces() -> Vec<(Bug, Result<TraceSpec, String>)> {
     Bug::ALL
         .iter()
+        .filter(|b| b.impl_comparable())
         .map(|&bug| {
-            let t = match check::bug_counterexample(bug, FetchMode::Sync) {
+            let t = match check::impl_bug_counterexample(bug, FetchMode::Sync) {
                 Some(c) => Ok(TraceSpec {
                     label: format!("bug {} ({})", bug.name(), c.property),
                     reproduce: format!(
                         "cargo run -p conformance -- --only bugs --bug {}",
                         bug.name()
                     ),
-                    config: check::bug_bounds(bug, FetchMode::Sync),
+                    config: check::impl_bug_bounds(bug, FetchMode::Sync).expect("impl-comparable"),
                     actions: c.actions,
                     recorded: None,
                 }),

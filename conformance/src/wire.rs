@@ -81,11 +81,11 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                                 "CurrentVoters",
                                 array(p.current_voters.iter().map(typed_replica)),
                             ),
-                            ("Observers", array(p.observers.iter().map(typed_replica))),
                             (
                                 "CommittedVoters",
                                 array(p.committed_voters.iter().map(typed_replica)),
                             ),
+                            ("Observers", array(p.observers.iter().map(typed_replica))),
                         ],
                         tags_u32(&p.unknown_tagged_fields),
                     )
@@ -180,8 +180,8 @@ pub fn kp_to_value(r: &kafka_protocol::messages::DescribeQuorumResponse) -> Stru
                                 "CurrentVoters",
                                 array(p.current_voters.iter().map(kp_replica)),
                             ),
-                            ("Observers", array(p.observers.iter().map(kp_replica))),
                             ("CommittedVoters", Value::Array(Some(Vec::new()))),
+                            ("Observers", array(p.observers.iter().map(kp_replica))),
                         ],
                         tags_i32(&p.unknown_tagged_fields),
                     )
@@ -768,8 +768,8 @@ mod tests {
     fn detects_a_field_lost_by_the_schema() {
         // A schema that forgot CommittedVoters reads v3 bytes short: the check must fail, not pass.
         let broken = crate::schema::tests::DQ_RESPONSE.replace(
-            r#"{ "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "3+", "ignorable": true }"#,
-            r#"{ "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "4+", "ignorable": true }"#,
+            r#"{ "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "3+", "nullableVersions": "3+", "ignorable": true }"#,
+            r#"{ "name": "CommittedVoters", "type": "[]ReplicaState", "versions": "4+", "nullableVersions": "4+", "ignorable": true }"#,
         );
         let mut c = WireChecker::new(MessageSchema::parse(&broken).unwrap(), None);
         assert!(c.check(&sample(), 3).is_err());

@@ -11,6 +11,7 @@
 //! - 7 the node stopped on a fatal error (e.g. the quorum-state file cannot be written)
 
 pub mod admin;
+pub mod decode;
 pub mod describe;
 pub mod run;
 
@@ -54,6 +55,24 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// Measure DescribeQuorum round trips per second against one node (closed loop per connection).
     BenchDescribe(BenchDescribeArgs),
+    /// Decode a log segment or a DescribeQuorum response body with our decoders and print JSON.
+    Decode(DecodeArgs),
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum DecodeKind {
+    /// Kafka v2 record batches (a `.log` segment or `bootstrap.checkpoint`).
+    Records,
+    /// A DescribeQuorum response body (no size prefix, no header); needs `--version`.
+    DescribeQuorumResponse,
+}
+
+#[derive(Args, Debug)]
+pub struct DecodeArgs {
+    pub kind: DecodeKind,
+    pub file: PathBuf,
+    #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
+    pub version: Option<i16>,
 }
 
 #[derive(Args, Debug)]
@@ -127,7 +146,8 @@ pub struct NodeArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
-    /// One or more controllers, `HOST:PORT[,HOST:PORT...]`; the leader among them is used.
+    /// One or more controllers, `HOST:PORT[,HOST:PORT...]`. Any one is enough: like Kafka's admin client,
+    /// the CLI asks it (DescribeCluster, KIP-919) which controller is active and talks to that one.
     #[arg(long)]
     pub bootstrap_controller: String,
     /// Per-request timeout, and the overall deadline of add-voter and remove-voter.
@@ -146,6 +166,9 @@ pub struct DescribeArgs {
     pub replication: bool,
     #[arg(long)]
     pub json: bool,
+    /// With --replication: timestamps as `N ms ago`, as `kafka-metadata-quorum` prints them.
+    #[arg(long)]
+    pub human_readable: bool,
     /// DescribeQuorum version to use (0–3); default: the highest both sides support.
     #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
     pub api_version: Option<i16>,
@@ -259,8 +282,10 @@ pub fn main() -> i32 {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only on a terminal: `kraft cluster > file` or a pipe gets plain text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
     let result = match cli.command {
@@ -271,6 +296,7 @@ pub fn main() -> i32 {
         Command::AddVoter(args) => admin::add_voter(&args),
         Command::RemoveVoter(args) => admin::remove_voter(&args),
         Command::BenchDescribe(args) => admin::bench_describe(&args),
+        Command::Decode(args) => decode::decode(&args),
     };
     match result {
         Ok(()) => EXIT_OK,
@@ -294,6 +320,29 @@ mod tests {
             "VOTER_NOT_FOUND (127): gone"
         );
         assert_eq!(kafka_error(0, None), "NONE");
+    }
+
+    #[test]
+    fn human_readable_only_with_replication_as_in_kafka() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
+        let base = ["kraft", "describe", "--bootstrap-controller", "h:1"];
+        let with = |extra: &[&'static str]| [&base[..], extra].concat();
+        let describe = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Describe(d) => d,
+            other => panic!("{other:?}"),
+        };
+        let refused =
+            admin::check_describe_flags(&describe(&with(&["--status", "--human-readable"])));
+        let message = refused.unwrap_err().message;
+        assert_eq!(
+            message,
+            "The option --human-readable is only supported along with --replication"
+        );
+        assert!(admin::check_describe_flags(&describe(&with(&[
+            "--replication",
+            "--human-readable"
+        ])))
+        .is_ok());
     }
 
     #[test]

@@ -35,16 +35,22 @@
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
+//!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
+//!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
+//!   among them, which is what Kafka's admin client needs.
+//! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
+//!   do not serve Metadata at all.
 
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
-    VoteResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use rand::{Rng, SeedableRng};
@@ -59,6 +65,7 @@ use crate::wire::describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumResponse, PartitionData, TopicData,
 };
 
+mod describe_cluster;
 mod messages;
 pub mod sim;
 
@@ -96,6 +103,11 @@ pub enum ClientRequest {
     AddRaftVoter(AddRaftVoterRequest),
     RemoveRaftVoter(RemoveRaftVoterRequest),
     UpdateRaftVoter(UpdateRaftVoterRequest),
+    /// KIP-919: how Kafka's admin client finds the active controller.
+    DescribeCluster {
+        version: i16,
+        request: DescribeClusterRequest,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +117,7 @@ pub enum ClientResponse {
     AddRaftVoter(AddRaftVoterResponse),
     RemoveRaftVoter(RemoveRaftVoterResponse),
     UpdateRaftVoter(UpdateRaftVoterResponse),
+    DescribeCluster(DescribeClusterResponse),
 }
 
 /// Election state that must be durable before the messages that depend on it leave the node
@@ -700,6 +713,11 @@ impl<L: RaftLog> Node<L> {
             ClientRequest::AddRaftVoter(r) => self.on_add_voter(now, id, r, &mut out),
             ClientRequest::RemoveRaftVoter(r) => self.on_remove_voter(now, id, r, &mut out),
             ClientRequest::UpdateRaftVoter(r) => self.on_update_voter(now, id, r, &mut out),
+            ClientRequest::DescribeCluster { version, request } => {
+                let resp = self.describe_cluster(version, &request);
+                out.client_replies
+                    .push((id, ClientResponse::DescribeCluster(resp)));
+            }
         }
         self.refresh_timers();
         out
@@ -2176,13 +2194,14 @@ impl<L: RaftLog> Node<L> {
 }
 
 /// APIs served by a KRaft node: (api key, min version, max version).
-pub const SUPPORTED_APIS: [(i16, i16, i16); 9] = [
+pub const SUPPORTED_APIS: [(i16, i16, i16); 10] = [
     (1, 15, 17), // Fetch (replica id in ReplicaState from v15, directory id from v17)
     (18, 0, 4),  // ApiVersions
     (52, 0, 1),  // Vote (no pre-vote)
     (53, 0, 1),  // BeginQuorumEpoch
     (54, 0, 1),  // EndQuorumEpoch
     (55, 0, 3),  // DescribeQuorum (v3: CommittedVoters, KIP-1204)
+    (60, 0, 2),  // DescribeCluster (controllers, KIP-919)
     (80, 0, 0),  // AddRaftVoter
     (81, 0, 0),  // RemoveRaftVoter
     (82, 0, 0),  // UpdateRaftVoter

@@ -303,6 +303,15 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
             max_log: 6,
             ..base
         },
+        // A second election (epoch 2) is all either needs.
+        Bug::PrevoteBumpsEpoch | Bug::NoCheckQuorum => ModelConfig {
+            joiners: 0,
+            max_changes: 0,
+            max_epoch: 2,
+            max_log: 4,
+            max_in_flight: 4,
+            ..base
+        },
     }
 }
 
@@ -327,6 +336,21 @@ pub fn bug_counterexample(bug: Bug, fetch: FetchMode) -> Option<Counterexample> 
     find_counterexample(bug_bounds(bug, fetch))
 }
 
+/// [`bug_bounds`] with the implementation's election ([`crate::config::IMPL_PRE_VOTE`]), for
+/// conformance, which replays the counterexample against the implementation; `None` for the variants
+/// it cannot replay ([`Bug::impl_comparable`]).
+pub fn impl_bug_bounds(bug: Bug, fetch: FetchMode) -> Option<ModelConfig> {
+    bug.impl_comparable().then(|| ModelConfig {
+        pre_vote: crate::config::IMPL_PRE_VOTE,
+        ..bug_bounds(bug, fetch)
+    })
+}
+
+/// The counterexample of a bug variant at its [`impl_bug_bounds`].
+pub fn impl_bug_counterexample(bug: Bug, fetch: FetchMode) -> Option<Counterexample> {
+    find_counterexample(impl_bug_bounds(bug, fetch)?)
+}
+
 /// The first-election check: a fresh cluster, small bounds, so the start that `check` skips is
 /// covered too.
 pub fn first_election_bounds() -> ModelConfig {
@@ -337,8 +361,7 @@ pub fn first_election_bounds() -> ModelConfig {
         max_log: 4,
         max_changes: 0,
         max_crashes: 0,
-        max_in_flight: 6,
-        check_quorum: true,
+        max_in_flight: 4,
         ..ModelConfig::default()
     }
 }

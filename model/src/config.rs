@@ -4,6 +4,10 @@ use crate::types::{Mask, MAX_LOG, MAX_SERVERS};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Whether the implementation (`impl/`) runs pre-vote: traces for conformance use this value, so the
+/// model and the node run the same election. Flip it when issue #13 lands.
+pub const IMPL_PRE_VOTE: bool = false;
+
 /// Fetch granularity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -89,11 +93,17 @@ pub enum Bug {
     SwapVoter,
     /// Votes are granted without the log up-to-date check.
     VoteIgnoresLog,
+    /// A prospective candidate raises its epoch when it asks for pre-votes (KIP-996 forbids it:
+    /// the pre-vote is sent at the current epoch so that a replica that cannot win disrupts no one).
+    PrevoteBumpsEpoch,
+    /// A leader never resigns on check-quorum expiry (KIP-996 relies on check-quorum so that a leader
+    /// cut off from its quorum steps down by itself).
+    NoCheckQuorum,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 9] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -101,6 +111,8 @@ impl Bug {
         Bug::HwCountsRemovedLeader,
         Bug::SwapVoter,
         Bug::VoteIgnoresLog,
+        Bug::PrevoteBumpsEpoch,
+        Bug::NoCheckQuorum,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -112,7 +124,20 @@ impl Bug {
             Bug::HwCountsRemovedLeader => "hw-counts-removed-leader",
             Bug::SwapVoter => "swap-voter",
             Bug::VoteIgnoresLog => "vote-ignores-log",
+            Bug::PrevoteBumpsEpoch => "prevote-bumps-epoch",
+            Bug::NoCheckQuorum => "no-check-quorum",
         }
+    }
+    /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
+    /// caught by a `sometimes` property that finds no example (`no-check-quorum`).
+    pub fn has_counterexample(self) -> bool {
+        !matches!(self, Bug::NoCheckQuorum)
+    }
+    /// True if the implementation's election can replay this variant's counterexample (conformance):
+    /// the implementation has no pre-vote yet (issue #13), and `no-check-quorum` has no
+    /// counterexample.
+    pub fn impl_comparable(self) -> bool {
+        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch)
     }
 }
 
@@ -158,8 +183,14 @@ pub struct ModelConfig {
     pub hw_rule: HwRule,
     /// Enabled bug variant, `None` = the protocol.
     pub bug: Option<Bug>,
-    /// Leaders may resign on check-quorum expiry.
+    /// Leaders resign on check-quorum expiry.
     pub check_quorum: bool,
+    /// KIP-996 pre-vote (Kafka 4.x): a timed-out voter becomes Prospective and asks for pre-votes at
+    /// its current epoch; only a pre-vote majority makes it a Candidate. Off = Kafka 3.9's election
+    /// (what the implementation has until issue #13; see [`IMPL_PRE_VOTE`]). Absent in older trace
+    /// files, which were written without pre-vote.
+    #[serde(default)]
+    pub pre_vote: bool,
     /// A refused operator request is a self-loop step (so traces show refusals); off for `check`,
     /// where refusals are no transitions (`sometimes` properties still see them as state predicates).
     pub refusal_steps: bool,
@@ -169,9 +200,8 @@ pub struct ModelConfig {
 }
 
 impl Default for ModelConfig {
-    /// The default `check` bounds: exhaustive within about a minute on 2 cores (model/README.md).
-    /// Check-quorum resignation is off here (a leader still steps down through a restart); the
-    /// first-election check and traces turn it on.
+    /// The default `check` bounds: exhaustive within a minute on 2 cores (model/README.md), with
+    /// Kafka 4.x elections (pre-vote and check-quorum on).
     fn default() -> Self {
         ModelConfig {
             voters: 3,
@@ -180,14 +210,15 @@ impl Default for ModelConfig {
             max_log: 5,
             max_data: 0,
             max_changes: 1,
-            max_crashes: 1,
-            max_in_flight: 6,
+            max_crashes: 0,
+            max_in_flight: 4,
             fetch: FetchMode::Sync,
             network: NetworkKind::Reliable,
             start: Start::Elected,
             hw_rule: HwRule::Latest,
             bug: None,
-            check_quorum: false,
+            check_quorum: true,
+            pre_vote: true,
             refusal_steps: false,
             gc: true,
         }
@@ -244,7 +275,7 @@ impl fmt::Display for ModelConfig {
         write!(
             f,
             "voters={} joiners={} max_epoch={} max_log={} max_data={} max_changes={} crashes={} \
-             max_in_flight={} fetch={:?} network={:?} start={:?} hw_rule={:?} check_quorum={} bug={}",
+             max_in_flight={} fetch={:?} network={:?} start={:?} hw_rule={:?} check_quorum={} pre_vote={} bug={}",
             self.voters,
             self.joiners,
             self.max_epoch,
@@ -258,6 +289,7 @@ impl fmt::Display for ModelConfig {
             self.start,
             self.hw_rule,
             self.check_quorum,
+            self.pre_vote,
             self.bug.map_or("none", Bug::name)
         )
     }

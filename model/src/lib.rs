@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod config;
+pub mod diagram;
 pub mod properties;
 pub mod spec;
 pub mod step;
@@ -55,8 +56,19 @@ impl Model for KraftModel {
         Some(out)
     }
 
+    fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
+        Some(diagram::svg(&path.into_vec()))
+    }
+
     fn properties(&self) -> Vec<Property<Self>> {
-        properties::all(self.cfg.max_changes > 0)
+        let all = properties::all(&self.cfg);
+        match self.only {
+            None => all,
+            Some(names) => all
+                .into_iter()
+                .filter(|p| names.contains(&p.name))
+                .collect(),
+        }
     }
 
     fn within_boundary(&self, state: &State) -> bool {

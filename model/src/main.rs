@@ -160,9 +160,12 @@ struct Bounds {
     /// Enable a bug variant.
     #[arg(long, value_enum)]
     bug: Option<Bug>,
-    /// Check-quorum resignation of leaders (default: off for `check`, on elsewhere).
+    /// Check-quorum resignation of leaders (default: on).
     #[arg(long)]
     check_quorum: Option<bool>,
+    /// KIP-996 pre-vote (default: on, except `traces`, which follows the implementation: off).
+    #[arg(long)]
+    pre_vote: Option<bool>,
 }
 
 impl Bounds {
@@ -182,6 +185,7 @@ impl Bounds {
             hw_rule: self.hw_rule.unwrap_or(base.hw_rule),
             bug: self.bug.or(base.bug),
             check_quorum: self.check_quorum.unwrap_or(base.check_quorum),
+            pre_vote: self.pre_vote.unwrap_or(base.pre_vote),
             ..base
         }
     }
@@ -347,10 +351,13 @@ fn cmd_simulate(
     json_out: bool,
     b: Bounds,
 ) -> Result<ExitCode, ExitCode> {
-    let cfg = b.apply(trace::trace_config(ModelConfig {
-        start: Start::Fresh,
-        ..ModelConfig::default()
-    }));
+    let cfg = b.apply(ModelConfig {
+        pre_vote: ModelConfig::default().pre_vote,
+        ..trace::trace_config(ModelConfig {
+            start: Start::Fresh,
+            ..ModelConfig::default()
+        })
+    });
     let model = model_or_exit(cfg)?;
     let props = model.properties();
     let mut found = vec![false; props.len()];
@@ -500,10 +507,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => cmd_check(a),
         Command::Explore { port, bounds } => {
-            let cfg = bounds.apply(trace::trace_config(ModelConfig {
-                start: Start::Fresh,
-                ..ModelConfig::default()
-            }));
+            let cfg = bounds.apply(ModelConfig {
+                pre_vote: ModelConfig::default().pre_vote,
+                ..trace::trace_config(ModelConfig {
+                    start: Start::Fresh,
+                    ..ModelConfig::default()
+                })
+            });
             match model_or_exit(cfg) {
                 Err(c) => Err(c),
                 Ok(m) => {

@@ -1,6 +1,7 @@
 //! Named properties (kip-1204 §6 names) and the `sometimes` examples that show the model is not
 //! vacuous. Each is a plain `fn(&KraftModel, &State) -> bool`.
 
+use crate::config::ModelConfig;
 use crate::spec::{
     check_change, committed_voters, describe_quorum, is_majority, latest_voters,
     majorities_overlap, membership_changes_from, reported_committed_offset, size, Refusal,
@@ -232,7 +233,37 @@ pub fn describe_quorum_consistent(m: &KraftModel, s: &State) -> bool {
     })
 }
 
+/// KIP-996: a pre-vote never raises an epoch. Every epoch a server holds was opened by an election
+/// (a candidate, which needs a pre-vote majority first) or by Kafka's bump of a resigned replica, so
+/// a replica that cannot win an election cannot push anyone into a new epoch (and so cannot depose
+/// a healthy leader). Vacuous without pre-vote, where every timeout opens an epoch.
+pub fn epochs_only_from_elections(m: &KraftModel, s: &State) -> bool {
+    !m.cfg.pre_vote
+        || s.servers
+            .iter()
+            .all(|v| s.history.opened & (1 << v.epoch) != 0)
+}
+
 // ---- sometimes: non-vacuity ----
+
+/// A leader cut off from its quorum (a majority of its other voters already in a later epoch)
+/// resigned on check-quorum expiry, by itself. With `no-check-quorum` it never does: it stays leader
+/// of its stale epoch, answering DescribeQuorum with a stale HW and voter set, until a message of the
+/// later epoch happens to reach it.
+pub fn cut_off_leader_resigns(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::CUT_OFF_LEADER_RESIGNED != 0
+}
+
+/// A prospective won a pre-vote majority and stood as candidate.
+pub fn pre_vote_won(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::PRE_VOTE_WON != 0
+}
+
+/// A follower that had fetched from its leader refused a pre-vote (KIP-996's protection of a
+/// healthy leader).
+pub fn pre_vote_refused_by_follower(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::PRE_VOTE_REFUSED_BY_FOLLOWER != 0
+}
 
 /// Walks the committed VotersRecords: (entry, set before it).
 fn committed_changes(m: &KraftModel, s: &State) -> Vec<(Entry, Mask)> {
@@ -360,7 +391,7 @@ refused!(refused_not_caught_up, Refusal::NotCaughtUp);
 refused!(refused_voter_not_found, Refusal::VoterNotFound);
 
 /// Names of the safety (`always`) properties, as in `specs/invariants.md`.
-pub const ALWAYS: [&str; 13] = [
+pub const ALWAYS: [&str; 14] = [
     "ElectionSafety",
     "LogMatching",
     "LeaderCompleteness",
@@ -374,46 +405,99 @@ pub const ALWAYS: [&str; 13] = [
     "SingleUncommittedChange",
     "QuorumOverlap",
     "DescribeQuorumConsistent",
+    "EpochsOnlyFromElections",
 ];
+
+/// The user-visible safety failures a bug variant's harm search looks for (model/README.md): two
+/// leaders in one epoch, a committed entry lost, a committed voter set rolled back.
+pub const HARM: [&str; 3] = [
+    "ElectionSafety",
+    "CommittedEntriesNeverLost",
+    "CommittedVoterSetDurable",
+];
+
+/// What a `sometimes` property needs from the bounds to be reachable at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Always reachable.
+    Nothing,
+    /// Membership changes (`max_changes` > 0).
+    Membership,
+    /// Pre-vote on.
+    PreVote,
+    /// Check-quorum on.
+    CheckQuorum,
+}
 
 /// A property's condition.
 pub type Condition = fn(&KraftModel, &State) -> bool;
 
-/// `sometimes` properties: name and condition (wrapped by [`KraftModel::example_once`]).
-pub const SOMETIMES: [(&str, Condition); 14] = [
-    ("LeaderElected", leader_elected),
-    ("RefusedNotLeader", refused_not_leader),
+/// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
+/// bounds must allow for an example to exist.
+pub const SOMETIMES: [(&str, Condition, Needs); 17] = [
+    ("LeaderElected", leader_elected, Needs::Nothing),
+    ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
         "RefusedHighWatermarkUnknown",
         refused_high_watermark_unknown,
+        Needs::Nothing,
     ),
-    ("AddCommitted", add_committed),
-    ("RemovalCommitted", removal_committed),
+    ("PreVoteWon", pre_vote_won, Needs::PreVote),
+    (
+        "PreVoteRefusedByFollower",
+        pre_vote_refused_by_follower,
+        Needs::PreVote,
+    ),
+    (
+        "CutOffLeaderResigns",
+        cut_off_leader_resigns,
+        Needs::CheckQuorum,
+    ),
+    ("AddCommitted", add_committed, Needs::Membership),
+    ("RemovalCommitted", removal_committed, Needs::Membership),
     (
         "LeaderRemovedItselfSuccessorElected",
         leader_removed_itself_successor_elected,
+        Needs::Membership,
     ),
     (
         "UncommittedVotersRecordTruncated",
         uncommitted_voters_record_truncated,
+        Needs::Membership,
     ),
     (
         "LeaderReportsCommittedNotLatest",
         leader_reports_committed_not_latest,
+        Needs::Membership,
     ),
     (
         "LeaderChangeDuringUncommittedChange",
         leader_change_during_uncommitted_change,
+        Needs::Membership,
     ),
-    ("RefusedPendingChange", refused_pending),
-    ("RefusedUncommittedVoters", refused_uncommitted_voters),
-    ("RefusedDuplicateVoter", refused_duplicate_voter),
-    ("RefusedNotCaughtUp", refused_not_caught_up),
-    ("RefusedVoterNotFound", refused_voter_not_found),
+    ("RefusedPendingChange", refused_pending, Needs::Membership),
+    (
+        "RefusedUncommittedVoters",
+        refused_uncommitted_voters,
+        Needs::Membership,
+    ),
+    (
+        "RefusedDuplicateVoter",
+        refused_duplicate_voter,
+        Needs::Membership,
+    ),
+    (
+        "RefusedNotCaughtUp",
+        refused_not_caught_up,
+        Needs::Membership,
+    ),
+    (
+        "RefusedVoterNotFound",
+        refused_voter_not_found,
+        Needs::Membership,
+    ),
 ];
 
-/// How many of [`SOMETIMES`] need no membership change (they come first).
-const BASIC_SOMETIMES: usize = 3;
 const USED_SOMETIMES: usize = SOMETIMES.len();
 
 macro_rules! once {
@@ -438,12 +522,16 @@ once!(
     o10 = 10,
     o11 = 11,
     o12 = 12,
-    o13 = 13
+    o13 = 13,
+    o14 = 14,
+    o15 = 15,
+    o16 = 16
 );
 
-/// Every property of the model, `always` first. Membership examples are included only when the
-/// bounds allow membership changes.
-pub fn all(with_membership_examples: bool) -> Vec<Property<KraftModel>> {
+/// Every property of the model, `always` first. A `sometimes` property is included only when the
+/// configuration can reach it (membership changes, pre-vote, check-quorum). `check_quorum` also
+/// counts as on under `no-check-quorum`, whose catch is exactly that missing example.
+pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
     let mut v = vec![
         Property::always("ElectionSafety", election_safety),
         Property::always("LogMatching", log_matching),
@@ -464,14 +552,18 @@ pub fn all(with_membership_examples: bool) -> Vec<Property<KraftModel>> {
         Property::always("SingleUncommittedChange", single_uncommitted_change),
         Property::always("QuorumOverlap", quorum_overlap),
         Property::always("DescribeQuorumConsistent", describe_quorum_consistent),
+        Property::always("EpochsOnlyFromElections", epochs_only_from_elections),
     ];
-    let n = if with_membership_examples {
-        USED_SOMETIMES
-    } else {
-        BASIC_SOMETIMES
-    };
-    for (i, wrapped) in ONCE.iter().enumerate().take(n) {
-        v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));
+    for (i, wrapped) in ONCE.iter().enumerate() {
+        let reachable = match SOMETIMES[i].2 {
+            Needs::Nothing => true,
+            Needs::Membership => cfg.max_changes > 0,
+            Needs::PreVote => cfg.pre_vote,
+            Needs::CheckQuorum => cfg.check_quorum && cfg.voters > 1,
+        };
+        if reachable {
+            v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));
+        }
     }
     v
 }

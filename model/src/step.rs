@@ -20,6 +20,8 @@ pub struct KraftModel {
     pub cfg: ModelConfig,
     /// `sometimes` properties already exemplified in this run (see [`KraftModel::example_once`]).
     examples: Arc<[AtomicBool; 32]>,
+    /// Check only these properties (a harm search); `None` = all.
+    pub only: Option<&'static [&'static str]>,
 }
 
 /// The result of one step: the next state and the operator replies it produced.
@@ -42,7 +44,10 @@ struct Tx<'a> {
 /// A clone starts with no `sometimes` example recorded, so each run of a clone reports its own.
 impl Clone for KraftModel {
     fn clone(&self) -> Self {
-        Self::unchecked(self.cfg)
+        KraftModel {
+            only: self.only,
+            ..Self::unchecked(self.cfg)
+        }
     }
 }
 
@@ -57,6 +62,7 @@ impl KraftModel {
         KraftModel {
             cfg,
             examples: Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
+            only: None,
         }
     }
 
@@ -83,7 +89,10 @@ impl KraftModel {
             bootstrap: self.cfg.bootstrap(),
             servers: vec![Server::default(); self.cfg.servers() as usize],
             network: Vec::new(),
-            history: History::default(),
+            history: History {
+                opened: if self.cfg.pre_vote { 1 } else { 0 },
+                ..History::default()
+            },
         }
     }
 
@@ -93,6 +102,7 @@ impl KraftModel {
         let sync = KraftModel::unchecked(ModelConfig {
             fetch: FetchMode::Sync,
             gc: false,
+            bug: None, // a bug variant starts where the protocol does
             ..self.cfg
         });
         let mut actions = vec![Action::ElectionTimeout(0)];
@@ -135,6 +145,7 @@ impl KraftModel {
                 let sync = KraftModel::unchecked(ModelConfig {
                     fetch: FetchMode::Sync,
                     gc: false,
+                    bug: None, // a bug variant starts where the protocol does
                     ..self.cfg
                 });
                 let mut s = fresh;
@@ -201,6 +212,15 @@ impl KraftModel {
         s.role == Role::Leader && committed && !self.is_voter(s, i)
     }
 
+    /// True if leader `s`'s check-quorum timer can expire: check-quorum on (and not the
+    /// `no-check-quorum` bug) and more than one voter (Kafka never expires a one-voter set,
+    /// KAFKA-16144). Without a clock the timer may expire at any moment: fetches can be late.
+    fn check_quorum_may_expire(&self, s: &Server) -> bool {
+        self.cfg.check_quorum
+            && !self.cfg.has(Bug::NoCheckQuorum)
+            && size(latest_voters(self.cfg.bootstrap(), &s.log)) > 1
+    }
+
     /// The operations tried at each server.
     fn change_ops(&self) -> Vec<ChangeOp> {
         let n = self.cfg.servers();
@@ -256,6 +276,10 @@ impl KraftModel {
                 Role::Unattached | Role::Candidate if self.may_stand(s, i) => {
                     out.push(Action::ElectionTimeout(i))
                 }
+                Role::Prospective => out.push(Action::ElectionTimeout(i)),
+                Role::Resigned if cfg.pre_vote && s.epoch < cfg.max_epoch => {
+                    out.push(Action::ElectionTimeout(i))
+                }
                 Role::Resigned if self.may_stand(s, i) || (!voter && s.epoch < cfg.max_epoch) => {
                     out.push(Action::ElectionTimeout(i))
                 }
@@ -267,7 +291,7 @@ impl KraftModel {
                 }
                 Role::Leader if self.resign_due(s, i) => out.push(Action::Resign(i)),
                 Role::Leader => {
-                    if cfg.check_quorum && size(latest_voters(cfg.bootstrap(), &s.log)) > 1 {
+                    if self.check_quorum_may_expire(s) {
                         out.push(Action::CheckQuorumTimeout(i));
                     }
                     if s.pending.is_some() {
@@ -326,10 +350,18 @@ impl KraftModel {
                 let s = &st.servers[i as usize];
                 let voter = self.is_voter(s, i);
                 match s.role {
-                    Role::Unattached | Role::Candidate if self.may_stand(s, i) => {
-                        tx.become_candidate(i)
+                    Role::Unattached | Role::Candidate if self.may_stand(s, i) => tx.stand(i),
+                    // KIP-996: a prospective that did not win goes back to its leader, if it knew one.
+                    Role::Prospective => match s.leader {
+                        Some(l) => tx.become_follower(i, l, s.epoch),
+                        None => tx.become_unattached(i, s.epoch),
+                    },
+                    // Kafka 4.x: a resigned replica moves to the next epoch and stands from there.
+                    Role::Resigned if cfg.pre_vote && s.epoch < cfg.max_epoch => {
+                        tx.s.history.opened |= 1 << (s.epoch + 1);
+                        tx.become_unattached(i, s.epoch + 1)
                     }
-                    Role::Resigned if self.may_stand(s, i) => tx.become_candidate(i),
+                    Role::Resigned if self.may_stand(s, i) => tx.stand(i),
                     Role::Resigned if !voter && s.epoch < cfg.max_epoch => {
                         tx.become_unattached(i, s.epoch + 1)
                     }
@@ -345,7 +377,7 @@ impl KraftModel {
                     if !self.may_stand(s, i) {
                         return None;
                     }
-                    tx.become_candidate(i);
+                    tx.stand(i);
                 } else if s.leader.is_none_or_not_leading(st, s.epoch) {
                     tx.become_unattached(i, s.epoch);
                 } else {
@@ -356,11 +388,16 @@ impl KraftModel {
                 if i < n && !self.resign_due(&st.servers[i as usize], i) =>
             {
                 let s = &st.servers[i as usize];
-                if !cfg.check_quorum
-                    || s.role != Role::Leader
-                    || size(latest_voters(cfg.bootstrap(), &s.log)) <= 1
-                {
+                if s.role != Role::Leader || !self.check_quorum_may_expire(s) {
                     return None;
+                }
+                // Ghost: was it cut off, a majority of its other voters already in a later epoch?
+                let voters = latest_voters(cfg.bootstrap(), &s.log);
+                let moved_on = ids(voters)
+                    .filter(|&v| v != i && st.servers[v as usize].epoch > s.epoch)
+                    .fold(0, |m, v| m | bit(v));
+                if is_majority(moved_on, voters) {
+                    tx.s.history.events |= event::CUT_OFF_LEADER_RESIGNED;
                 }
                 tx.resign(i);
             }
@@ -516,8 +553,16 @@ impl Tx<'_> {
     fn send(&mut self, src: Id, dst: Id, msg: Msg) {
         let env = Envelope { src, dst, msg };
         let pos = self.s.network.partition_point(|e| *e < env);
-        if self.cfg.network.duplicating() && self.s.network.get(pos) == Some(&env) {
-            return; // a set: the copy is already there
+        let idempotent = matches!(msg, Msg::PreVoteRequest { .. } | Msg::VoteResponse { .. });
+        let as_set = self.cfg.network.duplicating() || (self.cfg.gc && idempotent);
+        if as_set && self.s.network.get(pos) == Some(&env) {
+            // A set: the copy is already there. For pre-vote requests and vote answers this is a
+            // reduction (`gc`): a prospective that times out and stands again with the same epoch
+            // and log sends identical requests, and every effect of such a message is idempotent
+            // (the receiver's move to the request's epoch, a grant bit, adopting an epoch or a
+            // leader), so a second copy repeats the first or carries what the one copy carries
+            // when it is delivered later. `tests/protocol.rs` checks the same verdicts without it.
+            return;
         }
         self.s.network.insert(pos, env);
     }
@@ -549,6 +594,8 @@ impl Tx<'_> {
         s.caught_up = 0;
         s.pending = None;
         s.fetching = None;
+        s.fetched = false;
+        s.pre_votes = 0;
     }
 
     /// Enter `epoch` (≥ current): a new epoch forgets the vote. Leader and Resigned hold no HW after
@@ -579,8 +626,66 @@ impl Tx<'_> {
         self.server(i).leader = Some(leader);
     }
 
+    /// A timed-out voter stands: with pre-vote it first becomes Prospective, else Candidate.
+    fn stand(&mut self, i: Id) {
+        if self.cfg.pre_vote {
+            self.become_prospective(i);
+        } else {
+            self.become_candidate(i);
+        }
+    }
+
+    /// KIP-996: Prospective in the same epoch, keeping its vote, known leader and HW; pre-votes asked
+    /// from the other voters of its latest set at the current epoch (the `prevote-bumps-epoch` bug
+    /// moves to the next epoch first).
+    fn become_prospective(&mut self, i: Id) {
+        let s = self.server(i);
+        let (leader, voted_for) = (s.leader, s.voted_for);
+        let mut epoch = s.epoch;
+        if self.cfg.has(Bug::PrevoteBumpsEpoch) {
+            epoch += 1;
+        }
+        self.enter(i, epoch, Role::Prospective);
+        let bootstrap = self.cfg.bootstrap();
+        let bumped = self.cfg.has(Bug::PrevoteBumpsEpoch);
+        let s = self.server(i);
+        if !bumped {
+            s.leader = leader;
+            s.voted_for = voted_for;
+        }
+        s.pre_votes = bit(i);
+        let (last_epoch, last_offset) = (s.log.last_epoch(), s.log.len());
+        let voters = latest_voters(bootstrap, &s.log);
+        for v in ids(voters).filter(|&v| v != i) {
+            self.send(
+                i,
+                v,
+                Msg::PreVoteRequest {
+                    epoch,
+                    last_epoch,
+                    last_offset,
+                },
+            );
+        }
+        self.maybe_become_candidate(i);
+    }
+
+    /// A prospective with a pre-vote majority of its latest set becomes Candidate.
+    fn maybe_become_candidate(&mut self, i: Id) {
+        let bootstrap = self.cfg.bootstrap();
+        let s = self.server(i);
+        if s.role == Role::Prospective && is_majority(s.pre_votes, latest_voters(bootstrap, &s.log))
+        {
+            self.s.history.events |= event::PRE_VOTE_WON;
+            self.become_candidate(i);
+        }
+    }
+
     fn become_candidate(&mut self, i: Id) {
         let epoch = self.server(i).epoch + 1;
+        if self.cfg.pre_vote {
+            self.s.history.opened |= 1 << epoch;
+        }
         self.enter(i, epoch, Role::Candidate);
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
@@ -790,6 +895,9 @@ impl Tx<'_> {
             // discovers the leader and appends to the log in the same Fetch").
             self.become_follower(i, from, r.leader_epoch);
         }
+        if self.cfg.pre_vote {
+            self.server(i).fetched = true;
+        }
         let s = &self.s.servers[i as usize];
         if let Some((epoch, end)) = r.diverging {
             let to = truncation_offset(&s.log, epoch, end);
@@ -837,6 +945,11 @@ impl Tx<'_> {
                 last_epoch,
                 last_offset,
             } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
+            Msg::PreVoteRequest {
+                epoch,
+                last_epoch,
+                last_offset,
+            } => self.on_pre_vote_request(dst, src, epoch, last_epoch, last_offset),
             Msg::VoteResponse {
                 epoch,
                 granted,
@@ -853,13 +966,20 @@ impl Tx<'_> {
                         None => self.become_unattached(dst, epoch),
                     }
                 } else if epoch == s.epoch && error == ErrorCode::None {
-                    if let Some(l) = leader {
-                        if matches!(s.role, Role::Unattached | Role::Candidate) {
-                            self.become_follower(dst, l, epoch);
+                    match leader {
+                        Some(l) if Self::leaderless(s) => self.become_follower(dst, l, epoch),
+                        Some(_) if s.role != Role::Prospective => {}
+                        _ if s.role == Role::Candidate && granted => {
+                            self.server(dst).votes |= bit(src);
+                            self.maybe_become_leader(dst);
                         }
-                    } else if s.role == Role::Candidate && granted {
-                        self.server(dst).votes |= bit(src);
-                        self.maybe_become_leader(dst);
+                        // Kafka's response has no pre-vote flag: a prospective counts any grant of
+                        // its epoch.
+                        _ if s.role == Role::Prospective && granted => {
+                            self.server(dst).pre_votes |= bit(src);
+                            self.maybe_become_candidate(dst);
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -867,9 +987,7 @@ impl Tx<'_> {
                 // Kafka's maybeTransition: a leader id for a newer epoch, or for the current epoch
                 // while no leader is known, makes the receiver its follower.
                 let s = &self.s.servers[dst as usize];
-                if epoch > s.epoch
-                    || (epoch == s.epoch && matches!(s.role, Role::Unattached | Role::Candidate))
-                {
+                if epoch > s.epoch || (epoch == s.epoch && Self::leaderless(s)) {
                     self.become_follower(dst, src, epoch);
                 }
             }
@@ -887,26 +1005,80 @@ impl Tx<'_> {
         }
     }
 
-    /// Kafka's vote handling (3.9, no pre-vote).
-    fn on_vote_request(&mut self, r: Id, c: Id, epoch: u8, last_epoch: u8, last_offset: u8) {
-        let own_epoch = self.s.servers[r as usize].epoch;
-        if epoch < own_epoch {
-            let msg = Msg::VoteResponse {
-                epoch: own_epoch,
-                granted: false,
-                error: ErrorCode::FencedLeaderEpoch,
-                leader: self.s.servers[r as usize].leader,
-            };
-            self.send(r, c, msg);
+    /// True if `s` knows no leader of its epoch and may learn one (Kafka's `maybeTransition` for the
+    /// current epoch: Unattached, Candidate, or Prospective without a known leader).
+    fn leaderless(s: &Server) -> bool {
+        match s.role {
+            Role::Unattached | Role::Candidate => true,
+            Role::Prospective => s.leader.is_none(),
+            _ => false,
+        }
+    }
+
+    /// Answers a request of `epoch` from `c` that is older than `r`'s epoch; true if it did.
+    fn fence_vote(&mut self, r: Id, c: Id, epoch: u8) -> bool {
+        let s = &self.s.servers[r as usize];
+        if epoch >= s.epoch {
+            return false;
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted: false,
+            error: ErrorCode::FencedLeaderEpoch,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+        true
+    }
+
+    /// KIP-996 pre-vote handling (Kafka 4.x `handleVoteRequest` with `PreVote`): a newer epoch moves
+    /// the receiver to Unattached as for any vote request; the grant rests on the log check alone
+    /// (Unattached, Prospective, or a Follower that has not fetched from its leader yet) and records
+    /// nothing. A follower that has fetched from its leader, a candidate, a leader and a resigned
+    /// leader refuse.
+    fn on_pre_vote_request(&mut self, r: Id, c: Id, epoch: u8, last_epoch: u8, last_offset: u8) {
+        if self.fence_vote(r, c, epoch) {
             return;
         }
-        if epoch > own_epoch {
+        if epoch > self.s.servers[r as usize].epoch {
+            self.become_unattached(r, epoch);
+        }
+        let log_ok = self.cfg.has(Bug::VoteIgnoresLog)
+            || log_up_to_date(last_epoch, last_offset, &self.s.servers[r as usize].log);
+        let s = &self.s.servers[r as usize];
+        let granted = log_ok
+            && match s.role {
+                Role::Unattached | Role::Prospective => true,
+                Role::Follower => !s.fetched,
+                Role::Candidate | Role::Leader | Role::Resigned => false,
+            };
+        if s.role == Role::Follower && s.fetched {
+            self.s.history.events |= event::PRE_VOTE_REFUSED_BY_FOLLOWER;
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted,
+            error: ErrorCode::None,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+    }
+
+    /// Kafka's vote handling: Unattached (and, with pre-vote, Prospective) grants if it has not voted
+    /// for another candidate, knows no leader, and the candidate's log is up to date; the vote is
+    /// recorded (durably). Everyone else refuses.
+    fn on_vote_request(&mut self, r: Id, c: Id, epoch: u8, last_epoch: u8, last_offset: u8) {
+        if self.fence_vote(r, c, epoch) {
+            return;
+        }
+        if epoch > self.s.servers[r as usize].epoch {
             self.become_unattached(r, epoch);
         }
         let ignore_log = self.cfg.has(Bug::VoteIgnoresLog);
         let s = self.server(r);
-        let granted = s.role == Role::Unattached
+        let granted = matches!(s.role, Role::Unattached | Role::Prospective)
             && s.voted_for.is_none_or_eq(c)
+            && (s.voted_for.is_some() || s.leader.is_none())
             && (ignore_log || log_up_to_date(last_epoch, last_offset, &s.log));
         if granted {
             s.voted_for = Some(c);
@@ -946,7 +1118,7 @@ impl Tx<'_> {
                 | Msg::BeginQuorumEpoch { epoch }
                 | Msg::EndQuorumEpoch { epoch } => epoch >= d.epoch,
                 Msg::FetchResponse(r) => d.fetching == Some(r.request),
-                Msg::VoteRequest { .. } | Msg::FetchRequest(_) => true,
+                Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => true,
             }
         });
     }

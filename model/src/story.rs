@@ -46,6 +46,13 @@ fn envelope(e: &Envelope) -> String {
         } => {
             format!("VoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
         }
+        Msg::PreVoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        } => {
+            format!("PreVoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
+        }
         Msg::VoteResponse {
             epoch,
             granted,
@@ -103,17 +110,22 @@ pub fn reply(r: &Reply) -> String {
 
 /// Every server's role, epoch, log, HW, latest and committed voter sets, then the network.
 pub fn state(cfg: &ModelConfig, s: &State) -> String {
+    state_with(cfg.bootstrap(), s)
+}
+
+/// [`state`] with the bootstrap voter set given directly (the state carries it).
+pub fn state_with(bootstrap: Mask, s: &State) -> String {
     let mut out = String::new();
     for (i, v) in s.servers.iter().enumerate() {
-        let latest = latest_voters(cfg.bootstrap(), &v.log);
-        let committed = committed_voters(cfg.bootstrap(), &v.log, v.hw).map_or("-".into(), set);
+        let latest = latest_voters(bootstrap, &v.log);
+        let committed = committed_voters(bootstrap, &v.log, v.hw).map_or("-".into(), set);
         let _ = writeln!(
             out,
-            "    {i}: {:?}{} epoch {} voted {:?} hw {} log {} latest {} committed {}{}",
+            "    {i}: {:?}{} epoch {} vote {} hw {} log {} latest {} committed {}{}{}",
             v.role,
             v.leader.map_or(String::new(), |l| format!("(leader {l})")),
             v.epoch,
-            v.voted_for,
+            v.voted_for.map_or("-".into(), |c| c.to_string()),
             v.hw.map_or(-1, i64::from),
             log(&v.log),
             set(latest),
@@ -123,6 +135,12 @@ pub fn state(cfg: &ModelConfig, s: &State) -> String {
                 op(&p.op),
                 p.offset
             )),
+            match v.role {
+                crate::types::Role::Prospective => format!(" pre-votes {}", set(v.pre_votes)),
+                crate::types::Role::Candidate => format!(" votes {}", set(v.votes)),
+                crate::types::Role::Follower if v.fetched => " (fetched)".into(),
+                _ => String::new(),
+            },
         );
     }
     for e in &s.network {

@@ -44,6 +44,7 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
     t.voted_for = s.voted_for.map(p);
     t.leader = s.leader.map(p);
     t.votes = map_mask(perm, s.votes);
+    t.pre_votes = map_mask(perm, s.pre_votes);
     t.caught_up = map_mask(perm, s.caught_up);
     t.end = [None; MAX_SERVERS];
     for (old, &new) in perm.iter().enumerate() {
@@ -105,8 +106,8 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
 }
 
 /// An id-free summary of a server used to order ids (ties keep their order).
-fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 10] {
-    let mut k = [0u8; 2 * MAX_LOG + 10];
+fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 12] {
+    let mut k = [0u8; 2 * MAX_LOG + 12];
     k[0] = s.role as u8;
     k[1] = s.epoch;
     k[2] = s.log.len();
@@ -127,6 +128,8 @@ fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 10] {
     k[t + 4] = s.pending.is_some() as u8;
     k[t + 5] = s.fetching.map_or(0, |f| f.fetch_offset + 1);
     k[t + 6] = s.fetching.map_or(0, |f| f.epoch);
+    k[t + 7] = s.fetched as u8;
+    k[t + 8] = s.pre_votes.count_ones() as u8;
     k
 }
 

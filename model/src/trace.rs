@@ -223,12 +223,14 @@ pub fn random_walk(model: &KraftModel, rng: &mut SplitMix64, depth: usize) -> Ve
 
 /// A configuration suited to traces: refusals are visible steps, stale messages are delivered (not
 /// garbage-collected) and check-quorum expiry is on, so a replay exercises the implementation's
-/// handling of all three.
+/// handling of all three. Pre-vote follows the implementation ([`crate::config::IMPL_PRE_VOTE`]):
+/// conformance replays these traces against it.
 pub fn trace_config(cfg: ModelConfig) -> ModelConfig {
     ModelConfig {
         refusal_steps: true,
         gc: false,
         check_quorum: true,
+        pre_vote: crate::config::IMPL_PRE_VOTE,
         ..cfg
     }
 }

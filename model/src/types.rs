@@ -217,6 +217,8 @@ pub enum Role {
     Follower,
     /// Asked for votes in the current epoch.
     Candidate,
+    /// KIP-996: asks for pre-votes at the current epoch (epoch, vote and known leader unchanged).
+    Prospective,
     /// Leader of the current epoch.
     Leader,
     /// Was leader of the current epoch and stepped down (check-quorum, removal committed, restart).
@@ -288,6 +290,18 @@ pub struct Server {
     pub pending: Option<PendingChange>,
     /// Follower/observer (async fetch only): the outstanding fetch request.
     pub fetching: Option<FetchKey>,
+    /// Follower, pre-vote only: fetched successfully from its leader in this epoch (Kafka's
+    /// `FollowerState.hasFetchedFromLeader`); such a follower rejects votes and pre-votes. Always
+    /// false without pre-vote, where a follower rejects every vote.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fetched: bool,
+    /// Prospective: ids that granted a pre-vote (itself included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pre_votes: Mask,
+}
+
+fn is_zero(m: &Mask) -> bool {
+    *m == 0
 }
 
 fn opt(v: Option<u8>) -> u8 {
@@ -296,7 +310,7 @@ fn opt(v: Option<u8>) -> u8 {
 
 impl Hash for Server {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 2 * MAX_LOG + 1 + 16 + MAX_SERVERS];
+        let mut buf = [0u8; 2 * MAX_LOG + 1 + 18 + MAX_SERVERS];
         let mut n = self.log.pack(&mut buf);
         let (op, a, b) = match self.pending.map(|p| p.op) {
             None => (0, 0, 0),
@@ -321,6 +335,8 @@ impl Hash for Server {
             opt(f.map(|k| k.epoch)),
             opt(f.map(|k| k.fetch_offset)),
             opt(f.map(|k| k.last_fetched_epoch)),
+            self.fetched as u8,
+            self.pre_votes,
         ];
         buf[n..n + fixed.len()].copy_from_slice(&fixed);
         n += fixed.len();
@@ -361,6 +377,16 @@ pub enum Msg {
         /// Epoch of the candidate's last record.
         last_epoch: u8,
         /// Candidate LEO (`LastOffset`).
+        last_offset: u8,
+    },
+    /// KIP-996 pre-vote request (Vote v2 with `PreVote` true) from prospective `src`, at its current
+    /// epoch. The answer is an ordinary [`Msg::VoteResponse`] (Kafka's response has no pre-vote flag).
+    PreVoteRequest {
+        /// The prospective's current epoch (not incremented).
+        epoch: u8,
+        /// Epoch of its last record.
+        last_epoch: u8,
+        /// Its LEO.
         last_offset: u8,
     },
     /// Vote response.
@@ -469,6 +495,13 @@ pub mod violation {
 pub mod event {
     /// A replica truncated away a VotersRecord that changed the voter set.
     pub const VOTERS_RECORD_TRUNCATED: u8 = 1;
+    /// A leader resigned on check-quorum expiry while a majority of its other voters had moved to a
+    /// later epoch (it was cut off from its quorum).
+    pub const CUT_OFF_LEADER_RESIGNED: u8 = 2;
+    /// A follower that had fetched from its leader refused a pre-vote.
+    pub const PRE_VOTE_REFUSED_BY_FOLLOWER: u8 = 4;
+    /// A prospective won a pre-vote majority and became candidate.
+    pub const PRE_VOTE_WON: u8 = 8;
 }
 
 /// Ghost (history) variables: part of the state, never read by the protocol itself.
@@ -493,11 +526,20 @@ pub struct History {
     /// Past events ([`event`] bits). Not hashed: they feed only `sometimes` properties, so leaving
     /// them out of the fingerprint can only hide an example (a reported failure), never a violation.
     pub events: u8,
+    /// Pre-vote only: bit `e` = epoch `e` was opened by an election (a candidate, which needs a
+    /// pre-vote majority) or by Kafka's bump of a resigned replica. In a correct run it is always
+    /// `0..=max epoch`, a function of the servers' epochs, so hashing it adds no state.
+    #[serde(default, skip_serializing_if = "is_zero16")]
+    pub opened: u16,
+}
+
+fn is_zero16(m: &u16) -> bool {
+    *m == 0
 }
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 10];
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12];
         buf[..16].copy_from_slice(&self.leaders);
         let mut n = 16;
         buf[n] = self.committed.len;
@@ -510,7 +552,19 @@ impl Hash for History {
             .max_reported
             .map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m));
         let [v0, v1] = self.violations.to_le_bytes();
-        let tail = [me, mo, ms, self.changes, self.data, self.crashes, v0, v1];
+        let [o0, o1] = self.opened.to_le_bytes();
+        let tail = [
+            me,
+            mo,
+            ms,
+            self.changes,
+            self.data,
+            self.crashes,
+            v0,
+            v1,
+            o0,
+            o1,
+        ];
         buf[n..n + tail.len()].copy_from_slice(&tail);
         n += tail.len();
         h.write(&buf[..n]);
@@ -573,7 +627,8 @@ impl TryFrom<Vec<(Entry, u8)>> for CommittedLog {
 }
 
 /// The whole model state: servers, the network (a sorted multiset of envelopes) and history.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// `Debug` prints it the way the counterexample story does (the Explorer shows states with `{:#?}`).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct State {
     /// The bootstrap voter set (offset −1); constant, kept here so symmetry knows which ids may be
     /// permuted with which.
@@ -584,4 +639,10 @@ pub struct State {
     pub network: Vec<Envelope>,
     /// Ghost variables for the properties.
     pub history: History,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::story::state_with(self.bootstrap, self))
+    }
 }

@@ -40,7 +40,26 @@ fn addresses(connect: &ConnectArgs) -> Vec<String> {
         .collect()
 }
 
-/// Asks each bootstrap controller in turn; the one answering DescribeQuorum without error is the leader.
+/// DescribeCluster version used to find the active controller (KIP-919; v1 adds EndpointType).
+const DESCRIBE_CLUSTER_VERSIONS: (i16, i16) = (1, 2);
+const DESCRIBE_CLUSTER: i16 = 60;
+const DESCRIBE_QUORUM: i16 = 55;
+
+/// The highest version of `key` both sides support, if any (`ours` = our inclusive range).
+fn negotiate(
+    versions: &kafka_protocol::messages::ApiVersionsResponse,
+    key: i16,
+    ours: (i16, i16),
+) -> Option<i16> {
+    let theirs = versions.api_keys.iter().find(|k| k.api_key == key)?;
+    let max = theirs.max_version.min(ours.1);
+    (max >= theirs.min_version.max(ours.0)).then_some(max)
+}
+
+/// Finds the active controller the way Kafka's admin client does with `bootstrap.controllers`: ask any
+/// bootstrap controller for DescribeCluster (endpoint type controller), connect to the `ControllerId` it
+/// names, and read DescribeQuorum there. A controller without DescribeCluster (an older `kraft` node) is
+/// asked DescribeQuorum directly. Fails with EXIT_KAFKA_ERROR while no leader is known, so callers retry.
 pub fn find_leader(
     connect: &ConnectArgs,
     version: Option<i16>,
@@ -52,49 +71,7 @@ pub fn find_leader(
     }
     let mut last: Option<Failure> = None;
     for addr in &addrs {
-        let attempt = || -> Result<Leader, Failure> {
-            let mut client = Client::connect(addr, timeout)?;
-            let version = match version {
-                Some(v) => v,
-                None => {
-                    let versions = client.api_versions(3)?;
-                    versions
-                        .api_keys
-                        .iter()
-                        .find(|k| k.api_key == 55)
-                        .map_or(0, |k| k.max_version.min(MAX_VERSION))
-                }
-            };
-            let response = client.describe_quorum(version)?;
-            if response.error_code != 0 {
-                return Err(Failure::new(
-                    EXIT_KAFKA_ERROR,
-                    kafka_error(response.error_code, response.error_message.as_deref()),
-                ));
-            }
-            let partition = response.topics.first().and_then(|t| t.partitions.first());
-            if let Some(p) = partition.filter(|p| p.error_code != 0) {
-                let message = kafka_error(p.error_code, p.error_message.as_deref());
-                return Err(Failure::new(EXIT_KAFKA_ERROR, format!("{addr}: {message}")));
-            }
-            let cluster_id = client
-                .metadata(METADATA_VERSION)?
-                .cluster_id
-                .map(|c| c.to_string())
-                .unwrap_or_default();
-            let description =
-                QuorumDescription::new(cluster_id, version, response).ok_or_else(|| {
-                    Failure::new(
-                        super::EXIT_PROTOCOL,
-                        format!("{addr} sent no partition data"),
-                    )
-                })?;
-            Ok(Leader {
-                client,
-                description,
-            })
-        };
-        match attempt() {
+        match leader_via(addr, version, timeout) {
             Ok(leader) => return Ok(leader),
             Err(f) => last = Some(f),
         }
@@ -102,7 +79,114 @@ pub fn find_leader(
     Err(last.unwrap_or_else(|| Failure::new(EXIT_USAGE, "no controller given")))
 }
 
+/// One bootstrap address: DescribeCluster there, then DescribeQuorum at the controller it names.
+fn leader_via(addr: &str, version: Option<i16>, timeout: Duration) -> Result<Leader, Failure> {
+    let mut client = Client::connect(addr, timeout)?;
+    let versions = client.api_versions(3)?;
+    let Some(dc_version) = negotiate(&versions, DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSIONS) else {
+        // No KIP-919 on this controller: it can only be asked about itself.
+        let cluster_id = client
+            .metadata(METADATA_VERSION)?
+            .cluster_id
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        return describe_at(client, &versions, cluster_id, version);
+    };
+    let cluster = client.describe_cluster(dc_version)?;
+    if cluster.error_code != 0 {
+        return Err(Failure::new(
+            EXIT_KAFKA_ERROR,
+            format!(
+                "{addr}: DescribeCluster: {}",
+                kafka_error(
+                    cluster.error_code,
+                    cluster.error_message.as_ref().map(|m| m.as_str())
+                )
+            ),
+        ));
+    }
+    let cluster_id = cluster.cluster_id.to_string();
+    let Some(active) = cluster
+        .brokers
+        .iter()
+        .find(|b| b.broker_id == cluster.controller_id)
+    else {
+        return Err(Failure::new(
+            EXIT_KAFKA_ERROR,
+            format!(
+                "{addr}: no active controller known yet (ControllerId {})",
+                cluster.controller_id.0
+            ),
+        ));
+    };
+    let port = u16::try_from(active.port).map_err(|_| {
+        Failure::new(
+            super::EXIT_PROTOCOL,
+            format!("{addr}: DescribeCluster names port {}", active.port),
+        )
+    })?;
+    let active_addr = if active.host.contains(':') {
+        format!("[{}]:{port}", active.host)
+    } else {
+        format!("{}:{port}", active.host)
+    };
+    if active_addr == addr {
+        return describe_at(client, &versions, cluster_id, version);
+    }
+    let mut leader = Client::connect(&active_addr, timeout)?;
+    let leader_versions = leader.api_versions(3)?;
+    describe_at(leader, &leader_versions, cluster_id, version)
+}
+
+/// DescribeQuorum at `version` (default: the highest both sides support) on a connected controller.
+fn describe_at(
+    mut client: Client,
+    versions: &kafka_protocol::messages::ApiVersionsResponse,
+    cluster_id: String,
+    version: Option<i16>,
+) -> Result<Leader, Failure> {
+    let addr = client.addr().to_string();
+    let version = match version {
+        Some(v) => v,
+        None => negotiate(versions, DESCRIBE_QUORUM, (0, MAX_VERSION)).unwrap_or(0),
+    };
+    let response = client.describe_quorum(version)?;
+    if response.error_code != 0 {
+        return Err(Failure::new(
+            EXIT_KAFKA_ERROR,
+            kafka_error(response.error_code, response.error_message.as_deref()),
+        ));
+    }
+    let partition = response.topics.first().and_then(|t| t.partitions.first());
+    if let Some(p) = partition.filter(|p| p.error_code != 0) {
+        let message = kafka_error(p.error_code, p.error_message.as_deref());
+        return Err(Failure::new(EXIT_KAFKA_ERROR, format!("{addr}: {message}")));
+    }
+    let description = QuorumDescription::new(cluster_id, version, response).ok_or_else(|| {
+        Failure::new(
+            super::EXIT_PROTOCOL,
+            format!("{addr} sent no partition data"),
+        )
+    })?;
+    Ok(Leader {
+        client,
+        description,
+    })
+}
+
+/// Kafka's rule and message: `--human-readable` only goes with `--replication`.
+pub fn check_describe_flags(args: &DescribeArgs) -> Result<(), Failure> {
+    if args.human_readable && !args.replication {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            "The option --human-readable is only supported along with --replication",
+        ));
+    }
+    Ok(())
+}
+
 pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
+    check_describe_flags(args)?;
     let timeout = Duration::from_millis(args.connect.timeout_ms);
     // Like Kafka's admin client, wait (up to the timeout) while no listed controller is the leader.
     let deadline = Instant::now() + timeout;
@@ -124,10 +208,28 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
             "{}",
             serde_json::to_string_pretty(&d.to_json()).unwrap_or_default()
         );
+        return Ok(());
+    }
+    if args.replication && args.human_readable {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let table = d
+            .replication_text_human(now)
+            .map_err(|e| Failure::new(EXIT_KAFKA_ERROR, e))?;
+        print!("{table}");
     } else if args.replication {
         print!("{}", d.replication_text());
     } else {
         print!("{}", d.status_text());
+        if d.api_version < 3 {
+            eprintln!(
+                "note: {} answered DescribeQuorum v{}, which has no committed voter set (v3 adds it, \
+                 KIP-1204): CommittedVoters is shown empty",
+                leader.client.addr(),
+                d.api_version
+            );
+        }
     }
     Ok(())
 }

@@ -198,38 +198,54 @@ impl QuorumDescription {
 
     /// `describe --replication`: Kafka's table (every cell padded to its column and followed by a TAB).
     pub fn replication_text(&self) -> String {
+        self.replication_table(|ts, _| Ok(ts.to_string()))
+            .unwrap_or_default()
+    }
+
+    /// `describe --replication --human-readable`: timestamps as `N ms ago` relative to `now_ms` (wall
+    /// clock, ms since the epoch), and Kafka's error for a timestamp that is not in (epoch, now].
+    pub fn replication_text_human(&self, now_ms: i64) -> Result<String, String> {
+        self.replication_table(|ts, what| relative_time(ts, what, now_ms))
+    }
+
+    fn replication_table(
+        &self,
+        timestamp: impl Fn(i64, &str) -> Result<String, String>,
+    ) -> Result<String, String> {
         let p = &self.partition;
         let leader_leo = self.leader().map(|l| l.log_end_offset);
-        let row = |r: &ReplicaState, status: &str| -> Vec<String> {
-            vec![
+        let row = |r: &ReplicaState, status: &str| -> Result<Vec<String>, String> {
+            // Kafka's QuorumInfo turns −1 into an absent timestamp, printed as "-1" in both modes.
+            let ts = |t: i64, what: &str| {
+                if t < 0 {
+                    Ok("-1".to_string())
+                } else {
+                    timestamp(t, what)
+                }
+            };
+            Ok(vec![
                 r.replica_id.to_string(),
                 format_directory_id(r.replica_directory_id),
                 r.log_end_offset.to_string(),
                 leader_leo
                     .map_or(-1, |leo| leo - r.log_end_offset)
                     .to_string(),
-                r.last_fetch_timestamp.to_string(),
-                r.last_caught_up_timestamp.to_string(),
+                ts(r.last_fetch_timestamp, "last fetch")?,
+                ts(r.last_caught_up_timestamp, "last caught up")?,
                 status.to_string(),
-            ]
+            ])
         };
         let mut rows = Vec::new();
         if let Some(leader) = self.leader() {
-            rows.push(row(leader, "Leader"));
+            rows.push(row(leader, "Leader")?);
         }
         let is_leader = |r: &ReplicaState| r.replica_id == p.leader_id;
-        rows.extend(
-            p.current_voters
-                .iter()
-                .filter(|r| !is_leader(r))
-                .map(|r| row(r, "Follower")),
-        );
-        rows.extend(
-            p.observers
-                .iter()
-                .filter(|r| !is_leader(r))
-                .map(|r| row(r, "Observer")),
-        );
+        for r in p.current_voters.iter().filter(|r| !is_leader(r)) {
+            rows.push(row(r, "Follower")?);
+        }
+        for r in p.observers.iter().filter(|r| !is_leader(r)) {
+            rows.push(row(r, "Observer")?);
+        }
         let header: Vec<String> = [
             "NodeId",
             "DirectoryId",
@@ -242,7 +258,7 @@ impl QuorumDescription {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        pretty_table(&header, &rows)
+        Ok(pretty_table(&header, &rows))
     }
 
     /// The same content as JSON (one object, for scripts and tests).
@@ -286,6 +302,17 @@ impl QuorumDescription {
             "reconfiguration": reconfiguration,
         })
     }
+}
+
+/// Kafka's `MetadataQuorumCommand.relativeTimeMs`: `N ms ago`, or its error for a timestamp not in
+/// (epoch, now].
+fn relative_time(timestamp: i64, what: &str, now_ms: i64) -> Result<String, String> {
+    if timestamp <= 0 || timestamp > now_ms {
+        return Err(format!(
+            "Error while computing relative time, possible drift in system clock.\nCurrent timestamp is {now_ms}, {what} timestamp is {timestamp}"
+        ));
+    }
+    Ok(format!("{} ms ago", now_ms - timestamp))
 }
 
 fn line(label: &str, value: &str) -> String {
@@ -459,6 +486,23 @@ CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABw\"
         assert_eq!(rows[0], "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t");
         assert_eq!(rows[1], "1     \tAAAAAAAAAAAAAAAAAAAAAA\t100         \t0  \t5                 \t5                    \tLeader  \t");
         assert_eq!(rows[2], "2     \tAAAAAAAAAAAAAAAAAAAAAA\t90          \t10 \t4                 \t4                    \tFollower\t");
+    }
+
+    #[test]
+    fn human_readable_timestamps_are_relative_like_kafka() {
+        let mut lagging = replica(2, 0, 90, 4_000);
+        lagging.last_caught_up_timestamp = -1;
+        let d = description(vec![replica(1, 0, 100, 5_000), lagging], vec![], vec![]);
+        let table = d.replication_text_human(5_250).unwrap();
+        let rows: Vec<&str> = table.lines().collect();
+        assert_eq!(rows[1], "1     \tAAAAAAAAAAAAAAAAAAAAAA\t100         \t0  \t250 ms ago        \t250 ms ago           \tLeader  \t");
+        assert_eq!(rows[2], "2     \tAAAAAAAAAAAAAAAAAAAAAA\t90          \t10 \t1250 ms ago       \t-1                   \tFollower\t");
+        let err = d.replication_text_human(4_500).unwrap_err();
+        assert!(err.contains("possible drift in system clock"), "{err}");
+        assert!(
+            err.ends_with("Current timestamp is 4500, last fetch timestamp is 5000"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
-    MetadataRequest, MetadataResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
-    RequestHeader,
+    DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
+    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -178,6 +178,22 @@ impl Client {
             request_frame(3, version, corr, "kraft-cli", &req),
         )?;
         MetadataResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
+    }
+
+    /// DescribeCluster asking for controllers (KIP-919), as Kafka's admin client does with
+    /// `bootstrap.controllers`: the cluster id, the active controller's id and the controllers' endpoints.
+    pub fn describe_cluster(
+        &mut self,
+        version: i16,
+    ) -> Result<DescribeClusterResponse, ClientError> {
+        let corr = self.next_correlation();
+        let req = DescribeClusterRequest::default().with_endpoint_type(2);
+        let mut body = self.call(
+            60,
+            version,
+            request_frame(60, version, corr, "kraft-cli", &req),
+        )?;
+        DescribeClusterResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
     }
 
     pub fn describe_quorum(&mut self, version: i16) -> Result<DescribeQuorumResponse, ClientError> {

@@ -8,10 +8,11 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, MetadataRequest, MetadataResponse, RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse, RequestHeader, ResponseHeader, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -20,6 +21,9 @@ use kafka_protocol::protocol::{
 
 use crate::node::{ClientRequest, ClientResponse, Message};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+use crate::wire::frame::SIZE_PREFIX;
+use crate::wire::schema;
+use crate::wire::WireError;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -40,6 +44,9 @@ pub enum CodecError {
     Malformed { what: &'static str, reason: String },
     #[error("cannot encode {what}: {reason}")]
     Encode { what: &'static str, reason: String },
+    /// Found by the schema walk before kafka-protocol saw the bytes (a length that does not fit, ...).
+    #[error(transparent)]
+    Wire(#[from] WireError),
 }
 
 /// kafka-protocol reports `anyhow` errors; they are kept as their message.
@@ -79,6 +86,7 @@ fn supported(key: i16, version: i16) -> bool {
         1 => return (15..=FETCH_VERSION).contains(&version),
         52..=54 => 1,
         55 => crate::wire::describe_quorum::MAX_VERSION,
+        60 => 2,
         80..=82 => 0,
         _ => return false,
     };
@@ -105,6 +113,14 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
     if !supported(key, version) {
         return Ok((reply, Incoming::Unsupported));
     }
+    // Every length in the header and body must fit in the frame before kafka-protocol reserves for it.
+    let header_version = ApiKey::try_from(key)
+        .map(|k| k.request_header_version(version))
+        .unwrap_or(1);
+    let used = walk_named("RequestHeader", header_version, &payload, SIZE_PREFIX)?;
+    if let Some(body) = schema::schema_for(key, false) {
+        schema::walk(body, version, &payload[used..], SIZE_PREFIX + used)?;
+    }
     let mut buf = payload;
     decode_request_header_from_buffer(&mut buf).map_err(|e| CodecError::Malformed {
         what: "request header",
@@ -128,6 +144,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                     reason: e.to_string(),
                 }
             })?,
+        }),
+        60 => Incoming::Client(ClientRequest::DescribeCluster {
+            version,
+            request: DescribeClusterRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("DescribeClusterRequest", e))?,
         }),
         80 => Incoming::Client(ClientRequest::AddRaftVoter(
             AddRaftVoterRequest::decode(&mut buf, version)
@@ -260,6 +281,7 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
         ClientResponse::AddRaftVoter(r) => encode_body("AddRaftVoterResponse", r, v, buf),
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+        ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
     })
 }
 
@@ -369,7 +391,17 @@ pub fn peer_request_frame(
     }
 }
 
+/// Walks `bytes` by the embedded schema `name`; returns the bytes it takes.
+fn walk_named(name: &str, version: i16, bytes: &[u8], offset: usize) -> Result<usize, CodecError> {
+    let s = schema::schema(name).ok_or(CodecError::Malformed {
+        what: "schema",
+        reason: format!("{name} is not embedded"),
+    })?;
+    Ok(schema::walk(s, version, bytes, offset)?)
+}
+
 /// Splits a response payload into its correlation id and body (header version from key and version).
+/// The body is first walked by its schema, so whatever decodes it next allocates only for what is there.
 pub fn response_body(
     payload: Bytes,
     api_key: i16,
@@ -378,6 +410,10 @@ pub fn response_body(
     let header_version = ApiKey::try_from(api_key)
         .map(|k| k.response_header_version(api_version))
         .unwrap_or(0);
+    let used = walk_named("ResponseHeader", header_version, &payload, SIZE_PREFIX)?;
+    if let Some(body) = schema::schema_for(api_key, true) {
+        schema::walk(body, api_version, &payload[used..], SIZE_PREFIX + used)?;
+    }
     let mut buf = payload;
     let header =
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| CodecError::Malformed {
@@ -451,6 +487,10 @@ pub fn decode_client_response(
             UpdateRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
         ),
+        60 => ClientResponse::DescribeCluster(
+            DescribeClusterResponse::decode(&mut b, v)
+                .map_err(|e| malformed("DescribeClusterResponse", e))?,
+        ),
         other => {
             return Err(CodecError::Malformed {
                 what: "response",
@@ -519,9 +559,13 @@ mod tests {
     fn truncated_body_of_a_supported_request_is_malformed() {
         let req = request_frame(52, 1, 1, "t", &VoteRequest::default()).unwrap();
         let cut = req.slice(4..req.len() - 2);
-        assert!(matches!(
-            decode_request(cut),
-            Err(CodecError::Malformed { .. })
-        ));
+        // The schema walk finds it first, naming the field and the frame offset where input ends.
+        match decode_request(cut) {
+            Err(CodecError::Wire(WireError::Truncated { field, offset, .. })) => {
+                assert!(field.starts_with("VoteRequest."), "{field}");
+                assert_eq!(offset, req.len() - 2);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

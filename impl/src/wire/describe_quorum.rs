@@ -1,14 +1,16 @@
 //! DescribeQuorum (API key 55) request and response, versions 0–3.
 //!
 //! Versions 0–2 are byte-identical to Apache Kafka (checked against `kafka-protocol`); version 3 adds
-//! `CommittedVoters` (KIP-1204, see `specs/messages/DescribeQuorumResponse.json`). Every version is
-//! flexible: compact strings and arrays, and a tagged-field section closing every struct.
+//! `CommittedVoters` (KIP-1204, see `specs/messages/DescribeQuorumResponse.json`) where apache/kafka#20712
+//! puts it: right after `CurrentVoters`, nullable. Every version is flexible: compact strings and arrays,
+//! and a tagged-field section closing every struct.
 //!
 //! Writing rule (Kafka's generated code): a field the target version lacks is dropped when it is ignorable
 //! (`ErrorMessage` below v2, the timestamps at v0, `CommittedVoters` below v3) and is an encode error when it
 //! is not ignorable and holds a non-default value (`ReplicaDirectoryId` or `Nodes` below v2).
 //! Decoding fills absent fields with their defaults: `ErrorMessage` `""`, timestamps −1, nil directory id,
-//! empty `Nodes` and `CommittedVoters`.
+//! empty `Nodes` and `CommittedVoters`. A null `CommittedVoters` (v3 allows it; we never send it) decodes
+//! as the empty list: "not known", which is also what the empty list means.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use uuid::Uuid;
@@ -289,7 +291,9 @@ pub struct PartitionData {
     pub high_watermark: i64,
     pub current_voters: Vec<ReplicaState>,
     pub observers: Vec<ReplicaState>,
-    /// v3+, ignorable (KIP-1204): the voter set at HW − 1; empty while the HW is unknown.
+    /// v3+, ignorable, nullable (KIP-1204): the voter set at HW − 1; empty while the HW is unknown.
+    /// On the wire it sits between `current_voters` and `observers`; the field order here is kept so
+    /// the JSON of the older vectors does not move.
     pub committed_voters: Vec<ReplicaState>,
     #[serde(default, skip_serializing_if = "UnknownTaggedFields::is_empty")]
     pub unknown_tagged_fields: UnknownTaggedFields,
@@ -581,6 +585,20 @@ fn read_replicas(
     })
 }
 
+/// A nullable replica list: null (count varint 0) reads as the empty list, which means the same.
+fn read_nullable_replicas(
+    r: &mut Reader<'_>,
+    field: &'static str,
+    version: i16,
+) -> Result<Vec<ReplicaState>, WireError> {
+    let mut peek = r.clone();
+    if peek.varint(field)? == 0 {
+        *r = peek;
+        return Ok(Vec::new());
+    }
+    read_replicas(r, field, version)
+}
+
 impl DescribeQuorumResponse {
     fn size(&self, version: i16) -> Result<usize, WireError> {
         let mut size = 2;
@@ -774,7 +792,6 @@ impl PartitionData {
             )?;
         }
         size += replicas_size("PartitionData.CurrentVoters", &self.current_voters, version)?;
-        size += replicas_size("PartitionData.Observers", &self.observers, version)?;
         if version >= 3 {
             size += replicas_size(
                 "PartitionData.CommittedVoters",
@@ -782,6 +799,7 @@ impl PartitionData {
                 version,
             )?;
         }
+        size += replicas_size("PartitionData.Observers", &self.observers, version)?;
         Ok(size + tagged_fields_size("PartitionData._tagged_fields", &self.unknown_tagged_fields)?)
     }
 
@@ -800,10 +818,10 @@ impl PartitionData {
         leader[8..].copy_from_slice(&self.high_watermark.to_be_bytes());
         buf.put_slice(&leader);
         write_replicas(&self.current_voters, version, buf);
-        write_replicas(&self.observers, version, buf);
         if version >= 3 {
             write_replicas(&self.committed_voters, version, buf);
         }
+        write_replicas(&self.observers, version, buf);
         put_tagged_fields(buf, &self.unknown_tagged_fields);
     }
 
@@ -819,12 +837,12 @@ impl PartitionData {
         let leader_epoch = r.i32("PartitionData.LeaderEpoch")?;
         let high_watermark = r.i64("PartitionData.HighWatermark")?;
         let current_voters = read_replicas(r, "PartitionData.CurrentVoters", version)?;
-        let observers = read_replicas(r, "PartitionData.Observers", version)?;
         let committed_voters = if version >= 3 {
-            read_replicas(r, "PartitionData.CommittedVoters", version)?
+            read_nullable_replicas(r, "PartitionData.CommittedVoters", version)?
         } else {
             Vec::new()
         };
+        let observers = read_replicas(r, "PartitionData.Observers", version)?;
         Ok(PartitionData {
             partition_index,
             error_code,
@@ -1006,7 +1024,7 @@ mod tests {
     }
 
     #[test]
-    fn v3_writes_committed_voters_right_after_observers() {
+    fn v3_writes_committed_voters_right_after_current_voters() {
         let mut value = scenario();
         let committed = vec![
             replica(1, 0x11, 100, T, T),
@@ -1015,14 +1033,33 @@ mod tests {
         value.topics[0].partitions[0].committed_voters = committed.clone();
         let v3 = value.to_bytes(3).unwrap();
         let v2 = value.to_bytes(2).unwrap();
-        // The v2 body drops the ignorable field; v3 inserts one array right before the partition's tags.
+        // The v2 body drops the ignorable field; v3 inserts one array right after CurrentVoters
+        // (apache/kafka#20712's position), which ends at the same offset in both versions.
         let array = 1 + 2 * ReplicaState::min_size(3);
         assert_eq!(v3.len(), v2.len() + array);
+        // Header, topic and partition fields (47 bytes), then CurrentVoters: 1 + 2 × 45 bytes.
+        let current_end = 47 + 1 + 2 * ReplicaState::min_size(2);
+        assert_eq!(v3[..current_end], v2[..current_end]);
+        assert_eq!(v3[current_end], 3, "CommittedVoters count 2, compact");
+        assert_eq!(v3[current_end + array..], v2[current_end..]);
         assert_eq!(DescribeQuorumResponse::decode(&v3, 3).unwrap(), value);
         let mut without = value.clone();
         without.topics[0].partitions[0].committed_voters.clear();
         assert_eq!(DescribeQuorumResponse::decode(&v2, 2).unwrap(), without);
         assert_eq!(v2.as_ref(), hex(V2).as_slice());
+    }
+
+    #[test]
+    fn null_committed_voters_decode_as_not_known() {
+        let value = scenario();
+        let v3 = value.to_bytes(3).unwrap().to_vec();
+        let current_end = 47 + 1 + 2 * ReplicaState::min_size(2);
+        // We send the empty list (count byte 1); the same bytes with the null marker 0 decode the same.
+        assert_eq!(v3[current_end], 1);
+        let mut null = v3.clone();
+        null[current_end] = 0;
+        assert_eq!(DescribeQuorumResponse::decode(&null, 3).unwrap(), value);
+        assert_eq!(DescribeQuorumResponse::decode(&v3, 3).unwrap(), value);
     }
 
     #[test]

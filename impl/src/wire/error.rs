@@ -52,6 +52,16 @@ pub enum WireError {
     },
 
     #[error(
+        "{field}: length {length} claimed at byte {offset} exceeds the {remaining} byte(s) left"
+    )]
+    LengthTooLarge {
+        field: &'static str,
+        offset: usize,
+        length: u64,
+        remaining: usize,
+    },
+
+    #[error(
         "{field}: tag {tag} at byte {offset} follows tag {previous}; tags must strictly ascend"
     )]
     TagOrder {

@@ -9,6 +9,7 @@ pub mod describe_quorum;
 pub mod error;
 pub mod frame;
 pub mod header;
+pub mod schema;
 
 pub use codec::{Reader, UnknownTaggedFields};
 pub use describe_quorum::{

@@ -1,0 +1,137 @@
+package kraft.interop;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.common.Uuid;
+
+/**
+ * Apache Kafka controllers ({@code process.roles=controller}) on loopback ports, each with its own directory,
+ * formatted by Kafka's own storage tool ({@code kafka.tools.StorageTool format}): the initial voters with
+ * {@code --initial-controllers} (kraft.version 1), a joining controller with {@code --no-initial-controllers}.
+ */
+final class KafkaQuorum implements AutoCloseable {
+    final Path dir;
+    final String clusterId = Uuid.randomUuid().toString();
+    final Map<Integer, Integer> ports = new LinkedHashMap<>();
+    final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
+    private final Map<Integer, Process> processes = new LinkedHashMap<>();
+    private final List<Integer> bootstrapIds = new ArrayList<>();
+
+    KafkaQuorum(Path dir) {
+        this.dir = dir;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+
+    String address(int id) {
+        return "127.0.0.1:" + ports.get(id);
+    }
+
+    Path config(int id) {
+        return dir.resolve("controller-" + id + ".properties");
+    }
+
+    Path logDir(int id) {
+        return dir.resolve("node-" + id);
+    }
+
+    Path log(int id) {
+        return dir.resolve("controller-" + id + ".log");
+    }
+
+    /** Formats the initial voters {@code ids} and starts them; returns once each listens. */
+    void startInitial(int... ids) throws Exception {
+        Files.createDirectories(dir);
+        for (int id : ids) {
+            ports.put(id, freePort());
+            directoryIds.put(id, Uuid.randomUuid());
+            bootstrapIds.add(id);
+        }
+        String initial = bootstrapIds.stream()
+            .map(id -> id + "@127.0.0.1:" + ports.get(id) + ":" + directoryIds.get(id))
+            .collect(Collectors.joining(","));
+        for (int id : ids) {
+            writeConfig(id);
+            format(id, "--initial-controllers", initial);
+        }
+        for (int id : ids) start(id);
+    }
+
+    /** Formats (no initial controllers) and starts a controller that joins as an observer. */
+    void startObserver(int id) throws Exception {
+        ports.put(id, freePort());
+        writeConfig(id);
+        format(id, "--no-initial-controllers");
+        directoryIds.put(id, readDirectoryId(logDir(id)));
+        start(id);
+    }
+
+    private void writeConfig(int id) throws IOException {
+        Properties p = new Properties();
+        p.setProperty("process.roles", "controller");
+        p.setProperty("node.id", Integer.toString(id));
+        p.setProperty("controller.listener.names", "CONTROLLER");
+        p.setProperty("listeners", "CONTROLLER://127.0.0.1:" + ports.get(id));
+        p.setProperty("listener.security.protocol.map", "CONTROLLER:PLAINTEXT");
+        p.setProperty("controller.quorum.bootstrap.servers",
+            bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
+        p.setProperty("log.dirs", logDir(id).toString());
+        // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
+        p.setProperty("metadata.max.idle.interval.ms", "0");
+        try (var out = Files.newBufferedWriter(config(id))) {
+            p.store(out, "Apache Kafka controller " + id + " (kraft interop harness)");
+        }
+    }
+
+    private void format(int id, String... mode) throws Exception {
+        List<String> cmd = Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+            "--config", config(id).toString());
+        cmd.addAll(List.of(mode));
+        Procs.Result r = Procs.run(cmd, 120);
+        if (r.code() != 0) throw new IOException("kafka-storage format of controller " + id + " failed: " + r);
+    }
+
+    private void start(int id) throws Exception {
+        List<String> cmd = Main.javaServer("kafka.Kafka", config(id).toString());
+        Process p = Procs.start(cmd, log(id));
+        processes.put(id, p);
+        Procs.waitForPort(p, ports.get(id), 60_000, log(id));
+    }
+
+    static Uuid readDirectoryId(Path logDir) throws IOException {
+        Properties p = new Properties();
+        try (var in = Files.newBufferedReader(logDir.resolve("meta.properties"))) {
+            p.load(in);
+        }
+        return Uuid.fromString(p.getProperty("directory.id"));
+    }
+
+    /** The segment file of the metadata log of controller {@code id}. */
+    Path segment(int id) {
+        return logDir(id).resolve("__cluster_metadata-0").resolve("00000000000000000000.log");
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        for (Process p : processes.values()) Procs.stop(p);
+    }
+
+    /** Whether every started controller is still running (a crash makes the logs worth keeping). */
+    boolean allAlive() {
+        return processes.values().stream().allMatch(Process::isAlive);
+    }
+}

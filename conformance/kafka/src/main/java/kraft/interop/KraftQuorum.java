@@ -1,0 +1,101 @@
+package kraft.interop;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+import org.apache.kafka.common.Uuid;
+
+/** Our nodes: {@code kraft cluster --nodes N} (one process), plus {@code kraft format} + {@code kraft node} joiners. */
+final class KraftQuorum implements AutoCloseable {
+    static final String CLUSTER_ID = "kraft-interop-cluster";
+    final Path dir;
+    final String kraft;
+    final Map<Integer, Integer> ports = new LinkedHashMap<>();
+    private final List<Process> processes = new ArrayList<>();
+    private int voters;
+
+    KraftQuorum(Path dir, String kraft) {
+        this.dir = dir;
+        this.kraft = kraft;
+    }
+
+    String address(int id) {
+        return "127.0.0.1:" + ports.get(id);
+    }
+
+    Path dataDir(int id) {
+        return dir.resolve("node-" + id);
+    }
+
+    Path segment(int id) {
+        return dataDir(id).resolve("__cluster_metadata-0").resolve("00000000000000000000.log");
+    }
+
+    Path log() {
+        return dir.resolve("cluster.log");
+    }
+
+    Uuid directoryId(int id) throws IOException {
+        return KafkaQuorum.readDirectoryId(dataDir(id));
+    }
+
+    /** Starts {@code kraft cluster --nodes n} on consecutive free loopback ports. */
+    void startCluster(int n) throws Exception {
+        voters = n;
+        int base = consecutiveFreePorts(n + 1);
+        for (int id = 1; id <= n; id++) ports.put(id, base + id - 1);
+        Process p = Procs.start(List.of(kraft, "cluster", "--nodes", Integer.toString(n), "--dir", dir.toString(),
+            "--base-port", Integer.toString(base), "--cluster-id", CLUSTER_ID), log());
+        processes.add(p);
+        for (int id = 1; id <= n; id++) Procs.waitForPort(p, ports.get(id), 30_000, log());
+    }
+
+    /** Formats node {@code id} with the cluster's voters as its bootstrap set and runs it (an observer). */
+    void startObserver(int id) throws Exception {
+        ports.put(id, ports.get(voters) + (id - voters));
+        StringBuilder initial = new StringBuilder();
+        for (int v = 1; v <= voters; v++) {
+            if (v > 1) initial.append(',');
+            initial.append(v).append('@').append(address(v)).append(':').append(directoryId(v));
+        }
+        Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
+            CLUSTER_ID, "--node-id", Integer.toString(id), "--initial-controllers", initial.toString()), 30);
+        if (f.code() != 0) throw new IOException("kraft format of node " + id + " failed: " + f);
+        Path log = dir.resolve("node-" + id + ".log");
+        Process p = Procs.start(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
+            address(id)), log);
+        processes.add(p);
+        Procs.waitForPort(p, ports.get(id), 30_000, log);
+    }
+
+    private static int consecutiveFreePorts(int count) throws IOException {
+        for (int attempt = 0; attempt < 50; attempt++) {
+            int base = ThreadLocalRandom.current().nextInt(20_000, 40_000);
+            boolean free = true;
+            for (int i = 0; i < count && free; i++) {
+                try (ServerSocket s = new ServerSocket(base + i)) {
+                    s.setReuseAddress(true);
+                } catch (IOException e) {
+                    free = false;
+                }
+            }
+            if (free) return base;
+        }
+        throw new IOException("no " + count + " consecutive free ports");
+    }
+
+    boolean allAlive() {
+        return processes.stream().allMatch(Process::isAlive);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        for (Process p : processes) Procs.stop(p);
+    }
+}

@@ -1,0 +1,81 @@
+package kraft.interop;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+import org.apache.kafka.common.utils.internals.AppInfoParser;
+
+/**
+ * Apache Kafka as the oracle (issue #12). Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}.
+ * Runs every scenario, prints one check per line and ends with
+ * {@code kafka interop: S scenarios, C checks, D divergences (Apache Kafka V)}; exits 1 iff D > 0.
+ * Work directories (with every controller's log) are deleted on success and kept on failure.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) throws Exception {
+        String kraft = null;
+        Path work = null;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--kraft" -> kraft = args[i + 1];
+                case "--work" -> work = Path.of(args[i + 1]).toAbsolutePath();
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        if (kraft == null || work == null) {
+            System.err.println("usage: Main --kraft PATH_TO_KRAFT_BINARY --work DIR");
+            System.exit(2);
+        }
+        Files.createDirectories(work);
+        // If this JVM is stopped early (Ctrl-C, a CI timeout), stop the controllers and nodes it started.
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+            ProcessHandle.current().descendants().forEach(ProcessHandle::destroy)));
+        String version = AppInfoParser.getVersion();
+        Report report = new Report();
+        Tools tools = new Tools(kraft);
+        Scenarios scenarios = new Scenarios(report, tools, work, kraft);
+        scenarios.runAll();
+        int divergences = report.divergenceCount();
+        if (divergences == 0) {
+            deleteTree(work);
+        } else {
+            System.out.println("kept logs and data under " + work);
+        }
+        System.out.println(report.summary(version));
+        System.exit(divergences == 0 ? 0 : 1);
+    }
+
+    /** A command line that runs {@code mainClass} in a new JVM with this JVM's class path (a Kafka tool). */
+    static List<String> java(String mainClass, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"), mainClass));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    /** A Kafka server JVM: small heap, C1 only (starts faster on 2 shared cores), logs at INFO. */
+    static List<String> javaServer(String mainClass, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-Xms64m", "-Xmx384m", "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true", "-cp", System.getProperty("java.class.path"), mainClass));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    static void deleteTree(Path root) throws Exception {
+        if (!Files.exists(root)) return;
+        try (Stream<Path> paths = Files.walk(root)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+        }
+    }
+}

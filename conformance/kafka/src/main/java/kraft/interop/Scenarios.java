@@ -1,0 +1,337 @@
+package kraft.interop;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.QuorumInfo;
+import org.apache.kafka.common.Uuid;
+
+/**
+ * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
+ * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
+ * (d) byte-level agreement ({@link WireScenario}). One Kafka quorum serves (c) and (d).
+ */
+final class Scenarios {
+    private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
+    private static final Pattern RELATIVE = Pattern.compile("-1|\\d+ ms ago");
+    private final Report report;
+    private final Tools tools;
+    private final Path work;
+    private final String kraft;
+
+    Scenarios(Report report, Tools tools, Path work, String kraft) {
+        this.report = report;
+        this.tools = tools;
+        this.work = work;
+        this.kraft = kraft;
+    }
+
+    void runAll() throws Exception {
+        try (KraftQuorum ours = new KraftQuorum(work.resolve("kraft"), kraft)) {
+            report.scenario("a: kafka-metadata-quorum and Admin against a kraft quorum, from any one node");
+            try {
+                ours.startCluster(3);
+                kafkaToolsAgainstKraft(ours);
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+            report.scenario("b: kafka-metadata-quorum add-controller / remove-controller against a kraft quorum");
+            try {
+                kafkaReconfiguresKraft(ours);
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+            try (KafkaQuorum kafka = new KafkaQuorum(work.resolve("kafka"))) {
+                report.scenario("c: kraft describe / add-voter / remove-voter against an Apache Kafka quorum");
+                try {
+                    kafka.startInitial(1, 2, 3);
+                    kraftAgainstKafka(kafka);
+                } catch (Exception e) {
+                    report.aborted(e);
+                }
+                report.scenario("d: DescribeQuorum v0-2, DescribeCluster and record batches, byte for byte");
+                try {
+                    new WireScenario(report, tools, work.resolve("wire")).run(kafka, ours);
+                } catch (Exception e) {
+                    report.aborted(e);
+                }
+                report.check("Kafka controllers still running at the end", kafka.allAlive(), "a controller exited; see " + kafka.dir);
+            }
+            report.check("kraft nodes still running at the end", ours.allAlive(), "a node exited; see " + ours.dir);
+            String log = Files.readString(ours.log());
+            report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
+                && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
+        }
+    }
+
+    // ----- (a) -------------------------------------------------------------------------------------
+
+    private void kafkaToolsAgainstKraft(KraftQuorum ours) throws Exception {
+        Procs.Result up = tools.kraft("describe", "--bootstrap-controller", ours.address(1), "--status");
+        report.check("kraft quorum elects a leader", up.code() == 0, up.toString());
+        for (int id = 1; id <= 3; id++) {
+            String addr = ours.address(id);
+            compareStatus("describe --status via node " + id, addr, addr, true);
+            compareReplication("describe --replication via node " + id, addr, addr, false);
+        }
+        compareReplication("describe --replication --human-readable via node 2", ours.address(2), ours.address(2), true);
+        for (int id = 1; id <= 3; id++) adminAgrees("Admin via node " + id, ours.address(id), ours.address(1));
+    }
+
+    /** Kafka's admin client with {@code bootstrap.controllers} = one node: DescribeCluster and DescribeQuorum. */
+    private void adminAgrees(String label, String bootstrap, String kraftBootstrap) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, bootstrap);
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        try (Admin admin = Admin.create(props)) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            String clusterId = cluster.clusterId().get();
+            int controller = cluster.controller().get().id();
+            int nodes = cluster.nodes().get().size();
+            QuorumInfo quorum = admin.describeMetadataQuorum().quorumInfo().get();
+            Procs.Result ours = tools.kraft("describe", "--bootstrap-controller", kraftBootstrap, "--status");
+            Map<String, String> fields = Tools.statusFields(ours.out());
+            report.equal(label + ": describeCluster clusterId", fields.get("ClusterId"), clusterId);
+            report.equal(label + ": describeCluster controller = DescribeQuorum leader", fields.get("LeaderId"),
+                Integer.toString(controller));
+            report.equal(label + ": describeMetadataQuorum leaderId", fields.get("LeaderId"), Integer.toString(quorum.leaderId()));
+            report.equal(label + ": describeMetadataQuorum leaderEpoch", fields.get("LeaderEpoch"), Long.toString(quorum.leaderEpoch()));
+            report.equal(label + ": describeCluster lists the voters", (int) quorum.voters().size(), nodes);
+        }
+    }
+
+    // ----- (b) -------------------------------------------------------------------------------------
+
+    private void kafkaReconfiguresKraft(KraftQuorum ours) throws Exception {
+        ours.startObserver(4);
+        Uuid dir4 = ours.directoryId(4);
+        Path config = ours.dir.resolve("controller-4.properties");
+        Files.writeString(config, String.join("\n",
+            "process.roles=controller",
+            "node.id=4",
+            "controller.listener.names=CONTROLLER",
+            "listeners=CONTROLLER://" + ours.address(4),
+            "metadata.log.dir=" + ours.dataDir(4),
+            ""));
+        waitForObserver(ours, 4);
+        Procs.Result add = Tools.kafka("--bootstrap-controller", ours.address(2), "--command-config", config.toString(),
+            "add-controller");
+        report.check("add-controller exits 0", add.code() == 0, add.toString());
+        report.equal("add-controller output", "Added controller 4 with directory id " + dir4
+            + " and endpoints: CONTROLLER://" + ours.address(4), add.out().trim());
+        waitForVoters(ours, List.of(1, 2, 3, 4));
+        compareStatus("after add-controller: describe --status via node 4", ours.address(4), ours.address(4), true);
+        compareReplication("after add-controller: describe --replication via node 3", ours.address(3), ours.address(3), false);
+
+        Procs.Result remove = Tools.kafka("--bootstrap-controller", ours.address(3), "remove-controller",
+            "--controller-id", "4", "--controller-directory-id", dir4.toString());
+        report.check("remove-controller exits 0", remove.code() == 0, remove.toString());
+        report.equal("remove-controller output", "Removed KRaft controller 4 with directory id " + dir4,
+            remove.out().trim());
+        waitForVoters(ours, List.of(1, 2, 3));
+        compareStatus("after remove-controller: describe --status via node 1", ours.address(1), ours.address(1), true);
+        compareReplication("after remove-controller: describe --replication via node 2", ours.address(2), ours.address(2), false);
+    }
+
+    private void waitForObserver(KraftQuorum ours, int id) throws Exception {
+        long deadline = System.currentTimeMillis() + 20_000;
+        String last = "";
+        while (System.currentTimeMillis() < deadline) {
+            Procs.Result r = tools.kraft("describe", "--bootstrap-controller", ours.address(1), "--status");
+            last = r.out();
+            if (Tools.statusFields(r.out()).getOrDefault("CurrentObservers", "").contains("\"id\": " + id + ",")) return;
+            Thread.sleep(300);
+        }
+        throw new IllegalStateException("node " + id + " never showed up as an observer: " + last);
+    }
+
+    /** Waits until our describe shows exactly these voters, current and committed. */
+    private void waitForVoters(KraftQuorum ours, List<Integer> ids) throws Exception {
+        long deadline = System.currentTimeMillis() + 20_000;
+        String last = "";
+        while (System.currentTimeMillis() < deadline) {
+            Procs.Result r = tools.kraft("describe", "--bootstrap-controller", ours.address(1), "--status");
+            last = r.out();
+            Map<String, String> fields = Tools.statusFields(last);
+            if (r.code() == 0 && ids(fields.get("CurrentVoters")).equals(ids)
+                    && ids(fields.get("CommittedVoters")).equals(ids)) {
+                report.check("voters become " + ids + " (current and committed)", true, "");
+                return;
+            }
+            Thread.sleep(300);
+        }
+        report.check("voters become " + ids + " (current and committed)", false, last);
+    }
+
+    private static final Pattern ID = Pattern.compile("\\{\"id\": (\\d+),");
+
+    /** The ids of a printed replica list such as {@code [{"id": 1, ...}, {"id": 2, ...}]}. */
+    private static List<Integer> ids(String list) {
+        List<Integer> out = new java.util.ArrayList<>();
+        if (list == null) return out;
+        var m = ID.matcher(list);
+        while (m.find()) out.add(Integer.parseInt(m.group(1)));
+        return out;
+    }
+
+    // ----- (c) -------------------------------------------------------------------------------------
+
+    private void kraftAgainstKafka(KafkaQuorum kafka) throws Exception {
+        for (int id = 1; id <= 3; id++) {
+            String addr = kafka.address(id);
+            compareStatus("describe --status via Kafka controller " + id, addr, addr, false);
+            compareReplication("describe --replication via Kafka controller " + id, addr, addr, false);
+        }
+        compareReplication("describe --replication --human-readable via Kafka controller 1", kafka.address(1),
+            kafka.address(1), true);
+        Procs.Result ours = tools.kraft("describe", "--bootstrap-controller", kafka.address(2), "--status");
+        report.equal("CommittedVoters is [] against Kafka (DescribeQuorum v2)", "[]",
+            Tools.statusFields(ours.out()).get("CommittedVoters"));
+        report.check("the CLI says why CommittedVoters is empty", ours.err().contains("DescribeQuorum v2")
+            && ours.err().contains("no committed voter set"), ours.err());
+
+        kafka.startObserver(4);
+        Uuid dir4 = kafka.directoryIds.get(4);
+        Procs.Result add = addVoterWhenCaughtUp(kafka, dir4);
+        report.check("kraft add-voter against Kafka exits 0", add.code() == 0, add.toString());
+        compareStatus("after kraft add-voter: describe --status via Kafka controller 4", kafka.address(4), kafka.address(4), false);
+        QuorumInfo q = quorum(kafka.address(1));
+        report.equal("Kafka's Admin sees voter 4 with its directory id", dir4,
+            q.voters().stream().filter(v -> v.replicaId() == 4).map(QuorumInfo.ReplicaState::replicaDirectoryId)
+                .findFirst().orElse(null));
+
+        Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", kafka.address(3), "--node-id", "4",
+            "--timeout-ms", "30000");
+        report.check("kraft remove-voter against Kafka exits 0", remove.code() == 0, remove.toString());
+        compareStatus("after kraft remove-voter: describe --status via Kafka controller 2", kafka.address(2), kafka.address(2), false);
+        q = quorum(kafka.address(3));
+        report.check("Kafka's Admin no longer sees voter 4", q.voters().stream().noneMatch(v -> v.replicaId() == 4),
+            q.toString());
+    }
+
+    /** The new Kafka controller must have fetched up to the leader first; add-voter retries REQUEST_TIMED_OUT. */
+    private Procs.Result addVoterWhenCaughtUp(KafkaQuorum kafka, Uuid dir4) throws Exception {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            QuorumInfo q = quorum(kafka.address(1));
+            boolean observed = q.observers().stream().anyMatch(o -> o.replicaId() == 4);
+            if (observed || System.currentTimeMillis() > deadline) break;
+            Thread.sleep(300);
+        }
+        return tools.kraft("add-voter", "--bootstrap-controller", kafka.address(2), "--node-id", "4",
+            "--directory-id", dir4.toString(), "--endpoint", kafka.address(4), "--timeout-ms", "30000");
+    }
+
+    static QuorumInfo quorum(String bootstrap) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            return admin.describeMetadataQuorum().quorumInfo().get();
+        }
+    }
+
+    // ----- comparisons -----------------------------------------------------------------------------
+
+    /**
+     * Kafka's {@code describe --status} and ours agree on every line but the timestamp-derived
+     * MaxFollowerLagTimeMs (and our extra CommittedVoters / Reconfiguration lines). Kafka's tool runs before and
+     * after ours; a pair of equal Kafka answers brackets ours, so a moving quorum is retried, not misjudged.
+     */
+    private void compareStatus(String label, String kafkaBootstrap, String kraftBootstrap, boolean oursIsKraft)
+            throws Exception {
+        String last = "";
+        for (int attempt = 0; attempt < 10; attempt++) {
+            Procs.Result k1 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
+            Procs.Result o = tools.kraft("describe", "--bootstrap-controller", kraftBootstrap, "--status");
+            Procs.Result k2 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
+            if (k1.code() != 0 || o.code() != 0 || k2.code() != 0) {
+                last = "Kafka: " + k1 + "\nkraft: " + o;
+                Thread.sleep(500);
+                continue;
+            }
+            Map<String, String> kafka = comparable(Tools.statusFields(k1.out()));
+            if (!kafka.equals(comparable(Tools.statusFields(k2.out())))) {
+                last = "the quorum kept changing: " + k1.out() + k2.out();
+                Thread.sleep(500);
+                continue;
+            }
+            Map<String, String> all = Tools.statusFields(o.out());
+            Map<String, String> ours = comparable(all);
+            ours.remove("CommittedVoters");
+            ours.remove("Reconfiguration");
+            report.equal(label + ": lines and order", List.copyOf(kafka.keySet()), List.copyOf(ours.keySet()));
+            for (String key : kafka.keySet()) report.equal(label + ": " + key, kafka.get(key), ours.get(key));
+            if (oursIsKraft) {
+                report.equal(label + ": CommittedVoters = CurrentVoters when no change is in flight",
+                    all.get("CurrentVoters"), all.get("CommittedVoters"));
+            }
+            return;
+        }
+        report.check(label, false, "no stable answer in 10 attempts: " + last);
+    }
+
+    private static Map<String, String> comparable(Map<String, String> fields) {
+        Map<String, String> out = new LinkedHashMap<>(fields);
+        out.remove("MaxFollowerLagTimeMs");
+        return out;
+    }
+
+    /** The replication tables agree cell by cell, timestamps aside (those must only have Kafka's form). */
+    private void compareReplication(String label, String kafkaBootstrap, String kraftBootstrap, boolean human)
+            throws Exception {
+        String flag = human ? "--human-readable" : null;
+        String[] kafkaArgs = human
+            ? new String[] {"--bootstrap-controller", kafkaBootstrap, "describe", "--replication", flag}
+            : new String[] {"--bootstrap-controller", kafkaBootstrap, "describe", "--replication"};
+        String[] oursArgs = human
+            ? new String[] {"describe", "--bootstrap-controller", kraftBootstrap, "--replication", flag}
+            : new String[] {"describe", "--bootstrap-controller", kraftBootstrap, "--replication"};
+        Pattern ts = human ? RELATIVE : TIMESTAMP;
+        String last = "";
+        for (int attempt = 0; attempt < 10; attempt++) {
+            Procs.Result k1 = Tools.kafka(kafkaArgs);
+            Procs.Result o = tools.kraft(oursArgs);
+            Procs.Result k2 = Tools.kafka(kafkaArgs);
+            if (k1.code() != 0 || o.code() != 0 || k2.code() != 0) {
+                last = "Kafka: " + k1 + "\nkraft: " + o;
+                Thread.sleep(500);
+                continue;
+            }
+            List<List<String>> kafka = masked(Tools.table(k1.out()));
+            if (!kafka.equals(masked(Tools.table(k2.out())))) {
+                last = "the quorum kept changing: " + k1.out() + k2.out();
+                Thread.sleep(500);
+                continue;
+            }
+            List<List<String>> oursRaw = Tools.table(o.out());
+            report.equal(label + ": header line", k1.out().lines().findFirst().orElse(""),
+                o.out().lines().findFirst().orElse(""));
+            report.equal(label + ": rows (timestamps aside)", kafka, masked(oursRaw));
+            boolean forms = oursRaw.stream().skip(1).allMatch(r -> r.size() == 7
+                && ts.matcher(r.get(4)).matches() && ts.matcher(r.get(5)).matches());
+            report.check(label + ": our timestamps have Kafka's form", forms, o.out());
+            return;
+        }
+        report.check(label, false, "no stable answer in 10 attempts: " + last);
+    }
+
+    private static List<List<String>> masked(List<List<String>> rows) {
+        return rows.stream().map(r -> {
+            List<String> m = new java.util.ArrayList<>(r);
+            if (m.size() == 7 && !m.get(0).equals("NodeId")) {
+                m.set(4, "<ts>");
+                m.set(5, "<ts>");
+            }
+            return m;
+        }).toList();
+    }
+}

@@ -1,0 +1,231 @@
+//! `kraft decode`: our decoders on bytes from elsewhere (a Kafka controller's log segment, a captured
+//! DescribeQuorum response), printed as JSON, so other tools can compare them with their own reading. The
+//! Apache Kafka interop suite (`conformance/kafka`) compares this output with Kafka's classes.
+
+use serde_json::{json, Value};
+
+use super::{DecodeArgs, DecodeKind, Failure, EXIT_PROTOCOL, EXIT_STORAGE};
+use crate::log::{Batch, Record};
+use crate::storage::format_directory_id;
+use crate::wire::describe_quorum::{DescribeQuorumResponse, PartitionData, ReplicaState};
+
+/// Largest input read: a segment of this suite's quorums is a few KiB.
+const MAX_INPUT: u64 = 64 << 20;
+
+pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
+    let size = std::fs::metadata(&args.file)
+        .map_err(|e| Failure::new(EXIT_STORAGE, format!("{}: {e}", args.file.display())))?
+        .len();
+    if size > MAX_INPUT {
+        return Err(Failure::new(
+            EXIT_STORAGE,
+            format!(
+                "{}: {size} bytes is more than {MAX_INPUT}",
+                args.file.display()
+            ),
+        ));
+    }
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| Failure::new(EXIT_STORAGE, format!("{}: {e}", args.file.display())))?;
+    let value = match args.kind {
+        DecodeKind::Records => {
+            let batches = crate::records::decode_batches(bytes::Bytes::from(bytes))
+                .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
+            Value::Array(batches.iter().map(batch_json).collect())
+        }
+        DecodeKind::DescribeQuorumResponse => {
+            let version = args.version.ok_or_else(|| {
+                Failure::new(super::EXIT_USAGE, "--version is required for a response")
+            })?;
+            let response = DescribeQuorumResponse::decode(&bytes, version)
+                .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
+            describe_quorum_json(&response, version)
+        }
+    };
+    println!("{value}");
+    Ok(())
+}
+
+/// One batch as `{baseOffset, lastOffset, partitionLeaderEpoch, control, records}`.
+pub fn batch_json(batch: &Batch) -> Value {
+    let records: Vec<Value> = batch
+        .records
+        .iter()
+        .map(|r| match r {
+            Record::Data(value) => json!({"type": "Data", "valueSize": value.len()}),
+            Record::LeaderChange {
+                leader_id,
+                voters,
+                granting_voters,
+            } => json!({
+                "type": "LeaderChange",
+                "leaderId": leader_id,
+                "voters": voters,
+                "grantingVoters": granting_voters,
+            }),
+            Record::KRaftVersion(v) => json!({"type": "KRaftVersion", "kraftVersion": v}),
+            Record::Voters(set) => json!({
+                "type": "Voters",
+                "voters": set.nodes().map(|n| json!({
+                    "id": n.key.id,
+                    "directoryId": format_directory_id(n.key.directory_or_nil()),
+                    "endpoints": n.listeners.iter()
+                        .map(|e| format!("{}://{}:{}", e.name, e.host, e.port))
+                        .collect::<Vec<_>>(),
+                    "kraftVersion": [n.supported.min, n.supported.max],
+                })).collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    let control = batch.records.iter().any(|r| !matches!(r, Record::Data(_)));
+    json!({
+        "baseOffset": batch.base_offset,
+        "lastOffset": batch.next_offset() - 1,
+        "partitionLeaderEpoch": batch.epoch,
+        "control": control,
+        "records": records,
+    })
+}
+
+/// A DescribeQuorum response in the shape of Kafka's generated `DescribeQuorumResponseDataJsonConverter`
+/// at `version`: the fields of that version only, camelCase names, directory ids in Kafka's base64 form.
+pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
+    let replica = |s: &ReplicaState| {
+        let mut o = serde_json::Map::new();
+        o.insert("replicaId".into(), json!(s.replica_id));
+        if version >= 2 {
+            o.insert(
+                "replicaDirectoryId".into(),
+                json!(format_directory_id(s.replica_directory_id)),
+            );
+        }
+        o.insert("logEndOffset".into(), json!(s.log_end_offset));
+        if version >= 1 {
+            o.insert("lastFetchTimestamp".into(), json!(s.last_fetch_timestamp));
+            o.insert(
+                "lastCaughtUpTimestamp".into(),
+                json!(s.last_caught_up_timestamp),
+            );
+        }
+        Value::Object(o)
+    };
+    let partition = |p: &PartitionData| {
+        let mut o = serde_json::Map::new();
+        o.insert("partitionIndex".into(), json!(p.partition_index));
+        o.insert("errorCode".into(), json!(p.error_code));
+        if version >= 2 {
+            o.insert("errorMessage".into(), json!(p.error_message));
+        }
+        o.insert("leaderId".into(), json!(p.leader_id));
+        o.insert("leaderEpoch".into(), json!(p.leader_epoch));
+        o.insert("highWatermark".into(), json!(p.high_watermark));
+        o.insert(
+            "currentVoters".into(),
+            p.current_voters.iter().map(replica).collect(),
+        );
+        if version >= 3 {
+            o.insert(
+                "committedVoters".into(),
+                p.committed_voters.iter().map(replica).collect(),
+            );
+        }
+        o.insert(
+            "observers".into(),
+            p.observers.iter().map(replica).collect(),
+        );
+        Value::Object(o)
+    };
+    let mut o = serde_json::Map::new();
+    o.insert("errorCode".into(), json!(r.error_code));
+    if version >= 2 {
+        o.insert("errorMessage".into(), json!(r.error_message));
+    }
+    o.insert(
+        "topics".into(),
+        r.topics
+            .iter()
+            .map(|t| {
+                json!({
+                    "topicName": t.topic_name,
+                    "partitions": t.partitions.iter().map(partition).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    );
+    if version >= 2 {
+        o.insert(
+            "nodes".into(),
+            r.nodes
+                .iter()
+                .map(|n| {
+                    json!({
+                        "nodeId": n.node_id,
+                        "listeners": n.listeners.iter().map(|l| json!({
+                            "name": l.name, "host": l.host, "port": l.port,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    Value::Object(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::sim;
+
+    #[test]
+    fn describe_quorum_json_has_the_fields_of_its_version_only() {
+        let mut cluster = sim::Sim::new(3, 0, 3).unwrap();
+        cluster.elect(1);
+        cluster.replicate(3);
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let v0 = describe_quorum_json(&cluster.describe(1, 0), 0);
+        assert_eq!(keys(&v0), ["errorCode", "topics"]);
+        let voter0 = &v0["topics"][0]["partitions"][0]["currentVoters"][0];
+        assert_eq!(keys(voter0), ["logEndOffset", "replicaId"]);
+        let v2 = describe_quorum_json(&cluster.describe(1, 2), 2);
+        assert_eq!(keys(&v2), ["errorCode", "errorMessage", "nodes", "topics"]);
+        assert_eq!(v2["errorMessage"], "");
+        let voter2 = &v2["topics"][0]["partitions"][0]["currentVoters"][0];
+        assert_eq!(
+            voter2["replicaDirectoryId"],
+            format_directory_id(sim::directory_id(1))
+        );
+        assert!(voter2["lastFetchTimestamp"].is_i64());
+        assert_eq!(v2["nodes"][0]["listeners"][0]["name"], "CONTROLLER");
+    }
+
+    #[test]
+    fn batch_json_names_control_records_like_the_interop_suite() {
+        let batch = Batch {
+            base_offset: 7,
+            epoch: 2,
+            records: vec![
+                Record::LeaderChange {
+                    leader_id: 1,
+                    voters: vec![1, 2, 3],
+                    granting_voters: vec![1, 2],
+                },
+                Record::KRaftVersion(1),
+                Record::Voters(sim::voter_set(&[1, 2])),
+            ],
+        };
+        let j = batch_json(&batch);
+        assert_eq!(j["lastOffset"], 9);
+        assert_eq!(j["control"], true);
+        assert_eq!(j["records"][0]["grantingVoters"], json!([1, 2]));
+        assert_eq!(j["records"][1]["kraftVersion"], 1);
+        assert_eq!(j["records"][2]["voters"][1]["id"], 2);
+        assert_eq!(j["records"][2]["voters"][0]["kraftVersion"], json!([0, 1]));
+        let data = Batch {
+            base_offset: 0,
+            epoch: 1,
+            records: vec![Record::Data(bytes::Bytes::from_static(b"abc"))],
+        };
+        assert_eq!(batch_json(&data)["records"][0]["valueSize"], 3);
+        assert_eq!(batch_json(&data)["control"], false);
+    }
+}

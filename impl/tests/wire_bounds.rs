@@ -1,0 +1,292 @@
+//! Every decoder of the node, its peer side and the CLI is bounded by its input: a length that claims
+//! more than the bytes that remain is a typed error naming message, field and offset, never an
+//! allocation. The mutation sweep decodes at least 10^4 mutated frames per served API (byte flips,
+//! truncations, length splices) and checks each is `Ok` or a typed error, with the largest single
+//! allocation within a small multiple of the frame.
+//!
+//! `KRAFT_WRITE_SEEDS=<dir> cargo test -p kraft --test wire_bounds write_seeds` writes the sample frames
+//! as the fuzz corpora seeds (`impl/fuzz/seeds/`).
+
+mod frames;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use bytes::Bytes;
+use kraft::server::codec::{self, CodecError};
+use kraft::wire::WireError;
+use proptest::prelude::*;
+
+use frames::{Sample, Side};
+
+struct Tracking;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tracking = Tracking;
+
+fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|m| m.set(0));
+    let out = f();
+    (out, LARGEST.with(|m| m.get()))
+}
+
+/// kafka-protocol's structs are at most a few hundred bytes and each takes at least one input byte;
+/// a count taken on trust would need gigabytes.
+fn allocation_bound(len: usize) -> usize {
+    512 * len + 4096
+}
+
+/// Decodes `payload` (a frame without its size prefix) the way its receiver does.
+fn decode(sample: &Sample, payload: Bytes) -> Result<(), CodecError> {
+    frames::decode(sample.side, sample.api_key, sample.version, payload)
+}
+
+fn check(sample: &Sample, payload: &[u8]) {
+    let (result, largest) = largest_allocation(|| decode(sample, Bytes::copy_from_slice(payload)));
+    assert!(
+        largest <= allocation_bound(payload.len()),
+        "{}: allocated {largest} bytes for a {}-byte frame",
+        sample.name,
+        payload.len()
+    );
+    if let Err(e) = result {
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+#[test]
+fn every_sample_decodes() {
+    let samples = frames::samples();
+    for s in &samples {
+        decode(s, s.payload.clone()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    }
+    // Every served API has request samples, and every API a node or the CLI reads an answer of has
+    // response samples.
+    for (key, min, max) in frames::served() {
+        for v in min..=max {
+            assert!(
+                samples
+                    .iter()
+                    .any(|s| s.side == Side::Request && s.api_key == key && s.version == v),
+                "no request sample for api {key} v{v}"
+            );
+        }
+    }
+}
+
+/// The reported defect: an EndQuorumEpoch request of under 100 bytes whose Topics count claims 2^32
+/// elements aborted the node ("memory allocation of 85899345760 bytes failed").
+#[test]
+fn huge_claimed_count_is_a_typed_error_not_an_allocation() {
+    let s = frames::samples()
+        .into_iter()
+        .find(|s| s.side == Side::Request && s.api_key == 54 && s.version == 1)
+        .unwrap();
+    // EndQuorumEpoch v1: header v2 = key, version, correlation, client id (int16 + bytes), tags (1 byte);
+    // then the body: ClusterId (compact string, a one-byte length here), Topics (compact array).
+    let client_id_len = i16::from_be_bytes([s.payload[8], s.payload[9]]) as usize;
+    let cluster_id_at = 8 + 2 + client_id_len + 1;
+    let topics_at = cluster_id_at + s.payload[cluster_id_at] as usize;
+    let mut bad = s.payload[..topics_at].to_vec();
+    bad.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0]);
+    let (result, largest) = largest_allocation(|| codec::decode_request(Bytes::from(bad.clone())));
+    assert!(largest < 4096, "allocated {largest}");
+    match result {
+        Err(CodecError::Wire(WireError::LengthTooLarge {
+            field,
+            offset,
+            length,
+            remaining,
+        })) => {
+            assert_eq!(field, "EndQuorumEpochRequest.Topics");
+            assert_eq!(offset, 4 + topics_at, "offset counts from the size prefix");
+            assert_eq!(length, u64::from(u32::MAX) - 1);
+            assert_eq!(remaining, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn claimed_lengths_past_the_end_are_rejected_in_responses_too() {
+    for s in frames::samples() {
+        if s.side == Side::Request {
+            continue;
+        }
+        // Claim 2^31-1 for a four-byte length at every position: never an allocation of that size.
+        for at in 0..s.payload.len().saturating_sub(4) {
+            let mut bad = s.payload.to_vec();
+            bad[at..at + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+            check(&s, &bad);
+        }
+    }
+}
+
+/// One mutation of a frame.
+#[derive(Clone, Debug)]
+enum Mutation {
+    Flip {
+        at: usize,
+        bits: u8,
+    },
+    Truncate {
+        keep: usize,
+    },
+    /// Overwrites bytes at `at` with a length that claims far more than the frame holds.
+    Splice {
+        at: usize,
+        length: SpliceLength,
+    },
+    Insert {
+        at: usize,
+        byte: u8,
+    },
+}
+
+#[derive(Clone, Debug)]
+enum SpliceLength {
+    Varint(u32),
+    Int16(i16),
+    Int32(i32),
+}
+
+fn arb_mutation() -> impl Strategy<Value = Mutation> {
+    let length = prop_oneof![
+        any::<u32>().prop_map(SpliceLength::Varint),
+        Just(SpliceLength::Varint(u32::MAX)),
+        any::<i16>().prop_map(SpliceLength::Int16),
+        any::<i32>().prop_map(SpliceLength::Int32),
+        Just(SpliceLength::Int32(i32::MAX)),
+        Just(SpliceLength::Int32(-2)),
+    ];
+    prop_oneof![
+        4 => (any::<usize>(), 1u8..=255).prop_map(|(at, bits)| Mutation::Flip { at, bits }),
+        1 => any::<usize>().prop_map(|keep| Mutation::Truncate { keep }),
+        4 => (any::<usize>(), length).prop_map(|(at, length)| Mutation::Splice { at, length }),
+        1 => (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Insert { at, byte }),
+    ]
+}
+
+fn apply(frame: &mut Vec<u8>, m: &Mutation) {
+    if frame.is_empty() {
+        return;
+    }
+    match *m {
+        Mutation::Flip { at, bits } => {
+            let i = at % frame.len();
+            frame[i] ^= bits;
+        }
+        Mutation::Truncate { keep } => frame.truncate(keep % frame.len()),
+        Mutation::Insert { at, byte } => frame.insert(at % (frame.len() + 1), byte),
+        Mutation::Splice { at, ref length } => {
+            let bytes: Vec<u8> = match *length {
+                SpliceLength::Varint(mut v) => {
+                    let mut out = Vec::new();
+                    while v >= 0x80 {
+                        out.push((v as u8) | 0x80);
+                        v >>= 7;
+                    }
+                    out.push(v as u8);
+                    out
+                }
+                SpliceLength::Int16(v) => v.to_be_bytes().to_vec(),
+                SpliceLength::Int32(v) => v.to_be_bytes().to_vec(),
+            };
+            let i = at % frame.len();
+            for (k, b) in bytes.into_iter().enumerate() {
+                if let Some(slot) = frame.get_mut(i + k) {
+                    *slot = b;
+                }
+            }
+        }
+    }
+}
+
+/// Cases per API (each case is one sample of that API, any version, with 1–4 mutations).
+const CASES_PER_API: u32 = 10_000;
+
+fn sweep(api_key: i16, side: Side) {
+    let samples: Vec<Sample> = frames::samples()
+        .into_iter()
+        .filter(|s| s.api_key == api_key && s.side == side)
+        .collect();
+    assert!(!samples.is_empty(), "no {side:?} samples for api {api_key}");
+    let config = ProptestConfig {
+        cases: CASES_PER_API,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let n = samples.len();
+    proptest!(config, |(pick in 0..n, mutations in prop::collection::vec(arb_mutation(), 1..4))| {
+        let s = &samples[pick];
+        let mut frame = s.payload.to_vec();
+        for m in &mutations {
+            apply(&mut frame, m);
+        }
+        check(s, &frame);
+    });
+}
+
+macro_rules! sweeps {
+    ($($name:ident: $key:expr, $side:expr;)*) => {
+        $(#[test] fn $name() { sweep($key, $side) })*
+    };
+}
+
+sweeps! {
+    sweep_fetch_request: 1, Side::Request;
+    sweep_metadata_request: 3, Side::Request;
+    sweep_api_versions_request: 18, Side::Request;
+    sweep_vote_request: 52, Side::Request;
+    sweep_begin_quorum_epoch_request: 53, Side::Request;
+    sweep_end_quorum_epoch_request: 54, Side::Request;
+    sweep_describe_quorum_request: 55, Side::Request;
+    sweep_add_raft_voter_request: 80, Side::Request;
+    sweep_remove_raft_voter_request: 81, Side::Request;
+    sweep_update_raft_voter_request: 82, Side::Request;
+    sweep_describe_cluster_request: 60, Side::Request;
+    sweep_fetch_response: 1, Side::PeerResponse;
+    sweep_vote_response: 52, Side::PeerResponse;
+    sweep_begin_quorum_epoch_response: 53, Side::PeerResponse;
+    sweep_end_quorum_epoch_response: 54, Side::PeerResponse;
+    sweep_metadata_response: 3, Side::ClientResponse;
+    sweep_api_versions_response: 18, Side::ClientResponse;
+    sweep_describe_quorum_response: 55, Side::ClientResponse;
+    sweep_add_raft_voter_response: 80, Side::ClientResponse;
+    sweep_remove_raft_voter_response: 81, Side::ClientResponse;
+    sweep_update_raft_voter_response: 82, Side::ClientResponse;
+    sweep_describe_cluster_response: 60, Side::ClientResponse;
+}
+
+/// Writes every sample frame (size prefix included) under `$KRAFT_WRITE_SEEDS/<side>/`; a no-op without it.
+#[test]
+fn write_seeds() {
+    let Ok(dir) = std::env::var("KRAFT_WRITE_SEEDS") else {
+        return;
+    };
+    for s in frames::samples() {
+        let sub = std::path::Path::new(&dir).join(s.side.seed_dir());
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut frame = (s.payload.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&s.payload);
+        std::fs::write(sub.join(format!("{}.bin", s.name)), frame).unwrap();
+    }
+}
