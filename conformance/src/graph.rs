@@ -94,8 +94,10 @@ pub struct GraphOutcome {
     pub wire_checked: u64,
     /// Divergences found (the search stops at `max_divergences`).
     pub divergences: Vec<Divergence>,
-    /// True if the whole graph was explored (no divergence stopped it).
+    /// True if the whole graph was explored (no divergence and no `max_states` stopped it).
     pub complete: bool,
+    /// Stopped by `max_states` (a measurement run).
+    pub truncated: bool,
     pub seconds: f64,
 }
 
@@ -105,17 +107,23 @@ impl GraphOutcome {
     }
 }
 
-/// The model's fingerprint of a state (its `Hash`, as stateright fingerprints it, with a fixed-key
+/// A fast hasher with fixed seeds (the same fingerprints for the whole run; not a security boundary).
+pub fn hasher() -> ahash::AHasher {
+    use std::hash::BuildHasher;
+    ahash::RandomState::with_seeds(0x6b72, 0x6166, 0x7431, 0x3135).build_hasher()
+}
+
+/// The model's fingerprint of a state (its `Hash`, as stateright fingerprints it, with a fixed-seed
 /// hasher).
 pub fn model_fingerprint(s: &State) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = hasher();
     s.hash(&mut h);
     h.finish()
 }
 
 /// The implementation fingerprint of one node (see the module doc for what it leaves out).
 pub fn node_fingerprint(v: &NodeView) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = hasher();
     (v.role, v.epoch, v.leader_id, v.voted).hash(&mut h);
     for e in &v.log {
         (e.offset, e.epoch).hash(&mut h);
@@ -158,7 +166,7 @@ pub fn node_fingerprint(v: &NodeView) -> u64 {
 
 /// The implementation fingerprint of a cluster from its nodes' fingerprints.
 fn cluster_fingerprint(c: &Cluster, nodes: &[u64]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = hasher();
     nodes.hash(&mut h);
     for i in 0..nodes.len() {
         let p = c.persisted(i as Id);
@@ -167,7 +175,7 @@ fn cluster_fingerprint(c: &Cluster, nodes: &[u64]) -> u64 {
     // The network is a multiset: combine the messages order-independently.
     let mut net = 0u64;
     for m in &c.network {
-        let mut e = std::collections::hash_map::DefaultHasher::new();
+        let mut e = hasher();
         (m.envelope, m.digest).hash(&mut e);
         net = net.wrapping_add(e.finish());
     }
@@ -451,8 +459,8 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
         out.wire_checked += checked;
         paths.extend(t.paths);
     }
-    out.complete =
-        !shared.halted.load(Ordering::Relaxed) && !shared.truncated.load(Ordering::Relaxed);
+    out.truncated = shared.truncated.load(Ordering::Relaxed);
+    out.complete = !shared.halted.load(Ordering::Relaxed) && !out.truncated;
     // Each divergent path again through the step replay: the same report as any trace, and a check
     // that the graph's incremental comparison found a real difference.
     paths.sort_by_key(|p| p.len());

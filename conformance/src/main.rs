@@ -147,7 +147,13 @@ fn main() -> ExitCode {
                         g.states,
                         g.seconds,
                         g.per_second(),
-                        if g.complete { "" } else { " (stopped at the divergence limit)" },
+                        if g.complete {
+                            ""
+                        } else if g.truncated {
+                            " (stopped at --max-states: not the whole graph)"
+                        } else {
+                            " (stopped at the divergence limit)"
+                        },
                         g.expanded,
                         g.multi,
                         g.capped,

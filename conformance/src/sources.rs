@@ -24,6 +24,7 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
         "first-election" => ModelConfig {
             gc: false,
             refusal_steps: false,
+            pre_vote: model::config::IMPL_PRE_VOTE,
             max_in_flight: 3,
             ..check::first_election_bounds()
         },

@@ -397,7 +397,7 @@ impl WireChecker {
             }
             .to_string()
         })?;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = crate::graph::hasher();
         (version, &bytes[..], key).hash(&mut h);
         let digest = h.finish();
         if self.passed.contains(&digest) {
