@@ -67,46 +67,132 @@ pub(crate) fn cluster_id_mismatch(request: &Option<StrBytes>, local: &str) -> bo
     request.as_ref().is_some_and(|c| c.as_str() != local)
 }
 
-/// The single metadata partition of a Vote request, if the request names exactly it.
-pub(crate) fn vote_partition(req: &VoteRequest) -> Option<&vote_request::PartitionData> {
-    match req.topics.as_slice() {
-        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
-            [p] if p.partition_index == METADATA_PARTITION => Some(p),
+/// A topic entry of a Raft RPC: its name and partitions. One impl per message, so the metadata-partition
+/// lookup below is written once.
+pub(crate) trait RaftTopic {
+    type Partition;
+    fn is_metadata(&self) -> bool;
+    fn partitions(&self) -> &[Self::Partition];
+}
+
+/// A partition entry of a Raft RPC request: its index.
+pub(crate) trait RaftPartition {
+    fn index(&self) -> i32;
+}
+
+macro_rules! raft_topic {
+    ($topic:ty, $partition:ty, $name:ident, $partitions:ident) => {
+        impl RaftTopic for $topic {
+            type Partition = $partition;
+            fn is_metadata(&self) -> bool {
+                is_metadata_topic(&self.$name.0)
+            }
+            fn partitions(&self) -> &[$partition] {
+                &self.$partitions
+            }
+        }
+    };
+}
+
+macro_rules! raft_partition {
+    ($partition:ty, $index:ident) => {
+        impl RaftPartition for $partition {
+            fn index(&self) -> i32 {
+                self.$index
+            }
+        }
+    };
+}
+
+raft_topic!(
+    vote_request::TopicData,
+    vote_request::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    begin_quorum_epoch_request::TopicData,
+    begin_quorum_epoch_request::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    end_quorum_epoch_request::TopicData,
+    end_quorum_epoch_request::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    vote_response::TopicData,
+    vote_response::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    begin_quorum_epoch_response::TopicData,
+    begin_quorum_epoch_response::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    end_quorum_epoch_response::TopicData,
+    end_quorum_epoch_response::PartitionData,
+    topic_name,
+    partitions
+);
+raft_topic!(
+    fetch_response::FetchableTopicResponse,
+    fetch_response::PartitionData,
+    topic,
+    partitions
+);
+raft_partition!(vote_request::PartitionData, partition_index);
+raft_partition!(begin_quorum_epoch_request::PartitionData, partition_index);
+raft_partition!(end_quorum_epoch_request::PartitionData, partition_index);
+raft_partition!(fetch_request::FetchPartition, partition);
+
+/// The single metadata partition of a request, if the request names exactly it (anything else is
+/// INVALID_REQUEST, as Kafka answers a request for another partition).
+fn metadata_partition<T: RaftTopic>(topics: &[T]) -> Option<&T::Partition>
+where
+    T::Partition: RaftPartition,
+{
+    match topics {
+        [t] if t.is_metadata() => match t.partitions() {
+            [p] if p.index() == METADATA_PARTITION => Some(p),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// The first partition of a response (a peer answers the one partition asked about).
+fn first_partition<T: RaftTopic>(topics: &[T]) -> Option<&T::Partition> {
+    topics.first().and_then(|t| t.partitions().first())
+}
+
+pub(crate) fn vote_partition(req: &VoteRequest) -> Option<&vote_request::PartitionData> {
+    metadata_partition(&req.topics)
 }
 
 pub(crate) fn begin_partition(
     req: &BeginQuorumEpochRequest,
 ) -> Option<&begin_quorum_epoch_request::PartitionData> {
-    match req.topics.as_slice() {
-        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
-            [p] if p.partition_index == METADATA_PARTITION => Some(p),
-            _ => None,
-        },
-        _ => None,
-    }
+    metadata_partition(&req.topics)
 }
 
 pub(crate) fn end_partition(
     req: &EndQuorumEpochRequest,
 ) -> Option<&end_quorum_epoch_request::PartitionData> {
-    match req.topics.as_slice() {
-        [t] if is_metadata_topic(&t.topic_name.0) => match t.partitions.as_slice() {
-            [p] if p.partition_index == METADATA_PARTITION => Some(p),
-            _ => None,
-        },
-        _ => None,
-    }
+    metadata_partition(&req.topics)
 }
 
+/// Fetch v13+ names the topic by id, older versions by name: either names the metadata topic.
 pub(crate) fn fetch_partition(req: &FetchRequest) -> Option<&fetch_request::FetchPartition> {
     match req.topics.as_slice() {
         [t] if is_metadata_topic(&t.topic.0) || t.topic_id == METADATA_TOPIC_ID => {
             match t.partitions.as_slice() {
-                [p] if p.partition == METADATA_PARTITION => Some(p),
+                [p] if p.index() == METADATA_PARTITION => Some(p),
                 _ => None,
             }
         }
@@ -126,25 +212,25 @@ pub(crate) fn fetch_replica_id(req: &FetchRequest) -> i32 {
 pub(crate) fn vote_response_partition(
     resp: &VoteResponse,
 ) -> Option<&vote_response::PartitionData> {
-    resp.topics.first().and_then(|t| t.partitions.first())
+    first_partition(&resp.topics)
 }
 
 pub(crate) fn begin_response_partition(
     resp: &BeginQuorumEpochResponse,
 ) -> Option<&begin_quorum_epoch_response::PartitionData> {
-    resp.topics.first().and_then(|t| t.partitions.first())
+    first_partition(&resp.topics)
 }
 
 pub(crate) fn end_response_partition(
     resp: &EndQuorumEpochResponse,
 ) -> Option<&end_quorum_epoch_response::PartitionData> {
-    resp.topics.first().and_then(|t| t.partitions.first())
+    first_partition(&resp.topics)
 }
 
 pub(crate) fn fetch_response_partition(
     resp: &FetchResponse,
 ) -> Option<&fetch_response::PartitionData> {
-    resp.responses.first().and_then(|t| t.partitions.first())
+    first_partition(&resp.responses)
 }
 
 pub(crate) fn vote_response(

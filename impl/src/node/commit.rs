@@ -1,0 +1,99 @@
+//! The log as the leader grows it and the HW commits it; control records read into the histories.
+
+use crate::history::HistoryError;
+use crate::log::{LogError, RaftLog, Record};
+
+use super::messages::errors;
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    /// Reads control records appended since the last call into the voter-set and kraft.version histories.
+    pub(super) fn load_control_records(&mut self) -> Result<(), LogError> {
+        let end = self.log.end_offset();
+        if self.history_next_offset >= end {
+            self.history_next_offset = end;
+            return Ok(());
+        }
+        let from = self.history_next_offset.max(self.log.start_offset());
+        for batch in self.log.read(from, usize::MAX)? {
+            for (i, record) in batch.records.iter().enumerate() {
+                let offset = batch.base_offset + i as i64;
+                if offset < from {
+                    continue;
+                }
+                let corrupt = |e: HistoryError| LogError::Corrupt {
+                    offset,
+                    reason: e.to_string(),
+                };
+                match record {
+                    Record::Voters(set) => {
+                        self.history.add_at(offset, set.clone()).map_err(corrupt)?
+                    }
+                    Record::KRaftVersion(v) => {
+                        self.kraft_versions.add_at(offset, *v).map_err(corrupt)?
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.history_next_offset = end;
+        Ok(())
+    }
+
+    pub(super) fn truncate_log(&mut self, offset: i64) -> Result<(), LogError> {
+        self.log.truncate_to(offset)?;
+        self.history.truncate_new_entries(offset);
+        self.kraft_versions.truncate_new_entries(offset.max(0));
+        self.history_next_offset = self.history_next_offset.min(self.log.end_offset());
+        Ok(())
+    }
+
+    /// Appends one batch in the leader's epoch, flushes it, and updates the HW.
+    pub(super) fn leader_append(
+        &mut self,
+        now: Millis,
+        records: Vec<Record>,
+        out: &mut Output,
+    ) -> Result<i64, LogError> {
+        let epoch = self.election.epoch;
+        let offset = self.log.append_as_leader(epoch, records)?;
+        self.log.flush()?;
+        self.load_control_records()?;
+        self.after_leader_log_change(now, out);
+        Ok(offset)
+    }
+
+    pub(super) fn after_leader_log_change(&mut self, now: Millis, out: &mut Output) {
+        let end = self.log.end_offset();
+        let latest = self.history.latest().clone();
+        let advanced = match &mut self.role {
+            RoleState::Leader(l) => {
+                let advanced = l.update_local_end_offset(end, &latest);
+                l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
+                advanced
+            }
+            _ => return,
+        };
+        if advanced {
+            self.on_leader_hw_advanced(now, out);
+        }
+    }
+
+    /// The HW moved: complete the pending change once the HW passes its record; resign once this
+    /// leader's own removal is committed.
+    pub(super) fn on_leader_hw_advanced(&mut self, now: Millis, out: &mut Output) {
+        let Some(hw) = self.high_watermark() else {
+            return;
+        };
+        if let Some(p) = self.pending.as_ref().filter(|p| hw > p.offset).cloned() {
+            self.pending = None;
+            self.reply_change(p.client, p.kind, p.key, errors::NONE, out);
+        }
+        let removal_committed = self.history.latest_entry().is_some_and(|(o, _)| o < hw);
+        if !self.is_voter() && removal_committed {
+            tracing::info!(node = self.local.id, "own removal committed; resigning");
+            self.become_resigned(now, out);
+        }
+    }
+}

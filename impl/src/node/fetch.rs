@@ -1,0 +1,332 @@
+//! Fetch, both sides: the follower's request and response handling, the leader's answer.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::log::RaftLog;
+use crate::voter_set::ReplicaKey;
+
+use super::messages::{self, errors, METADATA_PARTITION};
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    pub(super) fn send_fetch(&mut self, now: Millis, out: &mut Output) {
+        self.send_fetch_to(now, None, out)
+    }
+
+    /// Sends a Fetch now, to `to` if given: the leader for a follower; for an observer that knows no
+    /// leader, the bootstrap voter to ask (Kafka picks one at random; a harness picks it here).
+    /// A follower asked to fetch from anyone but its leader does nothing.
+    pub fn fetch_from(&mut self, now: Millis, to: i32) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        let allowed = match self.role {
+            RoleState::Follower { leader } => leader == to,
+            RoleState::Unattached => !self.is_voter() && to != self.local.id,
+            _ => false,
+        };
+        if allowed {
+            self.outstanding_fetch = None;
+            self.send_fetch_to(now, Some(to), &mut out);
+        }
+        self.refresh_timers();
+        out
+    }
+
+    pub(super) fn send_fetch_to(&mut self, now: Millis, target: Option<i32>, out: &mut Output) {
+        use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+        use kafka_protocol::messages::BrokerId;
+        let to = match self.role {
+            RoleState::Follower { leader } => leader,
+            RoleState::Unattached if !self.is_voter() && target.is_some() => {
+                target.unwrap_or_default()
+            }
+            RoleState::Unattached if !self.is_voter() => {
+                let others: Vec<i32> = self
+                    .history
+                    .latest()
+                    .ids()
+                    .filter(|&id| id != self.local.id)
+                    .collect();
+                if others.is_empty() {
+                    self.next_fetch_at = None;
+                    return;
+                }
+                others[self.bootstrap_cursor % others.len()]
+            }
+            _ => {
+                self.next_fetch_at = None;
+                return;
+            }
+        };
+        let fetch = OutstandingFetch {
+            to,
+            epoch: self.election.epoch,
+            fetch_offset: self.log.end_offset(),
+            last_fetched_epoch: self.log.last_epoch(),
+            sent_at: now,
+        };
+        let req = FetchRequest::default()
+            .with_cluster_id(Some(StrBytes::from_string(self.config.cluster_id.clone())))
+            .with_replica_state(ReplicaState::default().with_replica_id(BrokerId(self.local.id)))
+            .with_max_wait_ms(0)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(messages::topic_name())
+                .with_topic_id(messages::METADATA_TOPIC_ID)
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(METADATA_PARTITION)
+                    .with_current_leader_epoch(fetch.epoch)
+                    .with_fetch_offset(fetch.fetch_offset)
+                    .with_last_fetched_epoch(fetch.last_fetched_epoch)
+                    .with_log_start_offset(self.log.start_offset())
+                    .with_replica_directory_id(self.local.directory_or_nil())])]);
+        self.outstanding_fetch = Some(fetch);
+        self.next_fetch_at = None;
+        out.messages.push((to, Message::FetchRequest(req)));
+    }
+
+    /// Kafka's `validateOffsetAndEpoch`: `None` if the fetcher's log matches at `(fetch_offset,
+    /// last_fetched_epoch)`, else the diverging `(epoch, end offset)` to truncate to.
+    pub fn diverging_epoch(
+        &self,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+    ) -> Option<(i32, i64)> {
+        let (epoch, end) = self.end_offset_for_epoch(last_fetched_epoch);
+        (epoch != last_fetched_epoch || fetch_offset > end).then_some((epoch, end))
+    }
+
+    /// `endOffsetForEpoch` with one answer for "nothing of epoch ≤ `epoch` here": `(0, log start)`.
+    pub(super) fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        let start = self.log.start_offset();
+        match self.log.end_offset_for_epoch(epoch) {
+            // The log's "every batch is later" answer ends at its start: no record of epoch ≤ `epoch`.
+            Some((_, end)) if end <= start => (0, start),
+            Some(found) => found,
+            None => (0, start),
+        }
+    }
+
+    /// Where a follower truncates on DivergingEpoch{epoch, end} (Kafka's `truncateToEndOffset`): the
+    /// smaller of `end` and its own end offset for `epoch`, never past its LEO.
+    pub fn truncation_offset(&self, diverging_epoch: i32, diverging_end: i64) -> i64 {
+        let (_, local_end) = self.end_offset_for_epoch(diverging_epoch);
+        diverging_end.min(local_end).min(self.log.end_offset())
+    }
+
+    pub(super) fn on_fetch_request(
+        &mut self,
+        now: Millis,
+        from: i32,
+        req: FetchRequest,
+        out: &mut Output,
+    ) {
+        use messages::FetchResponseParts;
+        let leader_or_sentinel = self.known_leader_or_sentinel();
+        let epoch = self.election.epoch;
+        let mut parts = FetchResponseParts {
+            top_error: 0,
+            error: 0,
+            high_watermark: -1,
+            leader_id: leader_or_sentinel,
+            leader_epoch: epoch,
+            diverging: None,
+            records: None,
+            echo: None,
+            log_start_offset: self.log.start_offset(),
+        };
+        let mut hw_advanced = false;
+        'build: {
+            if messages::cluster_id_mismatch(&req.cluster_id, &self.config.cluster_id) {
+                parts.top_error = errors::INCONSISTENT_CLUSTER_ID;
+                break 'build;
+            }
+            let Some(p) = messages::fetch_partition(&req) else {
+                parts.top_error = errors::INVALID_REQUEST;
+                break 'build;
+            };
+            parts.echo = Some(messages::FetchEcho {
+                epoch: p.current_leader_epoch,
+                fetch_offset: p.fetch_offset,
+                last_fetched_epoch: p.last_fetched_epoch,
+            });
+            let replica = ReplicaKey::new(messages::fetch_replica_id(&req), p.replica_directory_id);
+            if p.fetch_offset < 0
+                || p.last_fetched_epoch < 0
+                || replica.id < 0
+                || replica.id == self.local.id
+            {
+                parts.error = errors::INVALID_REQUEST;
+                break 'build;
+            }
+            if p.current_leader_epoch < epoch {
+                parts.error = errors::FENCED_LEADER_EPOCH;
+                break 'build;
+            }
+            if p.current_leader_epoch > epoch {
+                parts.error = errors::UNKNOWN_LEADER_EPOCH;
+                break 'build;
+            }
+            if !matches!(self.role, RoleState::Leader(_)) {
+                parts.error = errors::NOT_LEADER_OR_FOLLOWER;
+                break 'build;
+            }
+            if let Some(diverging) = self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch) {
+                parts.diverging = Some(diverging);
+                parts.high_watermark = self.high_watermark().unwrap_or(-1);
+                break 'build;
+            }
+            if p.fetch_offset > self.log.end_offset() {
+                parts.error = errors::INVALID_REQUEST;
+                break 'build;
+            }
+            if let RoleState::Leader(l) = &mut self.role {
+                hw_advanced = l.update_replica(replica, now, p.fetch_offset);
+                l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
+            }
+            parts.high_watermark = self.high_watermark().unwrap_or(-1);
+            match self.read_suffix(p.fetch_offset) {
+                Ok(records) => parts.records = records,
+                Err(e) => {
+                    tracing::error!(node = self.local.id, error = %e, "cannot read the log for a fetch");
+                    parts.error = -1; // UNKNOWN_SERVER_ERROR
+                }
+            }
+        }
+        out.messages.push((
+            from,
+            Message::FetchResponse(messages::fetch_response(parts)),
+        ));
+        if hw_advanced {
+            self.on_leader_hw_advanced(now, out);
+        }
+    }
+
+    /// Every record from `from` to the LEO, as Kafka record batches (a batch straddling `from` is cut).
+    pub(super) fn read_suffix(&self, from: i64) -> Result<Option<Bytes>, String> {
+        if from >= self.log.end_offset() {
+            return Ok(None);
+        }
+        let mut batches = self.log.read(from, usize::MAX).map_err(|e| e.to_string())?;
+        if let Some(first) = batches.first_mut() {
+            if first.base_offset < from {
+                let skip = (from - first.base_offset) as usize;
+                first.records.drain(..skip.min(first.records.len()));
+                first.base_offset = from;
+            }
+        }
+        batches.retain(|b| !b.records.is_empty());
+        crate::records::encode_batches(&batches)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    pub(super) fn on_fetch_response(
+        &mut self,
+        now: Millis,
+        from: i32,
+        resp: FetchResponse,
+        out: &mut Output,
+    ) {
+        let Some(reply) = messages::read_fetch_response(&resp) else {
+            return;
+        };
+        let Some(sent) = self.outstanding_fetch else {
+            return;
+        };
+        let matches = from == sent.to
+            && reply.echo.is_none_or(|e| {
+                (e.epoch, e.fetch_offset, e.last_fetched_epoch)
+                    == (sent.epoch, sent.fetch_offset, sent.last_fetched_epoch)
+            });
+        if !matches {
+            return;
+        }
+        self.outstanding_fetch = None;
+        if reply.error != errors::NONE {
+            let before = (self.role(), self.election.epoch, self.leader_id());
+            let follows = self.maybe_transition(now, reply.leader_epoch, reply.leader_id, out);
+            if !follows {
+                // Ask the next voter of the latest set (observers looking for the leader).
+                self.bootstrap_cursor = self.bootstrap_cursor.wrapping_add(1);
+            }
+            let changed = before != (self.role(), self.election.epoch, self.leader_id());
+            let fetching = matches!(self.role, RoleState::Follower { .. })
+                || (self.role() == Role::Unattached && !self.is_voter());
+            if fetching && !changed {
+                // Same leader (or none) as before: retry after the fetch interval, not in a hot loop.
+                self.next_fetch_at = Some(now + self.config.fetch_interval_ms);
+            }
+            return;
+        }
+        // A successful reply comes from the leader of the request's epoch.
+        if !self.maybe_transition(now, reply.leader_epoch, from, out)
+            || reply.leader_epoch != sent.epoch
+        {
+            return;
+        }
+        let mut progressed = false;
+        if let Some((epoch, end_offset)) = reply.diverging {
+            // Kafka applies no HW from a diverging reply: truncate, then fetch again.
+            let target = self.truncation_offset(epoch, end_offset);
+            if self.hw.is_some_and(|hw| target < hw) {
+                tracing::error!(node = self.local.id, target, hw = ?self.hw, "diverging epoch below the HW ignored");
+            } else if let Err(e) = self.truncate_log(target) {
+                tracing::error!(node = self.local.id, error = %e, "truncation failed");
+            } else {
+                progressed = true;
+            }
+        } else {
+            if let Some(bytes) = reply.records {
+                match self.append_fetched(bytes) {
+                    Ok(appended) => progressed = appended,
+                    Err(e) => {
+                        tracing::warn!(node = self.local.id, error = %e, "fetched records refused")
+                    }
+                }
+            }
+            if reply.high_watermark >= 0 {
+                let candidate = reply.high_watermark.min(self.log.end_offset());
+                if self.hw.is_none_or(|hw| candidate > hw) {
+                    self.hw = Some(candidate);
+                }
+            }
+        }
+        self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
+        self.next_fetch_at = Some(if progressed {
+            now
+        } else {
+            now + self.config.fetch_interval_ms
+        });
+    }
+
+    /// Appends fetched batches after the local LEO (records below it are skipped). Returns whether
+    /// anything was appended.
+    pub(super) fn append_fetched(&mut self, bytes: Bytes) -> Result<bool, String> {
+        let batches = crate::records::decode_batches(bytes).map_err(|e| e.to_string())?;
+        let end = self.log.end_offset();
+        let mut fresh = Vec::new();
+        for mut b in batches {
+            if b.next_offset() <= end {
+                continue;
+            }
+            if b.base_offset < end {
+                let skip = (end - b.base_offset) as usize;
+                b.records.drain(..skip);
+                b.base_offset = end;
+            }
+            fresh.push(b);
+        }
+        if fresh.is_empty() {
+            return Ok(false);
+        }
+        self.log
+            .append_as_follower(fresh)
+            .map_err(|e| e.to_string())?;
+        self.log.flush().map_err(|e| e.to_string())?;
+        self.load_control_records().map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+}

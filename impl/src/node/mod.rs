@@ -1,0 +1,318 @@
+//! The KRaft node: a deterministic state machine.
+//!
+//! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`) and time
+//! (`tick`). Outputs: [`Output`] with effects to persist first and messages to send after.
+//!
+//! Shell contract:
+//! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
+//! 2. A response to a peer request handed to `handle` is in the `Output` of that same call, addressed to the
+//!    requester; the shell writes it to the requesting connection. Other messages are new requests.
+//! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
+//!    output of a later `handle` or `tick`.
+//! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
+//! 5. Fetch requests carry the replica id in `replica_state` (Fetch v15+) and the directory id (v17):
+//!    encode them at v17.
+//!
+//! Protocol choices (Kafka 3.9 unless noted; see also the crate's closing note in `impl/README.md`):
+//! - No pre-vote. A candidate whose election times out starts a new election at epoch + 1 at once
+//!   (Kafka backs off first).
+//! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
+//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
+//! - The leader answers a Fetch at once with every record from the fetch offset to its end (no long poll,
+//!   no size limit), and learns a replica's progress only from fetch offsets.
+//! - A Fetch response echoes the request's `(epoch, fetch offset, last fetched epoch)` in the tagged field
+//!   [`FETCH_ECHO_TAG`] of its partition, so a stale or duplicated response is recognised and ignored.
+//!   A response without the tag (a Kafka leader) is matched by sender only: over TCP the shell's
+//!   correlation ids already pair it with the one outstanding request.
+//! - A diverging-epoch reply that would truncate below the follower's HW is ignored (Kafka treats it as
+//!   fatal); it cannot happen in a consistent run.
+//! - Observers that know no leader fetch from the voters of their latest set in turn, and follow the
+//!   leader named in the error reply (Kafka uses `controller.quorum.bootstrap.servers` the same way).
+//! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
+//!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
+//!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
+//! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
+//! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
+//!   still pending (Kafka only does so from the pending request's completion).
+//! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
+//!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
+//!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
+//!   among them, which is what Kafka's admin client needs.
+//! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
+//!   do not serve Metadata at all.
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::history::{OffsetHistory, VoterSetHistory};
+use crate::leader::LeaderState;
+use crate::log::{RaftLog, Record};
+use crate::voter_set::{ReplicaKey, VoterSet};
+
+mod admin;
+mod commit;
+mod describe_cluster;
+mod fetch;
+mod membership;
+mod messages;
+mod quorum_epoch;
+mod roles;
+pub mod sim;
+mod timers;
+mod types;
+mod view;
+mod vote;
+
+pub use admin::SUPPORTED_APIS;
+pub use membership::membership_gate;
+pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
+pub use types::*;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ActiveFaults {
+    committed_from_latest: bool,
+    accept_change_while_pending: bool,
+    hw_counts_removed_leader: bool,
+}
+
+#[derive(Clone, Debug)]
+enum RoleState {
+    Unattached,
+    Candidate {
+        voters: VoterSet,
+        granted: BTreeSet<i32>,
+    },
+    Follower {
+        leader: i32,
+    },
+    Leader(Box<LeaderState>),
+    Resigned,
+}
+
+/// A KRaft replica: the deterministic quorum state machine over a [`RaftLog`]. `Clone` (for a cloneable
+/// log) lets conformance branch one cluster into every successor of a model state.
+#[derive(Clone)]
+pub struct Node<L: RaftLog> {
+    config: NodeConfig,
+    local: ReplicaKey,
+    log: L,
+    election: ElectionState,
+    role: RoleState,
+    /// The HW of a non-leader (the leader's lives in its `LeaderState`).
+    hw: Option<i64>,
+    history: VoterSetHistory,
+    kraft_versions: OffsetHistory<i16>,
+    base_kraft_version: i16,
+    /// Next log offset whose control records have not been read into the histories.
+    history_next_offset: i64,
+    rng: ChaCha8Rng,
+    timers: Timers,
+    next_fetch_at: Option<Millis>,
+    outstanding_fetch: Option<OutstandingFetch>,
+    bootstrap_cursor: usize,
+    pending: Option<PendingChange>,
+    last_change_reply: Option<ChangeReply>,
+    faults: ActiveFaults,
+    /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
+    clock_started: bool,
+}
+
+fn invalid(msg: impl Into<String>) -> NodeError {
+    NodeError::Config(msg.into())
+}
+
+impl<L: RaftLog> Node<L> {
+    /// Builds a node from its configuration, its log and its persisted election state, applying the
+    /// restart rules: Resigned if it was the leader, Candidate if it voted for itself (and is a voter),
+    /// else Unattached at the persisted epoch. Volatile state (HW, leader progress, pending change) is
+    /// not recovered.
+    pub fn new(config: NodeConfig, log: L, persisted: ElectionState) -> Result<Node<L>, NodeError> {
+        if config.node_id < 0 {
+            return Err(invalid(format!("node id {} is negative", config.node_id)));
+        }
+        if config.election_timeout_ms == 0
+            || config.fetch_timeout_ms == 0
+            || config.check_quorum_timeout_ms == 0
+        {
+            return Err(invalid(
+                "election, fetch and check-quorum timeouts must be positive",
+            ));
+        }
+        if config.request_timeout_ms == 0 {
+            return Err(invalid("request timeout must be positive"));
+        }
+        if persisted.epoch < 0 {
+            return Err(NodeError::ElectionState(format!(
+                "negative epoch {}",
+                persisted.epoch
+            )));
+        }
+        let local = ReplicaKey::new(config.node_id, config.directory_id);
+        let (history, base_kraft_version) = match &config.bootstrap {
+            Bootstrap::Static(set) => (VoterSetHistory::with_static(set.clone()), 0),
+            Bootstrap::Checkpoint(set) => (VoterSetHistory::with_bootstrap(set.clone()), 1),
+        };
+        let mut kraft_versions = OffsetHistory::new();
+        if base_kraft_version > 0 {
+            kraft_versions.add_at(-1, base_kraft_version)?;
+        }
+        let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut node = Node {
+            local,
+            log,
+            election: persisted.clone(),
+            role: RoleState::Unattached,
+            hw: None,
+            history,
+            kraft_versions,
+            base_kraft_version,
+            history_next_offset: 0,
+            rng,
+            timers: Timers::default(),
+            next_fetch_at: None,
+            outstanding_fetch: None,
+            bootstrap_cursor: 0,
+            pending: None,
+            last_change_reply: None,
+            faults: ActiveFaults::default(),
+            clock_started: false,
+            config,
+        };
+        node.history_next_offset = node.log.start_offset();
+        node.load_control_records()?;
+        // Restart rules. `now` is unknown here: timers are armed relative to 0 and shifted to the
+        // shell's clock by the first input (see `start_clock`).
+        let now = 0;
+        if persisted.leader_id == Some(local.id) {
+            node.role = RoleState::Resigned;
+            node.arm_election_timer(now);
+        } else if persisted.voted.is_some_and(|v| v.id == local.id) && node.is_voter() {
+            let voters = node.history.latest().clone();
+            node.role = RoleState::Candidate {
+                voters,
+                granted: BTreeSet::from([local.id]),
+            };
+            node.arm_election_timer(now);
+        } else {
+            node.election.leader_id = None;
+            node.role = RoleState::Unattached;
+            node.arm_unattached_timers(now);
+        }
+        node.refresh_timers();
+        Ok(node)
+    }
+
+    /// Turns on test-only faults (conformance mutation check).
+    #[cfg(feature = "faults")]
+    pub fn set_faults(&mut self, faults: Faults) {
+        self.faults = ActiveFaults {
+            committed_from_latest: faults.committed_from_latest,
+            accept_change_while_pending: faults.accept_change_while_pending,
+            hw_counts_removed_leader: faults.hw_counts_removed_leader,
+        };
+        if let RoleState::Leader(l) = &mut self.role {
+            l.faults.hw_counts_removed_leader = faults.hw_counts_removed_leader;
+        }
+    }
+}
+
+impl<L: RaftLog> Node<L> {
+    /// A message from peer `from`. Requests are answered in the returned output.
+    pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        match msg {
+            Message::VoteRequest(r) => self.on_vote_request(now, from, r, &mut out),
+            Message::VoteResponse(r) => self.on_vote_response(now, from, r, &mut out),
+            Message::BeginQuorumEpochRequest(r) => self.on_begin_request(now, from, r, &mut out),
+            Message::BeginQuorumEpochResponse(r) => {
+                let p = messages::begin_response_partition(&r);
+                self.on_epoch_response(now, p.map(|p| (p.leader_epoch, p.leader_id.0)), &mut out)
+            }
+            Message::EndQuorumEpochRequest(r) => self.on_end_request(now, from, r, &mut out),
+            Message::EndQuorumEpochResponse(r) => {
+                let p = messages::end_response_partition(&r);
+                self.on_epoch_response(now, p.map(|p| (p.leader_epoch, p.leader_id.0)), &mut out)
+            }
+            Message::FetchRequest(r) => self.on_fetch_request(now, from, r, &mut out),
+            Message::FetchResponse(r) => self.on_fetch_response(now, from, r, &mut out),
+        }
+        self.refresh_timers();
+        out
+    }
+
+    /// A request from an admin client or operator.
+    pub fn handle_client(&mut self, now: Millis, id: ClientId, req: ClientRequest) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        match req {
+            ClientRequest::ApiVersions(r) => {
+                let resp = self.api_versions(&r);
+                out.client_replies
+                    .push((id, ClientResponse::ApiVersions(resp)));
+            }
+            ClientRequest::DescribeQuorum { version, request } => {
+                let resp = self.describe_quorum(now, version, &request);
+                out.client_replies
+                    .push((id, ClientResponse::DescribeQuorum(resp)));
+            }
+            ClientRequest::AddRaftVoter(r) => self.on_add_voter(now, id, r, &mut out),
+            ClientRequest::RemoveRaftVoter(r) => self.on_remove_voter(now, id, r, &mut out),
+            ClientRequest::UpdateRaftVoter(r) => self.on_update_voter(now, id, r, &mut out),
+            ClientRequest::DescribeCluster { version, request } => {
+                let resp = self.describe_cluster(version, &request);
+                out.client_replies
+                    .push((id, ClientResponse::DescribeCluster(resp)));
+            }
+        }
+        self.refresh_timers();
+        out
+    }
+
+    /// Client append (leader only): one batch of Data records. Returns its base offset.
+    pub fn append(&mut self, now: Millis, data: Vec<Bytes>) -> Result<(i64, Output), AppendError> {
+        if data.is_empty() {
+            return Err(AppendError::Empty);
+        }
+        if !matches!(self.role, RoleState::Leader(_)) {
+            return Err(AppendError::NotLeader {
+                leader: self.leader_id(),
+                epoch: self.election.epoch,
+            });
+        }
+        let mut out = Output::default();
+        let offset =
+            self.leader_append(now, data.into_iter().map(Record::Data).collect(), &mut out)?;
+        self.refresh_timers();
+        Ok((offset, out))
+    }
+
+    /// Fires every timer whose deadline is ≤ `now`.
+    pub fn tick(&mut self, now: Millis) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        for t in ALL_TIMERS {
+            if self.timers.get(t).is_some_and(|d| d <= now) {
+                self.fire_timer(now, t, &mut out);
+                self.refresh_timers();
+            }
+        }
+        out
+    }
+
+    /// Fires one armed timer now, whatever its deadline (a harness hook to follow a model's timeout
+    /// action exactly). Does nothing if the timer is not armed.
+    pub fn fire(&mut self, now: Millis, timer: Timer) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        if self.timers.get(timer).is_some() {
+            self.fire_timer(now, timer, &mut out);
+        }
+        self.refresh_timers();
+        out
+    }
+}

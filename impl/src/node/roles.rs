@@ -1,0 +1,263 @@
+//! Role transitions (Kafka's `QuorumState`): Unattached, Candidate, Follower, Leader, Resigned, and the
+//! election state each persists before anything leaves the node.
+
+use std::collections::BTreeSet;
+
+use rand::Rng;
+
+use crate::leader::LeaderState;
+use crate::log::{RaftLog, Record};
+
+use super::messages::errors;
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    /// Tells the node the shell's clock once, right after `new`: the deadlines `new` armed relative to 0
+    /// move by `now`, so a restarted node waits a full timeout instead of firing at once. Without this call
+    /// the first input (`handle`, `handle_client`, `tick`, `fire`) does it with its own `now`.
+    pub fn start_clock(&mut self, now: Millis) {
+        if std::mem::replace(&mut self.clock_started, true) {
+            return;
+        }
+        let shift = |d: &mut Option<Millis>| *d = d.map(|d| d.saturating_add(now));
+        shift(&mut self.timers.election);
+        shift(&mut self.timers.fetch_timeout);
+        shift(&mut self.timers.begin_quorum_epoch);
+        shift(&mut self.next_fetch_at);
+        self.refresh_timers();
+    }
+
+    pub(super) fn persist(&mut self, election: ElectionState, out: &mut Output) {
+        if election != self.election {
+            self.election = election;
+            // Only the last state of one output matters: nothing is sent before the effects are applied.
+            if let Some(Effect::PersistElectionState(last)) = out.effects.last_mut() {
+                *last = self.election.clone();
+            } else {
+                out.effects
+                    .push(Effect::PersistElectionState(self.election.clone()));
+            }
+        }
+    }
+
+    pub(super) fn random_election_timeout(&mut self) -> Millis {
+        let base = self.config.election_timeout_ms;
+        base + self.rng.gen_range(0..base)
+    }
+
+    pub(super) fn arm_election_timer(&mut self, now: Millis) {
+        let t = self.random_election_timeout();
+        self.timers.election = Some(now + t);
+    }
+
+    /// Unattached: a voter waits for its election timeout; an observer looks for the leader by fetching.
+    pub(super) fn arm_unattached_timers(&mut self, now: Millis) {
+        self.timers.fetch_timeout = None;
+        if self.is_voter() {
+            self.arm_election_timer(now);
+            self.next_fetch_at = None;
+        } else {
+            self.timers.election = None;
+            self.next_fetch_at = Some(now);
+        }
+    }
+
+    /// Leaves the current role: a leader's pending change is answered NOT_LEADER_OR_FOLLOWER.
+    pub(super) fn leave_role(&mut self, out: &mut Output) {
+        if let RoleState::Leader(_) = &self.role {
+            if let Some(p) = self.pending.take() {
+                self.reply_change(p.client, p.kind, p.key, errors::NOT_LEADER_OR_FOLLOWER, out);
+            }
+        }
+        // Kafka's transitions pass the old state's HW on: a deposed leader keeps its HW; a resigned one
+        // has none (a new leader drops it in `maybe_become_leader`).
+        match &self.role {
+            RoleState::Leader(l) => self.hw = l.high_watermark(),
+            RoleState::Resigned => self.hw = None,
+            _ => {}
+        }
+        self.outstanding_fetch = None;
+        self.next_fetch_at = None;
+        self.timers = Timers::default();
+    }
+
+    pub(super) fn become_unattached(&mut self, now: Millis, epoch: i32, out: &mut Output) {
+        self.leave_role(out);
+        let election = if epoch > self.election.epoch {
+            ElectionState {
+                epoch,
+                voted: None,
+                leader_id: None,
+            }
+        } else {
+            ElectionState {
+                leader_id: None,
+                ..self.election.clone()
+            }
+        };
+        self.persist(election, out);
+        self.role = RoleState::Unattached;
+        self.arm_unattached_timers(now);
+    }
+
+    pub(super) fn become_follower(
+        &mut self,
+        now: Millis,
+        epoch: i32,
+        leader: i32,
+        out: &mut Output,
+    ) {
+        self.leave_role(out);
+        let election = if epoch > self.election.epoch {
+            ElectionState {
+                epoch,
+                voted: None,
+                leader_id: Some(leader),
+            }
+        } else {
+            ElectionState {
+                leader_id: Some(leader),
+                ..self.election.clone()
+            }
+        };
+        self.persist(election, out);
+        self.role = RoleState::Follower { leader };
+        self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
+        self.next_fetch_at = Some(now);
+    }
+
+    pub(super) fn become_candidate(&mut self, now: Millis, out: &mut Output) {
+        if !self.is_voter() {
+            return;
+        }
+        self.leave_role(out);
+        let epoch = self.election.epoch + 1;
+        self.persist(
+            ElectionState {
+                epoch,
+                voted: Some(self.local),
+                leader_id: None,
+            },
+            out,
+        );
+        let voters = self.history.latest().clone();
+        let granted = BTreeSet::from([self.local.id]);
+        self.role = RoleState::Candidate {
+            voters: voters.clone(),
+            granted,
+        };
+        self.arm_election_timer(now);
+        for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
+            let req = self.vote_request(target.key);
+            out.messages
+                .push((target.key.id, Message::VoteRequest(req)));
+        }
+        self.maybe_become_leader(now, out);
+    }
+
+    pub(super) fn maybe_become_leader(&mut self, now: Millis, out: &mut Output) {
+        let granting = match &self.role {
+            RoleState::Candidate { voters, granted } if granted.len() >= voters.majority_size() => {
+                granted.iter().copied().collect::<Vec<_>>()
+            }
+            _ => return,
+        };
+        self.leave_role(out);
+        self.hw = None;
+        let latest = self.history.latest().clone();
+        let mut leader = LeaderState::new(
+            self.local,
+            self.election.epoch,
+            self.log.end_offset(),
+            &latest,
+            now,
+            self.config.check_quorum_timeout_ms,
+        );
+        leader.faults.hw_counts_removed_leader = self.faults.hw_counts_removed_leader;
+        self.role = RoleState::Leader(Box::new(leader));
+        self.persist(
+            ElectionState {
+                leader_id: Some(self.local.id),
+                ..self.election.clone()
+            },
+            out,
+        );
+        self.timers.begin_quorum_epoch = Some(now + self.config.fetch_timeout_ms / 2);
+        // Start-of-epoch batch (contract 2 / Kafka `appendStartOfEpochControlRecords`).
+        let mut records = vec![Record::LeaderChange {
+            leader_id: self.local.id,
+            voters: latest.ids().collect(),
+            granting_voters: granting,
+        }];
+        let kraft = self.kraft_version();
+        if kraft >= 1 && self.history.latest_entry().is_some_and(|(o, _)| o == -1) {
+            records.push(Record::KRaftVersion(kraft));
+            records.push(Record::Voters(latest.clone()));
+        }
+        if let Err(e) = self.leader_append(now, records, out) {
+            tracing::error!(node = self.local.id, error = %e, "start-of-epoch append failed; resigning");
+            self.become_resigned(now, out);
+            return;
+        }
+        for node in latest.nodes().filter(|n| n.key.id != self.local.id) {
+            let req = self.begin_request(node.key);
+            out.messages
+                .push((node.key.id, Message::BeginQuorumEpochRequest(req)));
+        }
+    }
+
+    pub(super) fn become_resigned(&mut self, now: Millis, out: &mut Output) {
+        let successors = match &self.role {
+            RoleState::Leader(l) => l.preferred_successors(),
+            _ => return,
+        };
+        self.leave_role(out);
+        self.hw = None;
+        self.role = RoleState::Resigned;
+        self.arm_election_timer(now);
+        let latest = self.history.latest().clone();
+        for node in latest.nodes().filter(|n| n.key.id != self.local.id) {
+            let req = self.end_request(&successors);
+            out.messages
+                .push((node.key.id, Message::EndQuorumEpochRequest(req)));
+        }
+    }
+
+    /// A peer names `leader_id` (−1: unknown) as leader of `epoch`. Moves to a higher epoch, or follows a
+    /// newly learned leader of the current epoch. Returns whether this node now follows `leader_id` in
+    /// `epoch`.
+    pub(super) fn maybe_transition(
+        &mut self,
+        now: Millis,
+        epoch: i32,
+        leader_id: i32,
+        out: &mut Output,
+    ) -> bool {
+        let own = self.election.epoch;
+        if epoch < own {
+            return false;
+        }
+        if leader_id == self.local.id {
+            // Only this node can know that it leads; a peer claiming so for an epoch we have not led
+            // is inconsistent and ignored.
+            return false;
+        }
+        if epoch > own {
+            if leader_id >= 0 {
+                self.become_follower(now, epoch, leader_id, out);
+                return true;
+            }
+            self.become_unattached(now, epoch, out);
+            return false;
+        }
+        match self.role {
+            RoleState::Follower { leader } => leader == leader_id,
+            RoleState::Unattached | RoleState::Candidate { .. } if leader_id >= 0 => {
+                self.become_follower(now, epoch, leader_id, out);
+                true
+            }
+            _ => false,
+        }
+    }
+}

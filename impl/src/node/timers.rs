@@ -1,0 +1,108 @@
+//! Timers: what each deadline does when it fires.
+
+use crate::log::RaftLog;
+use crate::voter_set::ReplicaKey;
+
+use super::messages::errors;
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    pub(super) fn refresh_timers(&mut self) {
+        self.timers.fetch = match self.outstanding_fetch {
+            Some(f) => Some(f.sent_at + self.config.request_timeout_ms),
+            None => self.next_fetch_at,
+        };
+        match &self.role {
+            RoleState::Leader(l) => {
+                self.timers.check_quorum = l.check_quorum_deadline;
+                self.timers.pending_change = self.pending.as_ref().map(|p| p.deadline);
+            }
+            _ => {
+                self.timers.check_quorum = None;
+                self.timers.pending_change = None;
+                self.timers.begin_quorum_epoch = None;
+            }
+        }
+    }
+
+    pub(super) fn fire_timer(&mut self, now: Millis, timer: Timer, out: &mut Output) {
+        match timer {
+            Timer::PendingChange => {
+                if let Some(p) = self.pending.take() {
+                    // The record stays in the log: it may still commit, and it blocks the next change
+                    // until it does.
+                    self.reply_change(p.client, p.kind, p.key, errors::REQUEST_TIMED_OUT, out);
+                }
+            }
+            Timer::CheckQuorum => {
+                if matches!(self.role, RoleState::Leader(_)) {
+                    tracing::info!(
+                        node = self.local.id,
+                        epoch = self.election.epoch,
+                        "check-quorum expired; resigning"
+                    );
+                    self.become_resigned(now, out);
+                }
+            }
+            Timer::BeginQuorumEpoch => {
+                let targets: Vec<ReplicaKey> = match &self.role {
+                    RoleState::Leader(l) => {
+                        let stale = self.config.fetch_timeout_ms;
+                        l.voter_states()
+                            .filter(|p| p.key.id != self.local.id)
+                            .filter(|p| {
+                                p.last_fetch_ms
+                                    .is_none_or(|t| now.saturating_sub(t) >= stale)
+                            })
+                            .map(|p| p.key)
+                            .collect()
+                    }
+                    _ => return,
+                };
+                for key in targets {
+                    let req = self.begin_request(key);
+                    out.messages
+                        .push((key.id, Message::BeginQuorumEpochRequest(req)));
+                }
+                self.timers.begin_quorum_epoch =
+                    Some(now + (self.config.fetch_timeout_ms / 2).max(1));
+            }
+            Timer::Election => match self.role {
+                RoleState::Unattached | RoleState::Candidate { .. } => {
+                    if self.is_voter() {
+                        self.become_candidate(now, out);
+                    } else {
+                        let epoch = self.election.epoch;
+                        self.become_unattached(now, epoch, out);
+                    }
+                }
+                RoleState::Resigned => {
+                    if self.is_voter() {
+                        self.become_candidate(now, out);
+                    } else {
+                        // A removed leader moves on so that Fetch responses stop naming it.
+                        let epoch = self.election.epoch + 1;
+                        self.become_unattached(now, epoch, out);
+                    }
+                }
+                _ => self.timers.election = None,
+            },
+            Timer::FetchTimeout => {
+                if let RoleState::Follower { .. } = self.role {
+                    if self.is_voter() {
+                        self.become_candidate(now, out);
+                    } else {
+                        let epoch = self.election.epoch;
+                        self.become_unattached(now, epoch, out);
+                    }
+                }
+            }
+            Timer::Fetch => {
+                // An outstanding fetch past its deadline is taken as lost.
+                self.outstanding_fetch = None;
+                self.send_fetch(now, out);
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The node's public types: its inputs, outputs, configuration, errors, timers and view.
+
+use kafka_protocol::messages::{
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
+    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+    FetchResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+};
+use uuid::Uuid;
+
+use crate::history::HistoryError;
+use crate::log::LogError;
+use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
+use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+
+/// Milliseconds on the shell's monotonic clock. The core never reads a clock itself.
+pub type Millis = u64;
+
+/// Raft messages between voters and observers: kafka-protocol structs, so the shell only frames bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    VoteRequest(VoteRequest),
+    VoteResponse(VoteResponse),
+    BeginQuorumEpochRequest(BeginQuorumEpochRequest),
+    BeginQuorumEpochResponse(BeginQuorumEpochResponse),
+    EndQuorumEpochRequest(EndQuorumEpochRequest),
+    EndQuorumEpochResponse(EndQuorumEpochResponse),
+    FetchRequest(FetchRequest),
+    FetchResponse(FetchResponse),
+}
+
+/// Identifies a client request so its reply can be routed back by the shell.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct ClientId(pub u64);
+
+/// Requests from admin clients and operators (answered through `Output::client_replies`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientRequest {
+    ApiVersions(ApiVersionsRequest),
+    DescribeQuorum {
+        version: i16,
+        request: DescribeQuorumRequest,
+    },
+    AddRaftVoter(AddRaftVoterRequest),
+    RemoveRaftVoter(RemoveRaftVoterRequest),
+    UpdateRaftVoter(UpdateRaftVoterRequest),
+    /// KIP-919: how Kafka's admin client finds the active controller.
+    DescribeCluster {
+        version: i16,
+        request: DescribeClusterRequest,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientResponse {
+    ApiVersions(ApiVersionsResponse),
+    DescribeQuorum(DescribeQuorumResponse),
+    AddRaftVoter(AddRaftVoterResponse),
+    RemoveRaftVoter(RemoveRaftVoterResponse),
+    UpdateRaftVoter(UpdateRaftVoterResponse),
+    DescribeCluster(DescribeClusterResponse),
+}
+
+/// Election state that must be durable before the messages that depend on it leave the node
+/// (Kafka's `quorum-state` file).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ElectionState {
+    pub epoch: i32,
+    pub voted: Option<ReplicaKey>,
+    pub leader_id: Option<i32>,
+}
+
+/// Side effects for the shell, applied in order before any message of the same output is sent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Write the election state atomically and durably.
+    PersistElectionState(ElectionState),
+}
+
+/// Everything one input produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Output {
+    pub effects: Vec<Effect>,
+    /// Messages to peers: (destination node id, message).
+    pub messages: Vec<(i32, Message)>,
+    pub client_replies: Vec<(ClientId, ClientResponse)>,
+}
+
+/// How the node learns its first voter set.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bootstrap {
+    /// `kraft.version` 0: a configured static set, no VotersRecord; membership changes are refused.
+    Static(VoterSet),
+    /// `kraft.version` 1: the formatted bootstrap checkpoint, a voter set at offset −1.
+    Checkpoint(VoterSet),
+}
+
+/// Static configuration of a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeConfig {
+    pub cluster_id: String,
+    pub node_id: i32,
+    pub directory_id: Uuid,
+    /// This node's listeners; the first is the default listener (sent in BeginQuorumEpoch, AddRaftVoter).
+    pub listeners: Vec<Endpoint>,
+    pub bootstrap: Bootstrap,
+    /// Election timeout base; the actual timeout is drawn from [base, 2·base) with the seeded RNG.
+    pub election_timeout_ms: Millis,
+    /// Follower fetch timeout: no successful fetch for this long starts an election (voters only).
+    pub fetch_timeout_ms: Millis,
+    /// Interval between fetches from the leader.
+    pub fetch_interval_ms: Millis,
+    /// Leader check-quorum window (Kafka: 1.5 × fetch timeout).
+    pub check_quorum_timeout_ms: Millis,
+    /// Pending Add/Remove reply deadline (the record stays in the log after it).
+    pub request_timeout_ms: Millis,
+    /// An observer untracked for this long is dropped from the leader's state.
+    pub observer_expiry_ms: Millis,
+    /// Seed of the election-timeout RNG: the same seed and inputs give the same run.
+    pub seed: u64,
+}
+
+/// Errors of [`Node::new`].
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("invalid node configuration: {0}")]
+    Config(String),
+    #[error("log error while loading the node: {0}")]
+    Log(#[from] LogError),
+    #[error("control records in the log are inconsistent: {0}")]
+    History(#[from] HistoryError),
+    #[error("persisted election state is inconsistent: {0}")]
+    ElectionState(String),
+}
+
+/// Errors of [`Node::append`].
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error("not the leader (leader {leader:?}, epoch {epoch})")]
+    NotLeader { leader: Option<i32>, epoch: i32 },
+    #[error("nothing to append")]
+    Empty,
+    #[error("log error: {0}")]
+    Log(#[from] LogError),
+}
+
+/// The role of a replica (Kafka 3.9; "Voted" is Unattached with a vote).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Role {
+    Unattached,
+    Candidate,
+    Follower,
+    Leader,
+    Resigned,
+}
+
+/// A timer of the node; [`Timers`] holds the deadline of each armed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Timer {
+    /// Unattached voter, Candidate or Resigned: start an election (a Resigned non-voter becomes
+    /// Unattached at epoch + 1).
+    Election,
+    /// Follower: no successful fetch for this long. A voter becomes candidate, an observer Unattached.
+    FetchTimeout,
+    /// Send the next Fetch (also re-sends a fetch whose response never came).
+    Fetch,
+    /// Leader: not enough voters fetched in the window: resign.
+    CheckQuorum,
+    /// Leader: the pending Add/Remove gets REQUEST_TIMED_OUT (the record stays).
+    PendingChange,
+    /// Leader: resend BeginQuorumEpoch to voters that have not fetched in this epoch.
+    BeginQuorumEpoch,
+}
+
+/// Deadlines of the armed timers (milliseconds on the node's clock).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Timers {
+    pub election: Option<Millis>,
+    pub fetch_timeout: Option<Millis>,
+    pub fetch: Option<Millis>,
+    pub check_quorum: Option<Millis>,
+    pub pending_change: Option<Millis>,
+    pub begin_quorum_epoch: Option<Millis>,
+}
+
+impl Timers {
+    pub fn get(&self, t: Timer) -> Option<Millis> {
+        match t {
+            Timer::Election => self.election,
+            Timer::FetchTimeout => self.fetch_timeout,
+            Timer::Fetch => self.fetch,
+            Timer::CheckQuorum => self.check_quorum,
+            Timer::PendingChange => self.pending_change,
+            Timer::BeginQuorumEpoch => self.begin_quorum_epoch,
+        }
+    }
+
+    pub fn earliest(&self) -> Option<Millis> {
+        ALL_TIMERS.iter().filter_map(|t| self.get(*t)).min()
+    }
+}
+
+/// Every timer, in the order `tick` fires due ones.
+pub const ALL_TIMERS: [Timer; 6] = [
+    Timer::PendingChange,
+    Timer::CheckQuorum,
+    Timer::BeginQuorumEpoch,
+    Timer::Election,
+    Timer::FetchTimeout,
+    Timer::Fetch,
+];
+
+/// Kind of a membership change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ChangeKind {
+    Add,
+    Remove,
+}
+
+/// An Add/Remove waiting for the HW to pass its VotersRecord.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingChange {
+    pub client: ClientId,
+    pub kind: ChangeKind,
+    pub key: ReplicaKey,
+    /// Offset of the appended VotersRecord.
+    pub offset: i64,
+    pub deadline: Millis,
+}
+
+/// The last reply given to an Add/Remove request (immediate refusal or completion).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChangeReply {
+    pub client: ClientId,
+    pub kind: ChangeKind,
+    pub key: ReplicaKey,
+    pub error_code: i16,
+}
+
+/// One log record as the view shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum EntryKind {
+    Data,
+    LeaderChange,
+    KRaftVersion(i16),
+    Voters(VoterSet),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LogEntryView {
+    pub offset: i64,
+    pub epoch: i32,
+    pub kind: EntryKind,
+}
+
+/// The fetch a follower is waiting on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OutstandingFetch {
+    pub to: i32,
+    pub epoch: i32,
+    pub fetch_offset: i64,
+    pub last_fetched_epoch: i32,
+    pub sent_at: Millis,
+}
+
+/// The leader's knowledge of one replica, as the view shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplicaView {
+    pub key: ReplicaKey,
+    pub is_voter: bool,
+    pub end_offset: Option<i64>,
+    pub caught_up: bool,
+}
+
+/// Observable state of a node as plain data (tests, conformance, benches).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeView {
+    pub node_id: i32,
+    pub role: Role,
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub voted: Option<ReplicaKey>,
+    pub log: Vec<LogEntryView>,
+    pub log_end_offset: i64,
+    pub last_epoch: i32,
+    /// `None` while unknown (a new leader before its first commit, a restarted or resigned replica).
+    pub high_watermark: Option<i64>,
+    pub kraft_version: i16,
+    pub latest_voters: VoterSet,
+    /// Offset of the latest VotersRecord (−1: bootstrap checkpoint; `None`: static voters).
+    pub latest_voters_offset: Option<i64>,
+    /// [`committed_voter_set`] at this replica's HW.
+    pub committed_voters: Option<VoterSet>,
+    pub is_voter: bool,
+    pub pending_change: Option<PendingChange>,
+    pub last_change_reply: Option<ChangeReply>,
+    pub timers: Timers,
+    pub outstanding_fetch: Option<OutstandingFetch>,
+    /// Leader only: progress of every tracked replica.
+    pub replicas: Vec<ReplicaView>,
+}
+
+/// Test-only seeded faults for the conformance mutation check (cargo feature `faults`).
+#[cfg(feature = "faults")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// The committed voter set is taken from the latest VotersRecord instead of the one below the HW.
+    pub committed_from_latest: bool,
+    /// A membership change is accepted while another one is pending (the pending-change and the
+    /// uncommitted-VotersRecord checks of the gate are skipped).
+    pub accept_change_while_pending: bool,
+    /// The HW counts a leader that removed itself.
+    pub hw_counts_removed_leader: bool,
+}

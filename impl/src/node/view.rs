@@ -1,0 +1,165 @@
+//! Accessors and the plain-data view of a node (tests, conformance, benches).
+
+use crate::history::{committed_voter_set, VoterSetHistory};
+use crate::leader::LeaderState;
+use crate::log::{RaftLog, Record};
+use crate::voter_set::{ReplicaKey, VoterSet};
+
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.local.id
+    }
+
+    pub fn local_key(&self) -> ReplicaKey {
+        self.local
+    }
+
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+
+    pub fn role(&self) -> Role {
+        match self.role {
+            RoleState::Unattached => Role::Unattached,
+            RoleState::Candidate { .. } => Role::Candidate,
+            RoleState::Follower { .. } => Role::Follower,
+            RoleState::Leader(_) => Role::Leader,
+            RoleState::Resigned => Role::Resigned,
+        }
+    }
+
+    pub fn epoch(&self) -> i32 {
+        self.election.epoch
+    }
+
+    pub fn election_state(&self) -> &ElectionState {
+        &self.election
+    }
+
+    /// The known leader of the current epoch.
+    pub fn leader_id(&self) -> Option<i32> {
+        match &self.role {
+            RoleState::Leader(_) | RoleState::Resigned => Some(self.local.id),
+            RoleState::Follower { leader } => Some(*leader),
+            _ => None,
+        }
+    }
+
+    pub fn high_watermark(&self) -> Option<i64> {
+        match &self.role {
+            RoleState::Leader(l) => l.high_watermark(),
+            _ => self.hw,
+        }
+    }
+
+    pub fn history(&self) -> &VoterSetHistory {
+        &self.history
+    }
+
+    pub fn latest_voters(&self) -> &VoterSet {
+        self.history.latest()
+    }
+
+    /// The committed voter set at this replica (see [`committed_voter_set`]).
+    pub fn committed_voters(&self) -> Option<&VoterSet> {
+        if self.faults.committed_from_latest {
+            return self.high_watermark().map(|_| self.history.latest());
+        }
+        committed_voter_set(&self.history, self.high_watermark())
+    }
+
+    /// The finalized `kraft.version` (latest KRaftVersionRecord, else the bootstrap level).
+    pub fn kraft_version(&self) -> i16 {
+        self.kraft_versions
+            .last_entry()
+            .map_or(self.base_kraft_version, |(_, v)| *v)
+    }
+
+    pub fn is_voter(&self) -> bool {
+        self.history.latest().is_voter(&self.local)
+    }
+
+    pub fn timers(&self) -> &Timers {
+        &self.timers
+    }
+
+    /// The earliest armed deadline: the shell should `tick` then.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.timers.earliest()
+    }
+
+    pub fn pending_change(&self) -> Option<&PendingChange> {
+        self.pending.as_ref()
+    }
+
+    pub fn leader_state(&self) -> Option<&LeaderState> {
+        match &self.role {
+            RoleState::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The observable state as plain data. Reads the whole log: meant for tests and conformance.
+    pub fn view(&self) -> NodeView {
+        let mut log = Vec::new();
+        if let Ok(batches) = self.log.read(self.log.start_offset(), usize::MAX) {
+            for b in batches {
+                for (i, r) in b.records.iter().enumerate() {
+                    let kind = match r {
+                        Record::Data(_) => EntryKind::Data,
+                        Record::LeaderChange { .. } => EntryKind::LeaderChange,
+                        Record::KRaftVersion(v) => EntryKind::KRaftVersion(*v),
+                        Record::Voters(s) => EntryKind::Voters(s.clone()),
+                    };
+                    log.push(LogEntryView {
+                        offset: b.base_offset + i as i64,
+                        epoch: b.epoch,
+                        kind,
+                    });
+                }
+            }
+        }
+        let replicas = match &self.role {
+            RoleState::Leader(l) => l
+                .voter_states()
+                .map(|p| (p, true))
+                .chain(l.observer_states().map(|p| (p, false)))
+                .map(|(p, is_voter)| ReplicaView {
+                    key: p.key,
+                    is_voter,
+                    end_offset: p.end_offset,
+                    caught_up: p.has_caught_up,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        NodeView {
+            node_id: self.local.id,
+            role: self.role(),
+            epoch: self.election.epoch,
+            leader_id: self.leader_id(),
+            voted: self.election.voted,
+            log,
+            log_end_offset: self.log.end_offset(),
+            last_epoch: self.log.last_epoch(),
+            high_watermark: self.high_watermark(),
+            kraft_version: self.kraft_version(),
+            latest_voters: self.history.latest().clone(),
+            latest_voters_offset: self.history.latest_entry().map(|(o, _)| o),
+            committed_voters: self.committed_voters().cloned(),
+            is_voter: self.is_voter(),
+            pending_change: self.pending.clone(),
+            last_change_reply: self.last_change_reply.clone(),
+            timers: self.timers.clone(),
+            outstanding_fetch: self.outstanding_fetch,
+            replicas,
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Vote (KIP-595): asking for and granting votes.
+
+use kafka_protocol::messages::{VoteRequest, VoteResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::log::RaftLog;
+use crate::voter_set::ReplicaKey;
+
+use super::messages::{self, errors, METADATA_PARTITION};
+use super::types::*;
+use super::{Node, RoleState};
+
+impl<L: RaftLog> Node<L> {
+    pub(super) fn vote_request(&self, to: ReplicaKey) -> VoteRequest {
+        use kafka_protocol::messages::vote_request::{PartitionData, TopicData};
+        use kafka_protocol::messages::BrokerId;
+        VoteRequest::default()
+            .with_cluster_id(Some(StrBytes::from_string(self.config.cluster_id.clone())))
+            .with_voter_id(BrokerId(to.id))
+            .with_topics(vec![TopicData::default()
+                .with_topic_name(messages::topic_name())
+                .with_partitions(vec![PartitionData::default()
+                    .with_partition_index(METADATA_PARTITION)
+                    .with_replica_epoch(self.election.epoch)
+                    .with_replica_id(BrokerId(self.local.id))
+                    .with_replica_directory_id(self.local.directory_or_nil())
+                    .with_voter_directory_id(to.directory_or_nil())
+                    .with_last_offset_epoch(self.log.last_epoch())
+                    .with_last_offset(self.log.end_offset())])])
+    }
+
+    pub(super) fn known_leader_or_sentinel(&self) -> i32 {
+        self.leader_id().unwrap_or(-1)
+    }
+
+    pub(super) fn on_vote_request(
+        &mut self,
+        now: Millis,
+        from: i32,
+        req: VoteRequest,
+        out: &mut Output,
+    ) {
+        let reply = |node: &Self, top: i16, part: i16, granted: bool| {
+            messages::vote_response(
+                top,
+                part,
+                node.known_leader_or_sentinel(),
+                node.election.epoch,
+                granted,
+            )
+        };
+        let resp = 'resp: {
+            if messages::cluster_id_mismatch(&req.cluster_id, &self.config.cluster_id) {
+                break 'resp reply(self, errors::INCONSISTENT_CLUSTER_ID, 0, false);
+            }
+            let Some(p) = messages::vote_partition(&req) else {
+                break 'resp reply(self, errors::INVALID_REQUEST, 0, false);
+            };
+            let candidate = ReplicaKey::new(p.replica_id.0, p.replica_directory_id);
+            let (cand_epoch, last_epoch, last_offset) =
+                (p.replica_epoch, p.last_offset_epoch, p.last_offset);
+            if candidate.id < 0 || last_offset < 0 || last_epoch < 0 || last_epoch >= cand_epoch {
+                break 'resp reply(self, 0, errors::INVALID_REQUEST, false);
+            }
+            if cand_epoch < self.election.epoch {
+                break 'resp reply(self, 0, errors::FENCED_LEADER_EPOCH, false);
+            }
+            let voter_key = ReplicaKey::new(req.voter_id.0, p.voter_directory_id);
+            if cand_epoch > self.election.epoch {
+                self.become_unattached(now, cand_epoch, out);
+            }
+            if (req.voter_id.0 >= 0 && voter_key.id != self.local.id)
+                || voter_key
+                    .directory_id
+                    .is_some_and(|d| Some(d) != self.local.directory_id)
+            {
+                break 'resp reply(self, 0, errors::INVALID_VOTER_KEY, false);
+            }
+            let granted = match self.role {
+                RoleState::Unattached => match self.election.voted {
+                    Some(v) => v.id == candidate.id && v.directory_id == candidate.directory_id,
+                    None => {
+                        let log_ok = (last_epoch, last_offset)
+                            >= (self.log.last_epoch(), self.log.end_offset());
+                        if log_ok {
+                            let election = ElectionState {
+                                voted: Some(candidate),
+                                ..self.election.clone()
+                            };
+                            self.persist(election, out);
+                            if self.is_voter() {
+                                self.arm_election_timer(now);
+                            }
+                        }
+                        log_ok
+                    }
+                },
+                _ => false,
+            };
+            let _ = from;
+            reply(self, 0, errors::NONE, granted)
+        };
+        out.messages.push((from, Message::VoteResponse(resp)));
+    }
+
+    pub(super) fn on_vote_response(
+        &mut self,
+        now: Millis,
+        from: i32,
+        resp: VoteResponse,
+        out: &mut Output,
+    ) {
+        if resp.error_code != errors::NONE {
+            return;
+        }
+        let Some(p) = messages::vote_response_partition(&resp) else {
+            return;
+        };
+        if p.leader_epoch > self.election.epoch {
+            self.maybe_transition(now, p.leader_epoch, p.leader_id.0, out);
+            return;
+        }
+        if p.leader_epoch != self.election.epoch || p.error_code != errors::NONE {
+            return;
+        }
+        if p.leader_id.0 >= 0 && p.leader_id.0 != self.local.id {
+            self.maybe_transition(now, p.leader_epoch, p.leader_id.0, out);
+            return;
+        }
+        if let RoleState::Candidate { voters, granted } = &mut self.role {
+            if p.vote_granted && voters.contains_id(from) {
+                granted.insert(from);
+            }
+        }
+        self.maybe_become_leader(now, out);
+    }
+}
