@@ -16,16 +16,17 @@ pub fn exhaustive_config() -> ModelConfig {
     trace::trace_config(ModelConfig::default())
 }
 
-/// The graph replay's bounds by name: the first-election bounds (`check::first_election_bounds`, a
-/// fresh cluster) and a membership bound (elected start, a joiner, one change, refusals as steps).
-/// Both keep stale messages (`gc` off: the implementation does not drop them) and check-quorum on.
+/// The graph replay's bounds by name: the model's first-election bounds (`check::first_election_bounds`:
+/// a fresh cluster, 4 messages in flight) and a membership bound (elected start, a joiner, one change,
+/// 2 messages in flight, refusals as steps). Both keep stale messages (`gc` off: the implementation does
+/// not drop them), check-quorum on, and the implementation's election (`IMPL_PRE_VOTE`: no pre-vote
+/// until issue #13 lands it).
 pub fn graph_config(name: &str) -> Option<ModelConfig> {
     let cfg = match name {
         "first-election" => ModelConfig {
             gc: false,
             refusal_steps: false,
             pre_vote: model::config::IMPL_PRE_VOTE,
-            max_in_flight: 3,
             ..check::first_election_bounds()
         },
         "membership" => ModelConfig {
