@@ -459,13 +459,20 @@ pub fn abstract_view(
     })
 }
 
-/// The kafka-protocol version the shell writes each Raft RPC at.
+/// The kafka-protocol version the shell writes each Raft RPC at (the served maxima of the node's one
+/// API table, `kraft::wire::apis`).
 pub fn wire_version(msg: &Message) -> i16 {
+    use kafka_protocol::messages::ApiKey;
+    use kraft::wire::apis::max_version;
     match msg {
-        Message::VoteRequest(_) | Message::VoteResponse(_) => 1,
-        Message::BeginQuorumEpochRequest(_) | Message::BeginQuorumEpochResponse(_) => 1,
-        Message::EndQuorumEpochRequest(_) | Message::EndQuorumEpochResponse(_) => 1,
-        Message::FetchRequest(_) | Message::FetchResponse(_) => 17,
+        Message::VoteRequest(_) | Message::VoteResponse(_) => max_version(ApiKey::Vote),
+        Message::BeginQuorumEpochRequest(_) | Message::BeginQuorumEpochResponse(_) => {
+            max_version(ApiKey::BeginQuorumEpoch)
+        }
+        Message::EndQuorumEpochRequest(_) | Message::EndQuorumEpochResponse(_) => {
+            max_version(ApiKey::EndQuorumEpoch)
+        }
+        Message::FetchRequest(_) | Message::FetchResponse(_) => max_version(ApiKey::Fetch),
     }
 }
 

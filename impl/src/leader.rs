@@ -95,6 +95,7 @@ fn same_replica(stored: &ReplicaKey, seen: &ReplicaKey) -> bool {
 }
 
 /// Test-only seeded fault: count a leader that removed itself in the HW (Kafka's KAFKA-16530 bug).
+#[cfg(feature = "faults")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LeaderFaults {
     pub hw_counts_removed_leader: bool,
@@ -114,6 +115,7 @@ pub struct LeaderState {
     /// Voters (other than the leader) that fetched in the current check-quorum window.
     fetched_voters: BTreeSet<i32>,
     pub check_quorum_deadline: Option<Millis>,
+    #[cfg(feature = "faults")]
     pub(crate) faults: LeaderFaults,
 }
 
@@ -136,6 +138,7 @@ impl LeaderState {
             observers: BTreeMap::new(),
             fetched_voters: BTreeSet::new(),
             check_quorum_deadline: None,
+            #[cfg(feature = "faults")]
             faults: LeaderFaults::default(),
         };
         state.update_voter_set(latest);
@@ -272,10 +275,15 @@ impl LeaderState {
     }
 
     fn maybe_update_high_watermark(&mut self) -> bool {
-        let mut offsets: Vec<Option<i64>> = self.voters.values().map(|p| p.end_offset).collect();
-        if self.faults.hw_counts_removed_leader && !self.is_local_voter() {
-            offsets.push(Some(self.local_end_offset));
-        }
+        let offsets: Vec<Option<i64>> = self.voters.values().map(|p| p.end_offset).collect();
+        #[cfg(feature = "faults")]
+        let offsets = if self.faults.hw_counts_removed_leader && !self.is_local_voter() {
+            let mut o = offsets;
+            o.push(Some(self.local_end_offset));
+            o
+        } else {
+            offsets
+        };
         let next = next_high_watermark(
             self.high_watermark,
             high_watermark_candidate(offsets),

@@ -76,6 +76,14 @@ pub enum RecordsError {
         what: &'static str,
         reason: String,
     },
+    #[error("record batch at offset {base_offset}: {field} {value} at byte {position} exceeds the {remaining} byte(s) left")]
+    LengthTooLarge {
+        base_offset: i64,
+        field: &'static str,
+        position: usize,
+        value: i64,
+        remaining: usize,
+    },
     #[error("cannot encode batch at offset {base_offset}: {reason}")]
     Encode { base_offset: i64, reason: String },
 }
@@ -383,6 +391,8 @@ fn decode_one(bytes: &Bytes, position: usize) -> Result<(Batch, usize), RecordsE
             reason: format!("record count {record_count} does not fit the batch"),
         });
     }
+    // kafka-protocol reserves for a record's header count on trust: walk the records first.
+    check_records(raw, base_offset, position, record_count as usize)?;
     let mut slice = bytes.slice(position..position + total);
     let set = RecordBatchDecoder::decode(&mut slice).map_err(|e| RecordsError::Malformed {
         base_offset,
@@ -422,6 +432,142 @@ fn decode_one(bytes: &Bytes, position: usize) -> Result<(Batch, usize), RecordsE
     ))
 }
 
+/// A cursor over one batch that reads Kafka's zigzag varints and names what does not fit.
+struct RecordCursor<'a> {
+    raw: &'a [u8],
+    at: usize,
+    /// Byte of `raw[0]` in the decoded buffer, for error positions.
+    origin: usize,
+    base_offset: i64,
+}
+
+impl RecordCursor<'_> {
+    fn too_large(&self, field: &'static str, at: usize, value: i64, end: usize) -> RecordsError {
+        RecordsError::LengthTooLarge {
+            base_offset: self.base_offset,
+            field,
+            position: self.origin + at,
+            value,
+            remaining: end.saturating_sub(self.at),
+        }
+    }
+
+    /// A zigzag varint of at most `max_bytes` bytes, within `end`.
+    fn varint(
+        &mut self,
+        field: &'static str,
+        end: usize,
+        max_bytes: usize,
+    ) -> Result<i64, RecordsError> {
+        let start = self.at;
+        let mut raw: u64 = 0;
+        for i in 0..max_bytes {
+            let Some(&b) = self.raw[..end].get(self.at) else {
+                return Err(RecordsError::Malformed {
+                    base_offset: self.base_offset,
+                    reason: format!("{field} at byte {} is truncated", self.origin + start),
+                });
+            };
+            self.at += 1;
+            raw |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
+            }
+        }
+        Err(RecordsError::Malformed {
+            base_offset: self.base_offset,
+            reason: format!(
+                "{field} at byte {} is longer than {max_bytes} bytes",
+                self.origin + start
+            ),
+        })
+    }
+
+    /// A length (−1 = null when `nullable`) that must fit before `end`; skips what it covers.
+    fn skip_sized(
+        &mut self,
+        field: &'static str,
+        end: usize,
+        nullable: bool,
+    ) -> Result<usize, RecordsError> {
+        let at = self.at;
+        let n = self.varint(field, end, 5)?;
+        if n == -1 && nullable {
+            return Ok(0);
+        }
+        if n < 0 || n as u64 > (end - self.at) as u64 {
+            return Err(self.too_large(field, at, n, end));
+        }
+        self.at += n as usize;
+        Ok(n as usize)
+    }
+}
+
+/// Walks the `count` records of a batch (`raw` from its first byte): every record length, key, value,
+/// header count and header must fit in what remains, before anything is decoded.
+fn check_records(
+    raw: &[u8],
+    base_offset: i64,
+    origin: usize,
+    count: usize,
+) -> Result<(), RecordsError> {
+    let mut c = RecordCursor {
+        raw,
+        at: BATCH_HEADER_SIZE,
+        origin,
+        base_offset,
+    };
+    let end = raw.len();
+    for _ in 0..count {
+        let at = c.at;
+        let len = c.varint("record length", end, 5)?;
+        if len < 0 || len as u64 > (end - c.at) as u64 {
+            return Err(c.too_large("record length", at, len, end));
+        }
+        let record_end = c.at + len as usize;
+        // attributes (int8), timestamp delta (varlong), offset delta (varint)
+        if c.at >= record_end {
+            return Err(c.too_large("record attributes", c.at, 1, record_end));
+        }
+        c.at += 1;
+        c.varint("timestamp delta", record_end, 10)?;
+        c.varint("offset delta", record_end, 5)?;
+        c.skip_sized("record key", record_end, true)?;
+        c.skip_sized("record value", record_end, true)?;
+        let at = c.at;
+        let headers = c.varint("header count", record_end, 5)?;
+        // Each header takes at least two bytes (two lengths).
+        if headers < 0 || (headers as u64).saturating_mul(2) > (record_end - c.at) as u64 {
+            return Err(c.too_large("header count", at, headers, record_end));
+        }
+        for _ in 0..headers {
+            c.skip_sized("header key", record_end, false)?;
+            c.skip_sized("header value", record_end, true)?;
+        }
+        c.at = record_end;
+    }
+    Ok(())
+}
+
+/// Walks a control record value by its Kafka schema before kafka-protocol decodes it.
+fn check_value(
+    name: &'static str,
+    version: i16,
+    value: &[u8],
+    offset: i64,
+) -> Result<(), RecordsError> {
+    let bad = |reason: String| RecordsError::BadControlRecord {
+        offset,
+        what: name,
+        reason,
+    };
+    let schema =
+        crate::wire::schema::schema(name).ok_or_else(|| bad("schema not embedded".into()))?;
+    crate::wire::schema::walk(schema, version, value, 0)
+        .map(|_| ())
+        .map_err(|e| bad(e.to_string()))
+}
+
 fn from_kafka_record(
     kafka: &kafka_protocol::records::Record,
     is_control: bool,
@@ -447,6 +593,7 @@ fn from_kafka_record(
     };
     match control_type {
         CONTROL_LEADER_CHANGE => {
+            check_value("LeaderChangeMessage", LEADER_CHANGE_VERSION, &value, offset)?;
             let m = LeaderChangeMessage::decode(&mut value, LEADER_CHANGE_VERSION)
                 .map_err(|e| bad("LeaderChangeMessage", e.to_string()))?;
             Ok(Record::LeaderChange {
@@ -456,11 +603,18 @@ fn from_kafka_record(
             })
         }
         CONTROL_KRAFT_VERSION => {
+            check_value(
+                "KRaftVersionRecord",
+                KRAFT_VERSION_RECORD_VERSION,
+                &value,
+                offset,
+            )?;
             let m = KRaftVersionRecord::decode(&mut value, KRAFT_VERSION_RECORD_VERSION)
                 .map_err(|e| bad("KRaftVersionRecord", e.to_string()))?;
             Ok(Record::KRaftVersion(m.k_raft_version))
         }
         CONTROL_VOTERS => {
+            check_value("VotersRecord", VOTERS_RECORD_VERSION, &value, offset)?;
             let m = VotersRecord::decode(&mut value, VOTERS_RECORD_VERSION)
                 .map_err(|e| bad("VotersRecord", e.to_string()))?;
             let set =
@@ -589,6 +743,67 @@ mod tests {
             decode_batches(Bytes::from(bytes)),
             Err(RecordsError::Malformed { .. })
         ));
+    }
+
+    fn with_crc(mut bytes: Vec<u8>) -> Bytes {
+        let crc = crc32c::crc32c(&bytes[21..]);
+        bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        Bytes::from(bytes)
+    }
+
+    #[test]
+    fn record_lengths_and_header_counts_must_fit_the_batch() {
+        let data = Batch {
+            base_offset: 5,
+            epoch: 1,
+            records: vec![Record::Data(Bytes::from_static(b"x"))],
+        };
+        let good = encode_batches(std::slice::from_ref(&data))
+            .unwrap()
+            .to_vec();
+        // The record ends with its header count (0); claim 63 headers in no bytes.
+        let mut bytes = good.clone();
+        *bytes.last_mut().unwrap() = 0x7e;
+        let last = bytes.len() - 1;
+        assert_eq!(
+            decode_batches(with_crc(bytes)),
+            Err(RecordsError::LengthTooLarge {
+                base_offset: 5,
+                field: "header count",
+                position: last,
+                value: 63,
+                remaining: 0,
+            })
+        );
+        // A record length (first byte after the header) far beyond the batch.
+        let mut bytes = good.clone();
+        bytes[BATCH_HEADER_SIZE] = 0x7e;
+        assert!(matches!(
+            decode_batches(with_crc(bytes)),
+            Err(RecordsError::LengthTooLarge {
+                field: "record length",
+                position: BATCH_HEADER_SIZE,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn control_values_are_walked_before_decoding() {
+        // VotersRecord v0: version (int16) then Voters, a compact array claiming 2^32 - 2 voters.
+        let value = [0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        match check_value("VotersRecord", 0, &value, 9) {
+            Err(RecordsError::BadControlRecord {
+                offset: 9,
+                what: "VotersRecord",
+                reason,
+            }) => {
+                assert!(reason.contains("VotersRecord.Voters"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let value = [0, 0, 0, 0xff, 0xff, 0xff, 0x0f];
+        assert!(check_value("LeaderChangeMessage", 0, &value, 9).is_err());
     }
 
     #[test]

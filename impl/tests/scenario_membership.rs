@@ -149,7 +149,7 @@ fn add_voter_committed_set_changes_only_when_hw_passes_the_record() {
         vec![Some(0)]
     );
     assert_eq!(
-        sim.node(1).view().last_change_reply.map(|r| r.error_code),
+        sim.node(1).view().last_change_reply.map(|r| r.error_code()),
         Some(errors::NONE)
     );
 }

@@ -4,8 +4,8 @@
 //! truncations, length splices) and checks each is `Ok` or a typed error, with the largest single
 //! allocation within a small multiple of the frame.
 //!
-//! `KRAFT_WRITE_SEEDS=<dir> cargo test -p kraft --test wire_bounds write_seeds` writes the sample frames
-//! as the fuzz corpora seeds (`impl/fuzz/seeds/`).
+//! `KRAFT_WRITE_SEEDS=impl/fuzz/seeds cargo test -p kraft --test wire_bounds write_seeds` writes the
+//! sample frames as the fuzz seeds.
 
 mod frames;
 
@@ -276,17 +276,145 @@ sweeps! {
     sweep_describe_cluster_response: 60, Side::ClientResponse;
 }
 
-/// Writes every sample frame (size prefix included) under `$KRAFT_WRITE_SEEDS/<side>/`; a no-op without it.
+/// Writes every sample as a fuzz seed under `$KRAFT_WRITE_SEEDS/<target>/` (the target's input format,
+/// see `Sample::fuzz_input`); a no-op without the variable.
 #[test]
 fn write_seeds() {
     let Ok(dir) = std::env::var("KRAFT_WRITE_SEEDS") else {
         return;
     };
     for s in frames::samples() {
-        let sub = std::path::Path::new(&dir).join(s.side.seed_dir());
+        let sub = std::path::Path::new(&dir).join(s.side.fuzz_target());
         std::fs::create_dir_all(&sub).unwrap();
-        let mut frame = (s.payload.len() as i32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&s.payload);
-        std::fs::write(sub.join(format!("{}.bin", s.name)), frame).unwrap();
+        std::fs::write(sub.join(&s.name), s.fuzz_input()).unwrap();
     }
+}
+
+/// Seeds of the `records_decoder` and `storage_files` targets: Kafka v2 batches (data, LeaderChange,
+/// KRaftVersion + Voters) and each file a node reads at start, as this crate writes them.
+#[test]
+fn write_file_seeds() {
+    use kraft::log::{Batch, Record};
+    use kraft::node::sim::{directory_id, key, voter_set};
+    use kraft::node::ElectionState;
+    use kraft::storage::{write_bootstrap, write_quorum_state, MetaProperties};
+
+    let Ok(dir) = std::env::var("KRAFT_WRITE_SEEDS") else {
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    let batches = [
+        Batch {
+            base_offset: 0,
+            epoch: 1,
+            records: vec![
+                Record::KRaftVersion(1),
+                Record::Voters(voter_set(&[1, 2, 3])),
+            ],
+        },
+        Batch {
+            base_offset: 2,
+            epoch: 2,
+            records: vec![Record::LeaderChange {
+                leader_id: 1,
+                voters: vec![1, 2, 3],
+                granting_voters: vec![1, 2],
+            }],
+        },
+        Batch {
+            base_offset: 3,
+            epoch: 2,
+            records: vec![Record::Data(Bytes::from_static(b"alpha"))],
+        },
+    ];
+    let log = kraft::records::encode_batches(&batches).unwrap();
+    let records = dir.join("records_decoder");
+    std::fs::create_dir_all(&records).unwrap();
+    std::fs::write(records.join("log"), &log).unwrap();
+    for (i, b) in batches.iter().enumerate() {
+        let one = kraft::records::encode_batches(std::slice::from_ref(b)).unwrap();
+        std::fs::write(records.join(format!("batch{i}")), &one).unwrap();
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let quorum_state = tmp.path().join("quorum-state");
+    write_quorum_state(
+        &quorum_state,
+        &ElectionState {
+            epoch: 4,
+            voted: Some(key(2)),
+            leader_id: Some(2),
+        },
+    )
+    .unwrap();
+    let bootstrap = tmp.path().join("bootstrap.checkpoint");
+    write_bootstrap(&bootstrap, &voter_set(&[1, 2, 3])).unwrap();
+    let meta = MetaProperties {
+        cluster_id: "sim-cluster".into(),
+        node_id: 1,
+        directory_id: directory_id(1),
+    }
+    .to_properties();
+    let storage = dir.join("storage_files");
+    std::fs::create_dir_all(&storage).unwrap();
+    // The first byte selects the file kind (see the target).
+    let seeds: [(&str, u8, Vec<u8>); 4] = [
+        ("quorum_state", 0, std::fs::read(&quorum_state).unwrap()),
+        ("meta_properties", 1, meta.into_bytes()),
+        (
+            "bootstrap_checkpoint",
+            2,
+            std::fs::read(&bootstrap).unwrap(),
+        ),
+        ("segment", 3, log.to_vec()),
+    ];
+    for (name, which, content) in seeds {
+        let mut input = vec![which];
+        input.extend_from_slice(&content);
+        std::fs::write(storage.join(name), input).unwrap();
+    }
+}
+
+/// The frame readers reserve for the bytes that arrived, never for what the size prefix announces: a
+/// prefix claiming 100 MiB followed by 1,000 bytes and end-of-stream costs one 8 KiB chunk; a complete
+/// 1 MiB frame at most twice its size.
+#[test]
+fn frame_readers_reserve_only_what_arrived() {
+    use kraft::wire::frame::{read_frame, read_frame_blocking, FrameReadError};
+    let max = 128 << 20;
+    let mut lying = (100i32 << 20).to_be_bytes().to_vec();
+    lying.extend_from_slice(&[7; 1000]);
+    let (result, largest) = largest_allocation(|| read_frame_blocking(&mut &lying[..], max));
+    assert!(matches!(result, Err(FrameReadError::Io(_))), "{result:?}");
+    assert!(largest <= 8 << 10, "blocking reader allocated {largest}");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (result, largest) =
+        largest_allocation(|| runtime.block_on(read_frame(&mut &lying[..], max)));
+    assert!(matches!(result, Err(FrameReadError::Io(_))), "{result:?}");
+    assert!(largest <= 8 << 10, "async reader allocated {largest}");
+
+    let mut whole = (1i32 << 20).to_be_bytes().to_vec();
+    whole.extend(std::iter::repeat_n(1u8, 1 << 20));
+    let (result, largest) = largest_allocation(|| read_frame_blocking(&mut &whole[..], max));
+    assert_eq!(result.unwrap().len(), 1 << 20);
+    assert!(largest <= 2 << 20, "allocated {largest}");
+
+    // Negative and oversized prefixes are refused before anything is read.
+    for size in [-1i32, i32::MIN, (max + 1) as i32] {
+        let bytes = size.to_be_bytes();
+        assert!(matches!(
+            read_frame_blocking(&mut &bytes[..], max),
+            Err(FrameReadError::Size(WireError::FrameSize { .. }))
+        ));
+    }
+    // Zero and tiny frames are frames; the request decoder names what is missing.
+    let empty = 0i32.to_be_bytes();
+    let payload = read_frame_blocking(&mut &empty[..], max).unwrap();
+    assert!(matches!(
+        codec::decode_request(payload),
+        Err(CodecError::ShortHeader(0))
+    ));
 }

@@ -42,8 +42,8 @@ fn addresses(connect: &ConnectArgs) -> Vec<String> {
 
 /// DescribeCluster version used to find the active controller (KIP-919; v1 adds EndpointType).
 const DESCRIBE_CLUSTER_VERSIONS: (i16, i16) = (1, 2);
-const DESCRIBE_CLUSTER: i16 = 60;
-const DESCRIBE_QUORUM: i16 = 55;
+const DESCRIBE_CLUSTER: i16 = kafka_protocol::messages::ApiKey::DescribeCluster as i16;
+const DESCRIBE_QUORUM: i16 = kafka_protocol::messages::ApiKey::DescribeQuorum as i16;
 
 /// The highest version of `key` both sides support, if any (`ours` = our inclusive range).
 fn negotiate(

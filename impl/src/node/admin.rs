@@ -22,11 +22,11 @@ impl<L: RaftLog> Node<L> {
         };
         let apis = SUPPORTED_APIS
             .iter()
-            .map(|&(key, min, max)| {
+            .map(|api| {
                 ApiVersion::default()
-                    .with_api_key(key)
-                    .with_min_version(min)
-                    .with_max_version(max)
+                    .with_api_key(api.key as i16)
+                    .with_min_version(api.min)
+                    .with_max_version(api.max)
             })
             .collect();
         let level = self.kraft_version();
@@ -123,16 +123,5 @@ impl<L: RaftLog> Node<L> {
     }
 }
 
-/// APIs served by a KRaft node: (api key, min version, max version).
-pub const SUPPORTED_APIS: [(i16, i16, i16); 10] = [
-    (1, 15, 17), // Fetch (replica id in ReplicaState from v15, directory id from v17)
-    (18, 0, 4),  // ApiVersions
-    (52, 0, 1),  // Vote (no pre-vote)
-    (53, 0, 1),  // BeginQuorumEpoch
-    (54, 0, 1),  // EndQuorumEpoch
-    (55, 0, 3),  // DescribeQuorum (v3: CommittedVoters, KIP-1204)
-    (60, 0, 2),  // DescribeCluster (controllers, KIP-919)
-    (80, 0, 0),  // AddRaftVoter
-    (81, 0, 0),  // RemoveRaftVoter
-    (82, 0, 0),  // UpdateRaftVoter
-];
+/// APIs served by a KRaft node (the one table, `wire::apis`).
+pub use crate::wire::apis::SERVED_APIS as SUPPORTED_APIS;

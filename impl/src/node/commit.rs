@@ -3,7 +3,7 @@
 use crate::history::HistoryError;
 use crate::log::{LogError, RaftLog, Record};
 
-use super::messages::errors;
+use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
@@ -88,7 +88,7 @@ impl<L: RaftLog> Node<L> {
         };
         if let Some(p) = self.pending.as_ref().filter(|p| hw > p.offset).cloned() {
             self.pending = None;
-            self.reply_change(p.client, p.kind, p.key, errors::NONE, out);
+            self.reply_change(p.client, p.kind, p.key, ChangeOutcome::Committed, out);
         }
         let removal_committed = self.history.latest_entry().is_some_and(|(o, _)| o < hw);
         if !self.is_voter() && removal_committed {

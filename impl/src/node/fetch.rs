@@ -191,7 +191,7 @@ impl<L: RaftLog> Node<L> {
                 Ok(records) => parts.records = records,
                 Err(e) => {
                     tracing::error!(node = self.local.id, error = %e, "cannot read the log for a fetch");
-                    parts.error = -1; // UNKNOWN_SERVER_ERROR
+                    parts.error = errors::UNKNOWN_SERVER_ERROR;
                 }
             }
         }

@@ -1,4 +1,8 @@
 //! AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter (KIP-853) at the leader.
+//!
+//! Every precondition lives in one function, [`Node::check_change`], which returns a typed [`Refusal`]
+//! (the model's `spec::check_change` has the same shape). A refusal becomes a Kafka error code only in
+//! [`Refusal::error_code`], when the reply is built.
 
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
@@ -9,25 +13,240 @@ use kafka_protocol::protocol::StrBytes;
 use crate::log::{RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
-use super::messages::{self, error_message, errors};
+use super::messages::{error_message, errors};
 use super::types::*;
 use super::{Node, RoleState};
 
+/// A membership change as the leader checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeOp {
+    /// AddRaftVoter: the new voter with its listeners (its `kraft.version` range is taken as [0, 1]).
+    Add(VoterNode),
+    /// RemoveRaftVoter.
+    Remove(ReplicaKey),
+    /// UpdateRaftVoter at the requester's `CurrentLeaderEpoch`: new listeners and supported range.
+    Update { epoch: i32, node: VoterNode },
+}
+
+impl ChangeOp {
+    fn key(&self) -> ReplicaKey {
+        match self {
+            ChangeOp::Add(node) | ChangeOp::Update { node, .. } => node.key,
+            ChangeOp::Remove(key) => *key,
+        }
+    }
+}
+
+/// Why a membership request is malformed (all INVALID_REQUEST).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum InvalidChange {
+    NegativeVoterId,
+    NilDirectoryId,
+    /// The listeners do not include this node's default listener name.
+    NoDefaultListener,
+    /// UpdateRaftVoter: a negative or inverted `kraft.version` range.
+    BadKraftVersionRange,
+    /// UpdateRaftVoter: the voter's range excludes the finalized `kraft.version`.
+    KraftVersionNotSupported,
+}
+
+/// Why the leader refuses a membership change, in the order [`Node::check_change`] checks (kip-1204 §3;
+/// the model's `spec::Refusal` names the same rules from `NotLeader` on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Refusal {
+    /// The request names another cluster → INCONSISTENT_CLUSTER_ID.
+    InconsistentClusterId,
+    /// UpdateRaftVoter from an older epoch → FENCED_LEADER_EPOCH.
+    FencedLeaderEpoch,
+    /// UpdateRaftVoter from a newer epoch → UNKNOWN_LEADER_EPOCH.
+    UnknownLeaderEpoch,
+    /// Not the leader → NOT_LEADER_OR_FOLLOWER.
+    NotLeader,
+    /// A malformed request → INVALID_REQUEST.
+    Invalid(InvalidChange),
+    /// Another add/remove is pending → REQUEST_TIMED_OUT.
+    Pending,
+    /// The HW is unknown (no commit in this epoch yet) → REQUEST_TIMED_OUT.
+    HighWatermarkUnknown,
+    /// `kraft.version` 0 (static voters) → UNSUPPORTED_VERSION.
+    UnsupportedVersion,
+    /// The last VotersRecord is not below the HW → REQUEST_TIMED_OUT.
+    UncommittedVoters,
+    /// Add of an id that is already a voter → DUPLICATE_VOTER.
+    DuplicateVoter,
+    /// Add of a replica that has not fetched up to the leader's end offset in this epoch →
+    /// REQUEST_TIMED_OUT.
+    NotCaughtUp,
+    /// Remove or update of a replica that is not a voter, or remove of the last voter → VOTER_NOT_FOUND.
+    VoterNotFound,
+}
+
+impl Refusal {
+    /// The Kafka error code the reply carries.
+    pub fn error_code(self) -> i16 {
+        match self {
+            Refusal::InconsistentClusterId => errors::INCONSISTENT_CLUSTER_ID,
+            Refusal::FencedLeaderEpoch => errors::FENCED_LEADER_EPOCH,
+            Refusal::UnknownLeaderEpoch => errors::UNKNOWN_LEADER_EPOCH,
+            Refusal::NotLeader => errors::NOT_LEADER_OR_FOLLOWER,
+            Refusal::Invalid(_) => errors::INVALID_REQUEST,
+            Refusal::Pending
+            | Refusal::HighWatermarkUnknown
+            | Refusal::UncommittedVoters
+            | Refusal::NotCaughtUp => errors::REQUEST_TIMED_OUT,
+            Refusal::UnsupportedVersion => errors::UNSUPPORTED_VERSION,
+            Refusal::DuplicateVoter => errors::DUPLICATE_VOTER,
+            Refusal::VoterNotFound => errors::VOTER_NOT_FOUND,
+        }
+    }
+}
+
+/// How an Add/Remove request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ChangeOutcome {
+    /// The VotersRecord is below the HW → NONE.
+    Committed,
+    /// Refused before anything was appended.
+    Refused(Refusal),
+    /// The request deadline passed first (the record stays in the log) → REQUEST_TIMED_OUT.
+    TimedOut,
+    /// The leader lost its leadership first → NOT_LEADER_OR_FOLLOWER.
+    LeadershipLost,
+    /// The log refused the append → UNKNOWN_SERVER_ERROR.
+    AppendFailed,
+}
+
+impl ChangeOutcome {
+    /// The Kafka error code the reply carries.
+    pub fn error_code(self) -> i16 {
+        match self {
+            ChangeOutcome::Committed => errors::NONE,
+            ChangeOutcome::Refused(r) => r.error_code(),
+            ChangeOutcome::TimedOut => errors::REQUEST_TIMED_OUT,
+            ChangeOutcome::LeadershipLost => errors::NOT_LEADER_OR_FOLLOWER,
+            ChangeOutcome::AppendFailed => errors::UNKNOWN_SERVER_ERROR,
+        }
+    }
+}
+
+fn endpoints<'a>(names: impl Iterator<Item = (&'a StrBytes, &'a StrBytes, u16)>) -> Vec<Endpoint> {
+    names
+        .map(|(name, host, port)| Endpoint {
+            name: name.to_string(),
+            host: host.to_string(),
+            port,
+        })
+        .collect()
+}
+
 impl<L: RaftLog> Node<L> {
+    /// Every precondition of a membership change, in Kafka's order; on success, the new voter set.
+    pub fn check_change(
+        &self,
+        cluster_id: Option<&str>,
+        op: &ChangeOp,
+    ) -> Result<VoterSet, Refusal> {
+        if cluster_id.is_some_and(|c| c != self.config.cluster_id) {
+            return Err(Refusal::InconsistentClusterId);
+        }
+        if let ChangeOp::Update { epoch, .. } = op {
+            if *epoch < self.election.epoch {
+                return Err(Refusal::FencedLeaderEpoch);
+            }
+            if *epoch > self.election.epoch {
+                return Err(Refusal::UnknownLeaderEpoch);
+            }
+        }
+        let RoleState::Leader(leader) = &self.role else {
+            return Err(Refusal::NotLeader);
+        };
+        let key = op.key();
+        if key.id < 0 {
+            return Err(Refusal::Invalid(InvalidChange::NegativeVoterId));
+        }
+        if key.directory_id.is_none() {
+            return Err(Refusal::Invalid(InvalidChange::NilDirectoryId));
+        }
+        if let ChangeOp::Add(node) | ChangeOp::Update { node, .. } = op {
+            if let Some(default) = self.config.listeners.first() {
+                if !node.listeners.iter().any(|l| l.name == default.name) {
+                    return Err(Refusal::Invalid(InvalidChange::NoDefaultListener));
+                }
+            }
+        }
+        if let ChangeOp::Update { node, .. } = op {
+            let s = node.supported;
+            if s.min < 0 || s.max < 0 || s.max < s.min {
+                return Err(Refusal::Invalid(InvalidChange::BadKraftVersionRange));
+            }
+        }
+        self.check_one_change_at_a_time()?;
+        let latest = self.history.latest();
+        match op {
+            ChangeOp::Add(node) => {
+                if latest.contains_id(key.id) {
+                    return Err(Refusal::DuplicateVoter);
+                }
+                if !leader.is_caught_up(&key) {
+                    return Err(Refusal::NotCaughtUp);
+                }
+                latest
+                    .add_voter(node.clone())
+                    .map_err(|_| Refusal::DuplicateVoter)
+            }
+            ChangeOp::Remove(key) => latest.remove_voter(key).map_err(|_| Refusal::VoterNotFound),
+            ChangeOp::Update { node, .. } => {
+                if !node.supported.contains(self.kraft_version()) {
+                    return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
+                }
+                latest
+                    .update_voter(node.clone())
+                    .map_err(|_| Refusal::VoterNotFound)
+            }
+        }
+    }
+
+    /// §3 steps 2–5, in this order: no pending change, HW known, `kraft.version` ≥ 1, last VotersRecord
+    /// committed.
+    fn check_one_change_at_a_time(&self) -> Result<(), Refusal> {
+        #[cfg(feature = "faults")]
+        let skip = self.faults.accept_change_while_pending;
+        #[cfg(not(feature = "faults"))]
+        let skip = false;
+        if self.pending.is_some() && !skip {
+            return Err(Refusal::Pending);
+        }
+        let Some(hw) = self.high_watermark() else {
+            return Err(Refusal::HighWatermarkUnknown);
+        };
+        if self.kraft_version() < 1 {
+            return Err(Refusal::UnsupportedVersion);
+        }
+        if skip {
+            // Seeded fault: the uncommitted-record rule is skipped too.
+            return Ok(());
+        }
+        match self.history.latest_entry().map(|(o, _)| o) {
+            Some(o) if o < hw => Ok(()),
+            _ => Err(Refusal::UncommittedVoters),
+        }
+    }
+
     pub(super) fn reply_change(
         &mut self,
         client: ClientId,
         kind: ChangeKind,
         key: ReplicaKey,
-        code: i16,
+        outcome: ChangeOutcome,
         out: &mut Output,
     ) {
         self.last_change_reply = Some(ChangeReply {
             client,
             kind,
             key,
-            error_code: code,
+            outcome,
         });
+        let code = outcome.error_code();
         let msg = error_message(code).map(StrBytes::from_static_str);
         let resp = match kind {
             ChangeKind::Add => ClientResponse::AddRaftVoter(
@@ -44,38 +263,6 @@ impl<L: RaftLog> Node<L> {
         out.client_replies.push((client, resp));
     }
 
-    /// §3 steps 1 (cluster id, leadership).
-    pub(super) fn check_leader_entry(&self, cluster_id: &Option<StrBytes>) -> Result<(), i16> {
-        if messages::cluster_id_mismatch(cluster_id, &self.config.cluster_id) {
-            return Err(errors::INCONSISTENT_CLUSTER_ID);
-        }
-        if !matches!(self.role, RoleState::Leader(_)) {
-            return Err(errors::NOT_LEADER_OR_FOLLOWER);
-        }
-        Ok(())
-    }
-
-    /// §3 steps 2–5: no pending change, HW known, `kraft.version` ≥ 1, last VotersRecord committed.
-    pub(super) fn check_change_gate(&self) -> Result<i64, i16> {
-        if self.faults.accept_change_while_pending {
-            // Seeded fault: skip the one-change-at-a-time rules (pending change, uncommitted record).
-            return membership_gate(false, self.high_watermark(), self.kraft_version(), Some(-1));
-        }
-        membership_gate(
-            self.pending.is_some(),
-            self.high_watermark(),
-            self.kraft_version(),
-            self.history.latest_entry().map(|(o, _)| o),
-        )
-    }
-
-    pub(super) fn has_default_listener(&self, names: impl IntoIterator<Item = String>) -> bool {
-        match self.config.listeners.first() {
-            Some(default) => names.into_iter().any(|n| n == default.name),
-            None => true,
-        }
-    }
-
     pub(super) fn on_add_voter(
         &mut self,
         now: Millis,
@@ -83,41 +270,17 @@ impl<L: RaftLog> Node<L> {
         req: AddRaftVoterRequest,
         out: &mut Output,
     ) {
-        let key = ReplicaKey::new(req.voter_id, req.voter_directory_id);
-        let result = (|| {
-            self.check_leader_entry(&req.cluster_id)?;
-            if req.voter_id < 0 || req.voter_directory_id.is_nil() {
-                return Err(errors::INVALID_REQUEST);
+        let node = VoterNode {
+            key: ReplicaKey::new(req.voter_id, req.voter_directory_id),
+            listeners: endpoints(req.listeners.iter().map(|l| (&l.name, &l.host, l.port))),
+            supported: SupportedVersions::CURRENT,
+        };
+        let key = node.key;
+        let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
+        match self.check_change(cluster_id, &ChangeOp::Add(node)) {
+            Err(r) => {
+                self.reply_change(client, ChangeKind::Add, key, ChangeOutcome::Refused(r), out)
             }
-            if !self.has_default_listener(req.listeners.iter().map(|l| l.name.to_string())) {
-                return Err(errors::INVALID_REQUEST);
-            }
-            self.check_change_gate()?;
-            let latest = self.history.latest();
-            if latest.contains_id(key.id) {
-                return Err(errors::DUPLICATE_VOTER);
-            }
-            let caught_up = self.leader_state().is_some_and(|l| l.is_caught_up(&key));
-            if !caught_up {
-                return Err(errors::REQUEST_TIMED_OUT);
-            }
-            let node = VoterNode {
-                key,
-                listeners: req
-                    .listeners
-                    .iter()
-                    .map(|l| Endpoint {
-                        name: l.name.to_string(),
-                        host: l.host.to_string(),
-                        port: l.port,
-                    })
-                    .collect(),
-                supported: SupportedVersions::CURRENT,
-            };
-            latest.add_voter(node).map_err(|_| errors::DUPLICATE_VOTER)
-        })();
-        match result {
-            Err(code) => self.reply_change(client, ChangeKind::Add, key, code, out),
             Ok(set) => self.append_change(now, client, ChangeKind::Add, key, set, out),
         }
     }
@@ -130,19 +293,12 @@ impl<L: RaftLog> Node<L> {
         out: &mut Output,
     ) {
         let key = ReplicaKey::new(req.voter_id, req.voter_directory_id);
-        let result = (|| {
-            self.check_leader_entry(&req.cluster_id)?;
-            if req.voter_id < 0 || req.voter_directory_id.is_nil() {
-                return Err(errors::INVALID_REQUEST);
+        let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
+        match self.check_change(cluster_id, &ChangeOp::Remove(key)) {
+            Err(r) => {
+                let outcome = ChangeOutcome::Refused(r);
+                self.reply_change(client, ChangeKind::Remove, key, outcome, out)
             }
-            self.check_change_gate()?;
-            self.history
-                .latest()
-                .remove_voter(&key)
-                .map_err(|_| errors::VOTER_NOT_FOUND)
-        })();
-        match result {
-            Err(code) => self.reply_change(client, ChangeKind::Remove, key, code, out),
             Ok(set) => self.append_change(now, client, ChangeKind::Remove, key, set, out),
         }
     }
@@ -168,12 +324,12 @@ impl<L: RaftLog> Node<L> {
         });
         if let Some(p) = previous {
             // Only reachable with the `accept_change_while_pending` fault: the old request is dropped.
-            self.reply_change(p.client, p.kind, p.key, errors::REQUEST_TIMED_OUT, out);
+            self.reply_change(p.client, p.kind, p.key, ChangeOutcome::TimedOut, out);
         }
         if let Err(e) = self.leader_append(now, vec![Record::Voters(set)], out) {
             tracing::error!(node = self.local.id, error = %e, "VotersRecord append failed");
             if let Some(p) = self.pending.take() {
-                self.reply_change(p.client, p.kind, p.key, -1, out);
+                self.reply_change(p.client, p.kind, p.key, ChangeOutcome::AppendFailed, out);
             }
         }
     }
@@ -187,63 +343,26 @@ impl<L: RaftLog> Node<L> {
     ) {
         use kafka_protocol::messages::update_raft_voter_response::CurrentLeader;
         use kafka_protocol::messages::BrokerId;
-        let result = (|| {
-            if messages::cluster_id_mismatch(&req.cluster_id, &self.config.cluster_id) {
-                return Err(errors::INCONSISTENT_CLUSTER_ID);
-            }
-            if req.current_leader_epoch < self.election.epoch {
-                return Err(errors::FENCED_LEADER_EPOCH);
-            }
-            if req.current_leader_epoch > self.election.epoch {
-                return Err(errors::UNKNOWN_LEADER_EPOCH);
-            }
-            self.check_leader_entry(&None)?;
-            if req.voter_id < 0 || req.voter_directory_id.is_nil() {
-                return Err(errors::INVALID_REQUEST);
-            }
-            if !self.has_default_listener(req.listeners.iter().map(|l| l.name.to_string())) {
-                return Err(errors::INVALID_REQUEST);
-            }
-            let f = &req.k_raft_version_feature;
-            if f.min_supported_version < 0
-                || f.max_supported_version < 0
-                || f.max_supported_version < f.min_supported_version
-            {
-                return Err(errors::INVALID_REQUEST);
-            }
-            self.check_change_gate()?;
-            let supported = SupportedVersions {
-                min: f.min_supported_version,
-                max: f.max_supported_version,
-            };
-            if !supported.contains(self.kraft_version()) {
-                return Err(errors::INVALID_REQUEST);
-            }
-            let node = VoterNode {
+        let f = &req.k_raft_version_feature;
+        let op = ChangeOp::Update {
+            epoch: req.current_leader_epoch,
+            node: VoterNode {
                 key: ReplicaKey::new(req.voter_id, req.voter_directory_id),
-                listeners: req
-                    .listeners
-                    .iter()
-                    .map(|l| Endpoint {
-                        name: l.name.to_string(),
-                        host: l.host.to_string(),
-                        port: l.port,
-                    })
-                    .collect(),
-                supported,
-            };
-            self.history
-                .latest()
-                .update_voter(node)
-                .map_err(|_| errors::VOTER_NOT_FOUND)
-        })();
-        let code = match result {
-            Err(code) => code,
+                listeners: endpoints(req.listeners.iter().map(|l| (&l.name, &l.host, l.port))),
+                supported: SupportedVersions {
+                    min: f.min_supported_version,
+                    max: f.max_supported_version,
+                },
+            },
+        };
+        let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
+        let code = match self.check_change(cluster_id, &op) {
+            Err(r) => r.error_code(),
             Ok(set) => match self.leader_append(now, vec![Record::Voters(set)], out) {
                 Ok(_) => errors::NONE,
                 Err(e) => {
                     tracing::error!(node = self.local.id, error = %e, "VotersRecord append failed");
-                    -1
+                    ChangeOutcome::AppendFailed.error_code()
                 }
             },
         };
@@ -262,29 +381,5 @@ impl<L: RaftLog> Node<L> {
             .with_current_leader(leader);
         out.client_replies
             .push((client, ClientResponse::UpdateRaftVoter(resp)));
-    }
-}
-
-/// The membership-change gate at the leader (§3 steps 2–5, in this order): another change pending →
-/// REQUEST_TIMED_OUT; HW unknown → REQUEST_TIMED_OUT; `kraft.version` < 1 → UNSUPPORTED_VERSION; the last
-/// VotersRecord not below the HW (or none, static voters) → REQUEST_TIMED_OUT. Returns the HW.
-pub fn membership_gate(
-    change_pending: bool,
-    high_watermark: Option<i64>,
-    kraft_version: i16,
-    last_voters_offset: Option<i64>,
-) -> Result<i64, i16> {
-    if change_pending {
-        return Err(errors::REQUEST_TIMED_OUT);
-    }
-    let Some(hw) = high_watermark else {
-        return Err(errors::REQUEST_TIMED_OUT);
-    };
-    if kraft_version < 1 {
-        return Err(errors::UNSUPPORTED_VERSION);
-    }
-    match last_voters_offset {
-        Some(o) if o < hw => Ok(hw),
-        _ => Err(errors::REQUEST_TIMED_OUT),
     }
 }

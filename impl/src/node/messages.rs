@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 /// The metadata log's topic and partition; every other topic/partition is refused.
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
+pub use crate::wire::describe_quorum::METADATA_TOPIC;
 pub const METADATA_PARTITION: i32 = 0;
 
 /// Private tagged field of a Fetch response partition: the request's `(epoch i32, fetch offset i64,
@@ -19,6 +19,7 @@ pub const FETCH_ECHO_TAG: i32 = 0x4b52;
 
 /// Kafka error codes used by the core (`Errors.java`).
 pub mod errors {
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
     pub const NONE: i16 = 0;
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
     pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;

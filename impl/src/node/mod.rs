@@ -35,6 +35,11 @@
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - At epoch `i32::MAX` the increment of a new election (or of a removed leader moving on) is refused
+//!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
+//!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs
+//!   are adopted from any peer as in Kafka, so a forged message at `i32::MAX` still ends elections for
+//!   good: only authenticated peers (mutual TLS, issue #19) prevent it.
 //! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
 //!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
 //!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
@@ -61,6 +66,7 @@ mod membership;
 mod messages;
 mod quorum_epoch;
 mod roles;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 mod timers;
 mod types;
@@ -68,10 +74,12 @@ mod view;
 mod vote;
 
 pub use admin::SUPPORTED_APIS;
-pub use membership::membership_gate;
+pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
 pub use types::*;
 
+/// Test-only seeded faults; the field and every branch reading it exist only with the `faults` feature.
+#[cfg(feature = "faults")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct ActiveFaults {
     committed_from_latest: bool,
@@ -116,6 +124,7 @@ pub struct Node<L: RaftLog> {
     bootstrap_cursor: usize,
     pending: Option<PendingChange>,
     last_change_reply: Option<ChangeReply>,
+    #[cfg(feature = "faults")]
     faults: ActiveFaults,
     /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
     clock_started: bool,
@@ -178,6 +187,7 @@ impl<L: RaftLog> Node<L> {
             bootstrap_cursor: 0,
             pending: None,
             last_change_reply: None,
+            #[cfg(feature = "faults")]
             faults: ActiveFaults::default(),
             clock_started: false,
             config,

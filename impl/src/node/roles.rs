@@ -8,7 +8,7 @@ use rand::Rng;
 use crate::leader::LeaderState;
 use crate::log::{RaftLog, Record};
 
-use super::messages::errors;
+use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
@@ -67,7 +67,8 @@ impl<L: RaftLog> Node<L> {
     pub(super) fn leave_role(&mut self, out: &mut Output) {
         if let RoleState::Leader(_) = &self.role {
             if let Some(p) = self.pending.take() {
-                self.reply_change(p.client, p.kind, p.key, errors::NOT_LEADER_OR_FOLLOWER, out);
+                let outcome = ChangeOutcome::LeadershipLost;
+                self.reply_change(p.client, p.kind, p.key, outcome, out);
             }
         }
         // Kafka's transitions pass the old state's HW on: a deposed leader keeps its HW; a resigned one
@@ -131,8 +132,20 @@ impl<L: RaftLog> Node<L> {
         if !self.is_voter() {
             return;
         }
+        let epoch = match self.next_epoch(out) {
+            Some(epoch) => epoch,
+            None => {
+                // Keep the role; the timer that fired is re-armed so the refusal repeats at its pace.
+                match self.role {
+                    RoleState::Follower { .. } => {
+                        self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms)
+                    }
+                    _ => self.arm_election_timer(now),
+                }
+                return;
+            }
+        };
         self.leave_role(out);
-        let epoch = self.election.epoch + 1;
         self.persist(
             ElectionState {
                 epoch,
@@ -156,6 +169,18 @@ impl<L: RaftLog> Node<L> {
         self.maybe_become_leader(now, out);
     }
 
+    /// The epoch after this one, or `None` (reported in `out.refused`) at `i32::MAX`.
+    pub(super) fn next_epoch(&self, out: &mut Output) -> Option<i32> {
+        let next = self.election.epoch.checked_add(1);
+        if next.is_none() {
+            let e = StepError::EpochExhausted {
+                epoch: self.election.epoch,
+            };
+            out.refused.push(e);
+        }
+        next
+    }
+
     pub(super) fn maybe_become_leader(&mut self, now: Millis, out: &mut Output) {
         let granting = match &self.role {
             RoleState::Candidate { voters, granted } if granted.len() >= voters.majority_size() => {
@@ -166,7 +191,7 @@ impl<L: RaftLog> Node<L> {
         self.leave_role(out);
         self.hw = None;
         let latest = self.history.latest().clone();
-        let mut leader = LeaderState::new(
+        let leader = LeaderState::new(
             self.local,
             self.election.epoch,
             self.log.end_offset(),
@@ -174,7 +199,12 @@ impl<L: RaftLog> Node<L> {
             now,
             self.config.check_quorum_timeout_ms,
         );
-        leader.faults.hw_counts_removed_leader = self.faults.hw_counts_removed_leader;
+        #[cfg(feature = "faults")]
+        let leader = {
+            let mut leader = leader;
+            leader.faults.hw_counts_removed_leader = self.faults.hw_counts_removed_leader;
+            leader
+        };
         self.role = RoleState::Leader(Box::new(leader));
         self.persist(
             ElectionState {

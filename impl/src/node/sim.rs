@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{
     AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
-    Message, Millis, Node, NodeConfig, NodeError, Output, Role, Timer,
+    Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
 };
 use crate::log::MemoryLog;
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
@@ -39,6 +39,8 @@ pub struct Sim {
     pub nodes: BTreeMap<i32, SimNode>,
     pub network: Vec<Envelope>,
     pub client_replies: Vec<(i32, ClientId, ClientResponse)>,
+    /// Transitions a node refused, in order: (node id, error).
+    pub refused: Vec<(i32, StepError)>,
     next_client: u64,
 }
 
@@ -181,6 +183,7 @@ impl Sim {
             nodes,
             network: Vec::new(),
             client_replies: Vec::new(),
+            refused: Vec::new(),
             next_client: 0,
         })
     }
@@ -227,6 +230,8 @@ impl Sim {
         for (client, reply) in out.client_replies {
             self.client_replies.push((from, client, reply));
         }
+        self.refused
+            .extend(out.refused.into_iter().map(|e| (from, e)));
     }
 
     /// Delivers the message at `index` of the network (removing it). A message to a crashed or unknown

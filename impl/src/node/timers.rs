@@ -3,7 +3,7 @@
 use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
 
-use super::messages::errors;
+use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
@@ -32,7 +32,7 @@ impl<L: RaftLog> Node<L> {
                 if let Some(p) = self.pending.take() {
                     // The record stays in the log: it may still commit, and it blocks the next change
                     // until it does.
-                    self.reply_change(p.client, p.kind, p.key, errors::REQUEST_TIMED_OUT, out);
+                    self.reply_change(p.client, p.kind, p.key, ChangeOutcome::TimedOut, out);
                 }
             }
             Timer::CheckQuorum => {
@@ -82,7 +82,8 @@ impl<L: RaftLog> Node<L> {
                         self.become_candidate(now, out);
                     } else {
                         // A removed leader moves on so that Fetch responses stop naming it.
-                        let epoch = self.election.epoch + 1;
+                        // At i32::MAX it stays at its epoch (Unattached, no leader named).
+                        let epoch = self.next_epoch(out).unwrap_or(self.election.epoch);
                         self.become_unattached(now, epoch, out);
                     }
                 }

@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
 };
 use uuid::Uuid;
 
+use super::membership::ChangeOutcome;
 use crate::history::HistoryError;
 use crate::log::LogError;
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
@@ -87,6 +88,21 @@ pub struct Output {
     /// Messages to peers: (destination node id, message).
     pub messages: Vec<(i32, Message)>,
     pub client_replies: Vec<(ClientId, ClientResponse)>,
+    /// Transitions the core refused (the node kept its state); the shell logs them.
+    pub refused: Vec<StepError>,
+}
+
+/// A transition the core refuses rather than take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum StepError {
+    /// The epoch is `i32::MAX`: no later epoch exists, so this replica cannot start an election (or,
+    /// as a removed leader, move past its epoch). Kafka's `epoch() + 1` would wrap to `i32::MIN`; the
+    /// bump is refused instead and the replica keeps its role, trying again after another timeout.
+    #[error(
+        "epoch {epoch} is i32::MAX: no later epoch exists, the increment is refused (never wrapped); \
+         no election can succeed in this quorum any more"
+    )]
+    EpochExhausted { epoch: i32 },
 }
 
 /// How the node learns its first voter set.
@@ -237,7 +253,14 @@ pub struct ChangeReply {
     pub client: ClientId,
     pub kind: ChangeKind,
     pub key: ReplicaKey,
-    pub error_code: i16,
+    pub outcome: ChangeOutcome,
+}
+
+impl ChangeReply {
+    /// The Kafka error code of the reply.
+    pub fn error_code(&self) -> i16 {
+        self.outcome.error_code()
+    }
 }
 
 /// One log record as the view shows it.

@@ -69,6 +69,7 @@ impl<L: RaftLog> Node<L> {
 
     /// The committed voter set at this replica (see [`committed_voter_set`]).
     pub fn committed_voters(&self) -> Option<&VoterSet> {
+        #[cfg(feature = "faults")]
         if self.faults.committed_from_latest {
             return self.high_watermark().map(|_| self.history.latest());
         }

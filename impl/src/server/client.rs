@@ -1,13 +1,13 @@
 //! A small blocking admin client (std TCP): ApiVersions, Metadata, DescribeQuorum, Add/RemoveRaftVoter.
 //! Used by the CLI and the integration tests.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{
-    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
     DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
     RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader,
 };
@@ -16,6 +16,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::codec::{decode_client_response, request_frame, response_body, CodecError};
 use crate::node::ClientResponse;
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+use crate::wire::frame::{begin_frame, finish_frame, read_frame_blocking, FrameReadError};
 
 /// Largest response frame the client accepts.
 const MAX_RESPONSE: usize = 64 << 20;
@@ -121,17 +122,12 @@ impl Client {
     /// Sends a raw frame and returns the payload of the response frame.
     pub fn round_trip_raw(&mut self, frame: &[u8]) -> Result<Bytes, ClientError> {
         self.stream.write_all(frame).map_err(|e| self.io(e))?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).map_err(|e| self.io(e))?;
-        let size = i32::from_be_bytes(size);
-        if size < 0 || size as usize > MAX_RESPONSE {
-            return Err(self.protocol(format!("response frame size {size}")));
+        match read_frame_blocking(&mut self.stream, MAX_RESPONSE) {
+            Ok(payload) => Ok(payload),
+            Err(FrameReadError::Io(e)) => Err(self.io(e)),
+            Err(FrameReadError::Closed) => Err(self.io(std::io::ErrorKind::UnexpectedEof.into())),
+            Err(e @ FrameReadError::Size(_)) => Err(self.protocol(e)),
         }
-        let mut payload = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut payload)
-            .map_err(|e| self.io(e))?;
-        Ok(Bytes::from(payload))
     }
 
     fn call(
@@ -161,10 +157,11 @@ impl Client {
         let req = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("kraft"))
             .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let key = ApiKey::ApiVersions as i16;
         let mut body = self.call(
-            18,
+            key,
             version,
-            request_frame(18, version, corr, "kraft-cli", &req),
+            request_frame(key, version, corr, "kraft-cli", &req),
         )?;
         ApiVersionsResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
     }
@@ -172,10 +169,11 @@ impl Client {
     pub fn metadata(&mut self, version: i16) -> Result<MetadataResponse, ClientError> {
         let corr = self.next_correlation();
         let req = MetadataRequest::default().with_topics(Some(Vec::new()));
+        let key = ApiKey::Metadata as i16;
         let mut body = self.call(
-            3,
+            key,
             version,
-            request_frame(3, version, corr, "kraft-cli", &req),
+            request_frame(key, version, corr, "kraft-cli", &req),
         )?;
         MetadataResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
     }
@@ -188,10 +186,11 @@ impl Client {
     ) -> Result<DescribeClusterResponse, ClientError> {
         let corr = self.next_correlation();
         let req = DescribeClusterRequest::default().with_endpoint_type(2);
+        let key = ApiKey::DescribeCluster as i16;
         let mut body = self.call(
-            60,
+            key,
             version,
-            request_frame(60, version, corr, "kraft-cli", &req),
+            request_frame(key, version, corr, "kraft-cli", &req),
         )?;
         DescribeClusterResponse::decode(&mut body, version).map_err(|e| self.protocol(e))
     }
@@ -200,8 +199,9 @@ impl Client {
         let corr = self.next_correlation();
         let req = DescribeQuorumRequest::for_metadata_partition();
         let frame = describe_frame(version, corr, &req);
-        let body = self.call(55, version, frame)?;
-        match decode_client_response(body, 55, version).map_err(|e| self.protocol(e))? {
+        let key = ApiKey::DescribeQuorum as i16;
+        let body = self.call(key, version, frame)?;
+        match decode_client_response(body, key, version).map_err(|e| self.protocol(e))? {
             ClientResponse::DescribeQuorum(r) => Ok(r),
             other => Err(self.protocol(format!("unexpected {other:?}"))),
         }
@@ -212,7 +212,8 @@ impl Client {
         req: &AddRaftVoterRequest,
     ) -> Result<AddRaftVoterResponse, ClientError> {
         let corr = self.next_correlation();
-        let mut body = self.call(80, 0, request_frame(80, 0, corr, "kraft-cli", req))?;
+        let key = ApiKey::AddRaftVoter as i16;
+        let mut body = self.call(key, 0, request_frame(key, 0, corr, "kraft-cli", req))?;
         AddRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
     }
 
@@ -221,7 +222,8 @@ impl Client {
         req: &RemoveRaftVoterRequest,
     ) -> Result<RemoveRaftVoterResponse, ClientError> {
         let corr = self.next_correlation();
-        let mut body = self.call(81, 0, request_frame(81, 0, corr, "kraft-cli", req))?;
+        let key = ApiKey::RemoveRaftVoter as i16;
+        let mut body = self.call(key, 0, request_frame(key, 0, corr, "kraft-cli", req))?;
         RemoveRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
     }
 }
@@ -233,12 +235,11 @@ pub fn describe_frame(
     req: &DescribeQuorumRequest,
 ) -> Result<Bytes, CodecError> {
     let header = RequestHeader::default()
-        .with_request_api_key(55)
+        .with_request_api_key(ApiKey::DescribeQuorum as i16)
         .with_request_api_version(version)
         .with_correlation_id(correlation)
         .with_client_id(Some(StrBytes::from_static_str("kraft-cli")));
-    let mut buf = BytesMut::with_capacity(64);
-    buf.put_i32(0);
+    let mut buf = begin_frame();
     // DescribeQuorum uses request header v2 at every version (the `wire` constant).
     header
         .encode(
@@ -254,7 +255,5 @@ pub fn describe_frame(
             what: "DescribeQuorumRequest",
             reason: e.to_string(),
         })?;
-    let size = (buf.len() - 4) as i32;
-    buf[0..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
+    Ok(finish_frame(buf)?)
 }

@@ -3,8 +3,7 @@
 //! Headers go through kafka-protocol; DescribeQuorum bodies through our own `wire` codec (it has v3); every
 //! other body through kafka-protocol's generated structs. Frames carry the int32 size prefix.
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
@@ -19,22 +18,18 @@ use kafka_protocol::protocol::{
     StrBytes,
 };
 
-use crate::node::{ClientRequest, ClientResponse, Message};
+use crate::node::{errors, ClientRequest, ClientResponse, Message};
+use crate::wire::apis::{self, max_version};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
-use crate::wire::frame::SIZE_PREFIX;
+use crate::wire::frame::{self as wire_frame, SIZE_PREFIX};
 use crate::wire::schema;
 use crate::wire::WireError;
 
-/// Kafka's UNSUPPORTED_VERSION error code.
-pub const UNSUPPORTED_VERSION: i16 = 35;
-
-/// Versions this shell writes for its own outgoing requests (the core's `SUPPORTED_APIS` maxima).
-pub const FETCH_VERSION: i16 = 17;
-pub const VOTE_VERSION: i16 = 1;
-pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = 1;
-pub const END_QUORUM_EPOCH_VERSION: i16 = 1;
-/// Metadata versions served (a minimal answer: this node as the only broker, no topics).
-pub const METADATA_VERSIONS: (i16, i16) = (0, 12);
+/// Versions this shell writes its own requests at: the served maxima of [`apis::SERVED_APIS`].
+pub const FETCH_VERSION: i16 = max_version(ApiKey::Fetch);
+pub const VOTE_VERSION: i16 = max_version(ApiKey::Vote);
+pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch);
+pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -79,20 +74,6 @@ pub struct Reply {
     pub api_version: i16,
 }
 
-fn supported(key: i16, version: i16) -> bool {
-    let max = match key {
-        18 => 4,
-        3 => METADATA_VERSIONS.1,
-        1 => return (15..=FETCH_VERSION).contains(&version),
-        52..=54 => 1,
-        55 => crate::wire::describe_quorum::MAX_VERSION,
-        60 => 2,
-        80..=82 => 0,
-        _ => return false,
-    };
-    (0..=max).contains(&version)
-}
-
 /// Decodes a request frame payload (without the size prefix).
 ///
 /// Every frame of at least 8 bytes yields a [`Reply`] (key, version, correlation id sit at fixed places in
@@ -110,13 +91,12 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         api_key: key,
         api_version: version,
     };
-    if !supported(key, version) {
-        return Ok((reply, Incoming::Unsupported));
-    }
+    let api = match ApiKey::try_from(key) {
+        Ok(api) if apis::supports(key, version) => api,
+        _ => return Ok((reply, Incoming::Unsupported)),
+    };
     // Every length in the header and body must fit in the frame before kafka-protocol reserves for it.
-    let header_version = ApiKey::try_from(key)
-        .map(|k| k.request_header_version(version))
-        .unwrap_or(1);
+    let header_version = api.request_header_version(version);
     let used = walk_named("RequestHeader", header_version, &payload, SIZE_PREFIX)?;
     if let Some(body) = schema::schema_for(key, false) {
         schema::walk(body, version, &payload[used..], SIZE_PREFIX + used)?;
@@ -127,16 +107,16 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
         reason: e.to_string(),
     })?;
     let peer = |from: i32, message: Message| Incoming::Peer { from, message };
-    let incoming = match key {
-        18 => Incoming::Client(ClientRequest::ApiVersions(
+    let incoming = match api {
+        ApiKey::ApiVersions => Incoming::Client(ClientRequest::ApiVersions(
             ApiVersionsRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("ApiVersionsRequest", e))?,
         )),
-        3 => Incoming::Metadata(
+        ApiKey::Metadata => Incoming::Metadata(
             MetadataRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("MetadataRequest", e))?,
         ),
-        55 => Incoming::Client(ClientRequest::DescribeQuorum {
+        ApiKey::DescribeQuorum => Incoming::Client(ClientRequest::DescribeQuorum {
             version,
             request: DescribeQuorumRequest::decode(&buf, version).map_err(|e| {
                 CodecError::Malformed {
@@ -145,24 +125,24 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                 }
             })?,
         }),
-        60 => Incoming::Client(ClientRequest::DescribeCluster {
+        ApiKey::DescribeCluster => Incoming::Client(ClientRequest::DescribeCluster {
             version,
             request: DescribeClusterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("DescribeClusterRequest", e))?,
         }),
-        80 => Incoming::Client(ClientRequest::AddRaftVoter(
+        ApiKey::AddRaftVoter => Incoming::Client(ClientRequest::AddRaftVoter(
             AddRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("AddRaftVoterRequest", e))?,
         )),
-        81 => Incoming::Client(ClientRequest::RemoveRaftVoter(
+        ApiKey::RemoveRaftVoter => Incoming::Client(ClientRequest::RemoveRaftVoter(
             RemoveRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("RemoveRaftVoterRequest", e))?,
         )),
-        82 => Incoming::Client(ClientRequest::UpdateRaftVoter(
+        ApiKey::UpdateRaftVoter => Incoming::Client(ClientRequest::UpdateRaftVoter(
             UpdateRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("UpdateRaftVoterRequest", e))?,
         )),
-        52 => {
+        ApiKey::Vote => {
             let r =
                 VoteRequest::decode(&mut buf, version).map_err(|e| malformed("VoteRequest", e))?;
             let from = r
@@ -172,7 +152,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                 .map_or(-1, |p| p.replica_id.0);
             peer(from, Message::VoteRequest(r))
         }
-        53 => {
+        ApiKey::BeginQuorumEpoch => {
             let r = BeginQuorumEpochRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("BeginQuorumEpochRequest", e))?;
             let from = r
@@ -182,7 +162,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                 .map_or(-1, |p| p.leader_id.0);
             peer(from, Message::BeginQuorumEpochRequest(r))
         }
-        54 => {
+        ApiKey::EndQuorumEpoch => {
             let r = EndQuorumEpochRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("EndQuorumEpochRequest", e))?;
             let from = r
@@ -192,7 +172,7 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
                 .map_or(-1, |p| p.leader_id.0);
             peer(from, Message::EndQuorumEpochRequest(r))
         }
-        1 => {
+        ApiKey::Fetch => {
             let r = FetchRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("FetchRequest", e))?;
             let from = r.replica_state.replica_id.0;
@@ -207,8 +187,7 @@ fn frame(
     reply: &Reply,
     body: impl FnOnce(&mut BytesMut) -> Result<(), CodecError>,
 ) -> Result<Bytes, CodecError> {
-    let mut buf = BytesMut::with_capacity(64);
-    buf.put_i32(0); // size, filled below
+    let mut buf = wire_frame::begin_frame();
     let header_version = ApiKey::try_from(reply.api_key)
         .map(|k| k.response_header_version(reply.api_version))
         .unwrap_or(0);
@@ -220,9 +199,7 @@ fn frame(
             reason: e.to_string(),
         })?;
     body(&mut buf)?;
-    let size = (buf.len() - 4) as i32;
-    buf[0..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
+    Ok(wire_frame::finish_frame(buf)?)
 }
 
 fn encode_body<M: Encodable>(
@@ -237,29 +214,15 @@ fn encode_body<M: Encodable>(
     })
 }
 
-/// Adds the Metadata API (served by the shell, not the core) to an ApiVersions answer.
-pub fn with_shell_apis(mut resp: ApiVersionsResponse) -> ApiVersionsResponse {
-    if !resp.api_keys.iter().any(|k| k.api_key == 3) {
-        resp.api_keys.push(
-            ApiVersion::default()
-                .with_api_key(3)
-                .with_min_version(METADATA_VERSIONS.0)
-                .with_max_version(METADATA_VERSIONS.1),
-        );
-        resp.api_keys.sort_by_key(|k| k.api_key);
-    }
-    resp
-}
-
 /// Kafka's answer to an unknown api key or version: ApiVersionsResponse v0 (header v0) with
 /// UNSUPPORTED_VERSION and the supported ranges, so the client can pick a version and retry.
 pub fn unsupported_response(
     reply: &Reply,
     api_versions: ApiVersionsResponse,
 ) -> Result<Bytes, CodecError> {
-    let body = with_shell_apis(api_versions).with_error_code(UNSUPPORTED_VERSION);
+    let body = api_versions.with_error_code(errors::UNSUPPORTED_VERSION);
     let reply = Reply {
-        api_key: 18,
+        api_key: ApiKey::ApiVersions as i16,
         api_version: 0,
         ..*reply
     };
@@ -271,9 +234,7 @@ pub fn unsupported_response(
 pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, CodecError> {
     let v = reply.api_version;
     frame(reply, |buf| match resp {
-        ClientResponse::ApiVersions(r) => {
-            encode_body("ApiVersionsResponse", &with_shell_apis(r.clone()), v, buf)
-        }
+        ClientResponse::ApiVersions(r) => encode_body("ApiVersionsResponse", r, v, buf),
         ClientResponse::DescribeQuorum(r) => r.encode(v, buf).map_err(|e| CodecError::Encode {
             what: "DescribeQuorumResponse",
             reason: e.to_string(),
@@ -339,10 +300,14 @@ pub fn is_response(message: &Message) -> bool {
 /// Api key and version this shell uses to send a request message.
 pub fn request_api(message: &Message) -> Option<(i16, i16)> {
     Some(match message {
-        Message::VoteRequest(_) => (52, VOTE_VERSION),
-        Message::BeginQuorumEpochRequest(_) => (53, BEGIN_QUORUM_EPOCH_VERSION),
-        Message::EndQuorumEpochRequest(_) => (54, END_QUORUM_EPOCH_VERSION),
-        Message::FetchRequest(_) => (1, FETCH_VERSION),
+        Message::VoteRequest(_) => (ApiKey::Vote as i16, VOTE_VERSION),
+        Message::BeginQuorumEpochRequest(_) => {
+            (ApiKey::BeginQuorumEpoch as i16, BEGIN_QUORUM_EPOCH_VERSION)
+        }
+        Message::EndQuorumEpochRequest(_) => {
+            (ApiKey::EndQuorumEpoch as i16, END_QUORUM_EPOCH_VERSION)
+        }
+        Message::FetchRequest(_) => (ApiKey::Fetch as i16, FETCH_VERSION),
         _ => return None,
     })
 }
@@ -355,8 +320,7 @@ pub fn request_frame<M: Encodable>(
     client_id: &str,
     body: &M,
 ) -> Result<Bytes, CodecError> {
-    let mut buf = BytesMut::with_capacity(64);
-    buf.put_i32(0);
+    let mut buf = wire_frame::begin_frame();
     let header = RequestHeader::default()
         .with_request_api_key(api_key)
         .with_request_api_version(api_version)
@@ -367,9 +331,7 @@ pub fn request_frame<M: Encodable>(
         reason: e.to_string(),
     })?;
     encode_body("request", body, api_version, &mut buf)?;
-    let size = (buf.len() - 4) as i32;
-    buf[0..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
+    Ok(wire_frame::finish_frame(buf)?)
 }
 
 /// The request frame for a peer message.
@@ -430,25 +392,25 @@ pub fn decode_peer_response(
     api_version: i16,
 ) -> Result<Message, CodecError> {
     let v = api_version;
-    Ok(match api_key {
-        52 => Message::VoteResponse(
+    Ok(match ApiKey::try_from(api_key) {
+        Ok(ApiKey::Vote) => Message::VoteResponse(
             VoteResponse::decode(&mut body, v).map_err(|e| malformed("VoteResponse", e))?,
         ),
-        53 => Message::BeginQuorumEpochResponse(
+        Ok(ApiKey::BeginQuorumEpoch) => Message::BeginQuorumEpochResponse(
             BeginQuorumEpochResponse::decode(&mut body, v)
                 .map_err(|e| malformed("BeginQuorumEpochResponse", e))?,
         ),
-        54 => Message::EndQuorumEpochResponse(
+        Ok(ApiKey::EndQuorumEpoch) => Message::EndQuorumEpochResponse(
             EndQuorumEpochResponse::decode(&mut body, v)
                 .map_err(|e| malformed("EndQuorumEpochResponse", e))?,
         ),
-        1 => Message::FetchResponse(
+        Ok(ApiKey::Fetch) => Message::FetchResponse(
             FetchResponse::decode(&mut body, v).map_err(|e| malformed("FetchResponse", e))?,
         ),
-        other => {
+        _ => {
             return Err(CodecError::Malformed {
                 what: "response",
-                reason: format!("unexpected api key {other}"),
+                reason: format!("unexpected api key {api_key}"),
             })
         }
     })
@@ -462,12 +424,12 @@ pub fn decode_client_response(
 ) -> Result<ClientResponse, CodecError> {
     let mut b = body;
     let v = api_version;
-    Ok(match api_key {
-        18 => ClientResponse::ApiVersions(
+    Ok(match ApiKey::try_from(api_key) {
+        Ok(ApiKey::ApiVersions) => ClientResponse::ApiVersions(
             ApiVersionsResponse::decode(&mut b, v)
                 .map_err(|e| malformed("ApiVersionsResponse", e))?,
         ),
-        55 => {
+        Ok(ApiKey::DescribeQuorum) => {
             ClientResponse::DescribeQuorum(DescribeQuorumResponse::decode(&b, v).map_err(|e| {
                 CodecError::Malformed {
                     what: "DescribeQuorumResponse",
@@ -475,26 +437,26 @@ pub fn decode_client_response(
                 }
             })?)
         }
-        80 => ClientResponse::AddRaftVoter(
+        Ok(ApiKey::AddRaftVoter) => ClientResponse::AddRaftVoter(
             AddRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("AddRaftVoterResponse", e))?,
         ),
-        81 => ClientResponse::RemoveRaftVoter(
+        Ok(ApiKey::RemoveRaftVoter) => ClientResponse::RemoveRaftVoter(
             RemoveRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("RemoveRaftVoterResponse", e))?,
         ),
-        82 => ClientResponse::UpdateRaftVoter(
+        Ok(ApiKey::UpdateRaftVoter) => ClientResponse::UpdateRaftVoter(
             UpdateRaftVoterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
         ),
-        60 => ClientResponse::DescribeCluster(
+        Ok(ApiKey::DescribeCluster) => ClientResponse::DescribeCluster(
             DescribeClusterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("DescribeClusterResponse", e))?,
         ),
-        other => {
+        _ => {
             return Err(CodecError::Malformed {
                 what: "response",
-                reason: format!("unexpected api key {other}"),
+                reason: format!("unexpected api key {api_key}"),
             })
         }
     })
@@ -503,6 +465,7 @@ pub fn decode_client_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BufMut;
     use kafka_protocol::messages::metadata_request::MetadataRequest as Req;
 
     #[test]
@@ -519,7 +482,7 @@ mod tests {
         assert_eq!(&frame[4..8], &42i32.to_be_bytes());
         assert_eq!(&frame[8..10], &35i16.to_be_bytes());
         let mut p = BytesMut::new();
-        p.put_i16(55);
+        p.put_i16(ApiKey::DescribeQuorum as i16);
         p.put_i16(4);
         p.put_i32(7);
         assert!(matches!(
@@ -540,12 +503,14 @@ mod tests {
             port: 9093,
             cluster_id: "cid".into(),
         };
-        for v in METADATA_VERSIONS.0..=METADATA_VERSIONS.1 {
-            let req = request_frame(3, v, 5, "t", &Req::default()).unwrap();
+        let metadata = apis::served(ApiKey::Metadata as i16).unwrap();
+        for v in metadata.min..=metadata.max {
+            let req = request_frame(ApiKey::Metadata as i16, v, 5, "t", &Req::default()).unwrap();
             let (reply, incoming) = decode_request(req.slice(4..)).unwrap();
             assert!(matches!(incoming, Incoming::Metadata(_)), "v{v}");
             let frame = metadata_response(&reply, &info).unwrap();
-            let (corr, mut body) = response_body(frame.slice(4..), 3, v).unwrap();
+            let (corr, mut body) =
+                response_body(frame.slice(4..), ApiKey::Metadata as i16, v).unwrap();
             assert_eq!(corr, 5);
             let resp = MetadataResponse::decode(&mut body, v).unwrap();
             assert_eq!(resp.brokers[0].node_id.0, 3);
@@ -557,7 +522,7 @@ mod tests {
 
     #[test]
     fn truncated_body_of_a_supported_request_is_malformed() {
-        let req = request_frame(52, 1, 1, "t", &VoteRequest::default()).unwrap();
+        let req = request_frame(ApiKey::Vote as i16, 1, 1, "t", &VoteRequest::default()).unwrap();
         let cut = req.slice(4..req.len() - 2);
         // The schema walk finds it first, naming the field and the frame offset where input ends.
         match decode_request(cut) {

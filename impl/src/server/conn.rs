@@ -16,6 +16,7 @@ use super::codec::{self, BrokerInfo, Incoming, Reply};
 use super::driver::Event;
 use super::Limits;
 use crate::node::{ClientRequest, ClientResponse};
+use crate::wire::frame::{self, FrameReadError};
 
 /// A response frame that may not be ready yet; `Err` closes the connection.
 type Pending = oneshot::Receiver<Option<Bytes>>;
@@ -34,38 +35,26 @@ enum ReadError {
     Idle(std::time::Duration),
     #[error("frame not received within {0:?} (slow client)")]
     Slow(std::time::Duration),
-    #[error("frame size {size} outside [8, {max}]")]
-    FrameSize { size: i64, max: usize },
+    #[error("{0}")]
+    Frame(#[from] FrameReadError),
     #[error("read: {0}")]
     Io(#[from] std::io::Error),
 }
 
+/// One request frame: the first byte under the idle timeout, the rest under the slow-client timeout;
+/// sizes and memory as `wire::frame` rules them (no reservation beyond the bytes that arrived).
 async fn read_frame(read: &mut OwnedReadHalf, limits: &Limits) -> Result<Bytes, ReadError> {
-    let mut size = [0u8; 4];
-    // Idle timeout: the first byte of the next frame; slow-client timeout: the rest of the frame.
-    match tokio::time::timeout(limits.idle_timeout, read.read(&mut size[..1])).await {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(limits.idle_timeout, read.read(&mut first)).await {
         Err(_) => return Err(ReadError::Idle(limits.idle_timeout)),
         Ok(Ok(0)) => return Err(ReadError::Closed),
         Ok(Ok(_)) => {}
         Ok(Err(e)) => return Err(e.into()),
     }
-    let rest = async {
-        read.read_exact(&mut size[1..]).await?;
-        let size = i32::from_be_bytes(size);
-        // Checked before allocating anything for the body.
-        if size < 8 || size as usize > limits.max_frame_bytes {
-            return Err(ReadError::FrameSize {
-                size: size.into(),
-                max: limits.max_frame_bytes,
-            });
-        }
-        let mut payload = vec![0u8; size as usize];
-        read.read_exact(&mut payload).await?;
-        Ok(Bytes::from(payload))
-    };
+    let rest = frame::read_frame_rest(read, first[0], limits.max_frame_bytes);
     match tokio::time::timeout(limits.frame_timeout, rest).await {
         Err(_) => Err(ReadError::Slow(limits.frame_timeout)),
-        Ok(r) => r,
+        Ok(r) => Ok(r?),
     }
 }
 

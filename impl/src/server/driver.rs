@@ -153,6 +153,9 @@ impl<L: RaftLog> Driver<L> {
                 }
             }
         }
+        for refused in &out.refused {
+            tracing::error!(error = %refused, "quorum core refused a transition");
+        }
         for (to, message) in out.messages {
             tracing::trace!(to, ?message, "sending");
             if is_response(&message) {

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -16,6 +16,7 @@ use super::driver::Event;
 use super::LinkConfig;
 use crate::node::Message;
 use crate::voter_set::Endpoint;
+use crate::wire::frame::{self, FrameReadError};
 
 /// Queue depth per peer; beyond it new requests are dropped (the core retries).
 const QUEUE: usize = 256;
@@ -148,26 +149,21 @@ impl PeerTask {
         let max_frame = self.config.max_frame_bytes;
         let reader = tokio::spawn(async move {
             loop {
-                let mut size = [0u8; 4];
-                if read.read_exact(&mut size).await.is_err() {
-                    return;
-                }
-                let size = i32::from_be_bytes(size);
-                if size < 0 || size as usize > max_frame {
-                    tracing::warn!(peer, size, "peer response frame size out of range; closing");
-                    return;
-                }
-                let mut payload = vec![0u8; size as usize];
-                if read.read_exact(&mut payload).await.is_err() {
-                    return;
-                }
+                let payload = match frame::read_frame(&mut read, max_frame).await {
+                    Ok(payload) => payload,
+                    Err(FrameReadError::Closed) => return,
+                    Err(e) => {
+                        tracing::warn!(peer, "cannot read a response frame: {e}; closing");
+                        return;
+                    }
+                };
                 let expected = queue.lock().ok().and_then(|mut q| q.pop_front());
                 let Some((correlation, api_key, api_version)) = expected else {
                     tracing::warn!(peer, "unsolicited response; closing");
                     return;
                 };
                 let message =
-                    response_body(payload.into(), api_key, api_version).and_then(|(corr, body)| {
+                    response_body(payload, api_key, api_version).and_then(|(corr, body)| {
                         if corr != correlation {
                             return Err(super::codec::CodecError::Malformed {
                                 what: "response header",

@@ -1,7 +1,9 @@
 //! Size-prefixed frames: `int32 size | header | body`, as Kafka sends them over TCP.
 //!
-//! `split_frame`/`take_frame` cut complete frames off a byte stream; the `*_frame` functions build and parse
-//! whole DescribeQuorum frames. Offsets in decode errors count from the first byte of the frame, i.e. the
+//! The one framing of this crate: [`frame_size`] is the rule for a size prefix; [`read_frame`] (async, node
+//! and peer links) and [`read_frame_blocking`] (the CLI) read frames from sockets with memory that follows
+//! the bytes that arrive; `split_frame`/`take_frame` cut frames off a buffer; [`begin_frame`] and
+//! [`finish_frame`] write one; the `*_frame` functions build and parse whole DescribeQuorum frames. Offsets in decode errors count from the first byte of the frame, i.e. the
 //! size prefix is byte 0 and the header starts at byte 4.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -20,20 +22,157 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = 104_857_600;
 /// Bytes of the size prefix.
 pub const SIZE_PREFIX: usize = 4;
 
-/// Reads the size prefix at the front of `input`. `Ok(None)`: fewer than four bytes so far.
-fn frame_len(input: &[u8], max: usize) -> Result<Option<usize>, WireError> {
-    let Some(prefix) = input.first_chunk::<SIZE_PREFIX>() else {
-        return Ok(None);
-    };
-    let size = i32::from_be_bytes(*prefix);
+/// The one rule for a size prefix: 0..=`max` bytes follow. A frame too short for its header is the
+/// decoder's typed error, not the framer's (Kafka likewise reads any size from 0 up to its limit).
+pub fn frame_size(prefix: [u8; SIZE_PREFIX], max: usize) -> Result<usize, WireError> {
+    let size = i32::from_be_bytes(prefix);
     match usize::try_from(size) {
-        Ok(size) if size <= max => Ok(Some(size)),
+        Ok(size) if size <= max => Ok(size),
         _ => Err(WireError::FrameSize {
             offset: 0,
             size: size.into(),
             max,
         }),
     }
+}
+
+/// Reads the size prefix at the front of `input`. `Ok(None)`: fewer than four bytes so far.
+fn frame_len(input: &[u8], max: usize) -> Result<Option<usize>, WireError> {
+    match input.first_chunk::<SIZE_PREFIX>() {
+        None => Ok(None),
+        Some(prefix) => frame_size(*prefix, max).map(Some),
+    }
+}
+
+/// Why a frame could not be read from a stream.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameReadError {
+    #[error("connection closed")]
+    Closed,
+    #[error(transparent)]
+    Size(#[from] WireError),
+    #[error("read: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// First capacity of a payload buffer; afterwards it at most doubles, and never beyond the frame.
+const FIRST_CHUNK: usize = 8 << 10;
+
+/// Capacity for the next read: memory follows the bytes that arrived (at most twice them, or one
+/// chunk), never the size the prefix announces.
+fn next_capacity(have: usize, size: usize) -> usize {
+    size.min(have.saturating_mul(2).max(FIRST_CHUNK))
+}
+
+/// Makes room in `buf` for the next read and returns the zero-filled window to read into.
+fn window(buf: &mut Vec<u8>, size: usize) -> std::ops::Range<usize> {
+    let start = buf.len();
+    if start == buf.capacity() {
+        buf.reserve_exact(next_capacity(start, size) - start);
+    }
+    let end = buf.capacity().min(size);
+    buf.resize(end, 0);
+    start..end
+}
+
+fn eof(size: usize, got: usize) -> FrameReadError {
+    FrameReadError::Io(std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("frame of {size} bytes ends after {got}"),
+    ))
+}
+
+/// Reads a payload of `size` bytes from an async stream.
+pub async fn read_payload<R>(r: &mut R, size: usize) -> Result<Bytes, FrameReadError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    while buf.len() < size {
+        let w = window(&mut buf, size);
+        let start = w.start;
+        let n = r.read(&mut buf[w]).await?;
+        buf.truncate(start + n);
+        if n == 0 {
+            return Err(eof(size, start));
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Reads one whole frame from an async stream: its payload (size prefix checked by [`frame_size`]).
+/// End of stream before the first byte is [`FrameReadError::Closed`].
+pub async fn read_frame<R>(r: &mut R, max: usize) -> Result<Bytes, FrameReadError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    use tokio::io::AsyncReadExt;
+    let mut first = [0u8; 1];
+    if r.read(&mut first).await? == 0 {
+        return Err(FrameReadError::Closed);
+    }
+    read_frame_rest(r, first[0], max).await
+}
+
+/// The rest of a frame whose first byte was already read (the listener waits for it under the idle
+/// timeout, and for the rest under the slow-client timeout).
+pub async fn read_frame_rest<R>(r: &mut R, first: u8, max: usize) -> Result<Bytes, FrameReadError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    use tokio::io::AsyncReadExt;
+    let mut prefix = [first, 0, 0, 0];
+    r.read_exact(&mut prefix[1..]).await?;
+    let size = frame_size(prefix, max)?;
+    read_payload(r, size).await
+}
+
+/// [`read_frame`] for a blocking stream (the CLI's client).
+pub fn read_frame_blocking<R: std::io::Read>(
+    r: &mut R,
+    max: usize,
+) -> Result<Bytes, FrameReadError> {
+    let mut prefix = [0u8; SIZE_PREFIX];
+    if r.read(&mut prefix[..1])? == 0 {
+        return Err(FrameReadError::Closed);
+    }
+    r.read_exact(&mut prefix[1..])?;
+    let size = frame_size(prefix, max)?;
+    let mut buf = Vec::new();
+    while buf.len() < size {
+        let w = window(&mut buf, size);
+        let start = w.start;
+        let n = r.read(&mut buf[w])?;
+        buf.truncate(start + n);
+        if n == 0 {
+            return Err(eof(size, start));
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Starts a frame whose body is written after it: a size placeholder, filled by [`finish_frame`].
+pub fn begin_frame() -> BytesMut {
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0);
+    buf
+}
+
+/// Fills in the size prefix of a frame begun with [`begin_frame`].
+pub fn finish_frame(mut buf: BytesMut) -> Result<Bytes, WireError> {
+    let payload = buf.len().saturating_sub(SIZE_PREFIX);
+    let size = size_of_payload(payload)?;
+    buf[..SIZE_PREFIX].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+fn size_of_payload(payload: usize) -> Result<i32, WireError> {
+    i32::try_from(payload).map_err(|_| WireError::TooLong {
+        field: "frame size",
+        length: payload,
+        max: i32::MAX as usize,
+    })
 }
 
 /// Splits the first complete frame off `input`: `Ok(Some((payload, consumed)))`, where `payload` excludes
@@ -63,11 +202,7 @@ pub fn take_frame(buf: &mut BytesMut, max: usize) -> Result<Option<Bytes>, WireE
 }
 
 fn put_size_prefix(buf: &mut impl BufMut, payload: usize) -> Result<(), WireError> {
-    let size = i32::try_from(payload).map_err(|_| WireError::TooLong {
-        field: "frame size",
-        length: payload,
-        max: i32::MAX as usize,
-    })?;
+    let size = size_of_payload(payload)?;
     check_room(buf, SIZE_PREFIX + payload)?;
     buf.put_i32(size);
     Ok(())

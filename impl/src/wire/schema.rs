@@ -91,7 +91,8 @@ pub struct MessageSchema {
     fields: Vec<Field>,
 }
 
-/// Kafka's schemas of every message this crate decodes with kafka-protocol, plus the headers.
+/// Kafka's schemas of every message this crate decodes with kafka-protocol, plus the headers and the
+/// control record values.
 /// DescribeQuorum is absent: its codec (`wire::describe_quorum`) is ours and bounded by construction.
 const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/RequestHeader.json"),
@@ -114,6 +115,10 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/RemoveRaftVoterResponse.json"),
     include_str!("../../../specs/messages/UpdateRaftVoterRequest.json"),
     include_str!("../../../specs/messages/UpdateRaftVoterResponse.json"),
+    // Control record values (records.rs).
+    include_str!("../../../specs/messages/LeaderChangeMessage.json"),
+    include_str!("../../../specs/messages/VotersRecord.json"),
+    include_str!("../../../specs/messages/KRaftVersionRecord.json"),
     include_str!("../../../specs/messages/DescribeClusterRequest.json"),
     include_str!("../../../specs/messages/DescribeClusterResponse.json"),
 ];

@@ -36,11 +36,12 @@ pub enum Side {
 }
 
 impl Side {
-    pub fn seed_dir(self) -> &'static str {
+    /// The cargo-fuzz target that decodes this side (`impl/fuzz/fuzz_targets`).
+    pub fn fuzz_target(self) -> &'static str {
         match self {
-            Side::Request => "request",
-            Side::PeerResponse => "peer_response",
-            Side::ClientResponse => "client_response",
+            Side::Request => "request_decoder",
+            Side::PeerResponse => "peer_response_decoder",
+            Side::ClientResponse => "client_response_decoder",
         }
     }
 }
@@ -70,9 +71,10 @@ impl Sample {
 
 /// (api key, min, max) of every API the node serves, Metadata included.
 pub fn served() -> Vec<(i16, i16, i16)> {
-    let mut out: Vec<_> = SUPPORTED_APIS.to_vec();
-    out.push((3, codec::METADATA_VERSIONS.0, codec::METADATA_VERSIONS.1));
-    out
+    SUPPORTED_APIS
+        .iter()
+        .map(|a| (a.key as i16, a.min, a.max))
+        .collect()
 }
 
 /// Decodes a payload as its receiver does.

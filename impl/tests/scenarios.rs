@@ -1,0 +1,616 @@
+//! Data-driven scenarios of the quorum core, etcd-raft style: every file under `tests/testdata/` is a
+//! list of commands run against the in-process simulator, each followed by `----` and the output it must
+//! print. A protocol designer reads and extends them without writing Rust.
+//!
+//! ```text
+//! # comment
+//! cluster voters=3 observers=1 seed=11
+//! ----
+//! 1: Unattached epoch=0 leader=- hw=- leo=0 voters=[1,2,3]
+//! ...
+//! ```
+//!
+//! An output ends at the first empty line. `REWRITE=1 cargo test -p kraft --test scenarios` regenerates
+//! every expectation from the current behaviour (review the diff before committing it).
+//!
+//! Commands (node ids are plain integers):
+//! - `cluster voters=N [observers=M] [seed=S] [static]`: a fresh cluster (bootstrap checkpoint, or
+//!   static voters with `kraft.version` 0); prints `raft-state`.
+//! - `raft-state`: one line per node: role, epoch, known leader, HW, log end, latest and committed voters.
+//! - `elect ID`: fires ID's election timer (its fetch timeout if it follows a leader) and delivers every
+//!   message until the network is quiet; prints `raft-state`.
+//! - `fire ID TIMER`: fires one armed timer (`election`, `fetch-timeout`, `fetch`, `check-quorum`,
+//!   `pending-change`, `begin-quorum-epoch`); prints the messages it queued.
+//! - `network`: the messages in flight, in delivery order.
+//! - `deliver [N]`: delivers the first N messages (all by default), printing each as it is delivered.
+//! - `drop INDEX`: drops the message at INDEX of `network`.
+//! - `fetch ID`: `fire ID fetch` then `deliver`.
+//! - `replicate`: lets every follower fetch until nothing changes; prints `raft-state`.
+//! - `add-voter LEADER ID`, `remove-voter LEADER ID`: the membership request for node ID sent to LEADER;
+//!   prints the immediate reply or `pending`.
+//! - `replies`: the membership replies given since the last `replies` (or `add-voter`/`remove-voter`).
+//! - `describe ID vN`: the DescribeQuorum v0–v3 answer of node ID (encoded through the wire codec).
+//! - `append ID N`: N data records appended on leader ID; prints the base offset.
+//! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID`.
+//! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
+//!   client that reaches a listener can send without mutual TLS).
+//!
+//! Any command's output ends with the transitions a node refused meanwhile (`refused by ID: ...`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use kafka_protocol::messages::{fetch_response, BrokerId};
+use kafka_protocol::ResponseError;
+use kraft::log::RaftLog;
+use kraft::node::sim::{self, change_error_code, Sim};
+use kraft::node::{ClientResponse, EntryKind, Message, Timer};
+use kraft::voter_set::VoterSet;
+
+fn code_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        None => "NONE".into(),
+        Some(e) => format!("{e}"),
+    }
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+fn ids(set: &VoterSet) -> String {
+    let v: Vec<String> = set.ids().map(|i| i.to_string()).collect();
+    format!("[{}]", v.join(","))
+}
+
+fn leader_id(b: BrokerId) -> String {
+    if b.0 < 0 {
+        "-".into()
+    } else {
+        b.0.to_string()
+    }
+}
+
+/// One line for a message: its kind and the fields a designer reasons with.
+fn summary(msg: &Message) -> String {
+    match msg {
+        Message::VoteRequest(r) => {
+            let p = &r.topics[0].partitions[0];
+            format!(
+                "Vote epoch={} last={}@{}",
+                p.replica_epoch, p.last_offset, p.last_offset_epoch
+            )
+        }
+        Message::VoteResponse(r) => match r.topics.first().and_then(|t| t.partitions.first()) {
+            Some(p) => format!(
+                "VoteResponse {} epoch={} leader={} granted={}",
+                code_name(p.error_code),
+                p.leader_epoch,
+                leader_id(p.leader_id),
+                p.vote_granted
+            ),
+            None => format!("VoteResponse {}", code_name(r.error_code)),
+        },
+        Message::BeginQuorumEpochRequest(r) => {
+            let p = &r.topics[0].partitions[0];
+            format!(
+                "BeginQuorumEpoch epoch={} leader={}",
+                p.leader_epoch, p.leader_id.0
+            )
+        }
+        Message::BeginQuorumEpochResponse(r) => {
+            format!("BeginQuorumEpochResponse {}", code_name(r.error_code))
+        }
+        Message::EndQuorumEpochRequest(r) => {
+            let p = &r.topics[0].partitions[0];
+            format!(
+                "EndQuorumEpoch epoch={} leader={}",
+                p.leader_epoch, p.leader_id.0
+            )
+        }
+        Message::EndQuorumEpochResponse(r) => {
+            format!("EndQuorumEpochResponse {}", code_name(r.error_code))
+        }
+        Message::FetchRequest(r) => {
+            let p = &r.topics[0].partitions[0];
+            format!(
+                "Fetch epoch={} offset={} last_epoch={}",
+                p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch
+            )
+        }
+        Message::FetchResponse(r) => {
+            let Some(p) = r.responses.first().and_then(|t| t.partitions.first()) else {
+                return format!("FetchResponse {}", code_name(r.error_code));
+            };
+            let mut s = format!(
+                "FetchResponse {} epoch={} leader={} hw={}",
+                code_name(p.error_code),
+                p.current_leader.leader_epoch,
+                leader_id(p.current_leader.leader_id),
+                p.high_watermark
+            );
+            let fetch_response::EpochEndOffset {
+                epoch, end_offset, ..
+            } = &p.diverging_epoch;
+            if *epoch >= 0 {
+                let _ = write!(s, " diverging={end_offset}@{epoch}");
+            }
+            let bytes = p.records.as_ref().map_or(0, |r| r.len());
+            if bytes > 0 {
+                let _ = write!(s, " records={bytes}B");
+            }
+            s
+        }
+    }
+}
+
+fn reply_summary(resp: &ClientResponse) -> String {
+    match change_error_code(resp) {
+        Some(code) => {
+            let kind = match resp {
+                ClientResponse::AddRaftVoter(_) => "AddRaftVoter",
+                ClientResponse::RemoveRaftVoter(_) => "RemoveRaftVoter",
+                _ => "UpdateRaftVoter",
+            };
+            format!("{kind} {}", code_name(code))
+        }
+        None => format!("{resp:?}"),
+    }
+}
+
+fn timer(name: &str) -> Result<Timer, String> {
+    Ok(match name {
+        "election" => Timer::Election,
+        "fetch-timeout" => Timer::FetchTimeout,
+        "fetch" => Timer::Fetch,
+        "check-quorum" => Timer::CheckQuorum,
+        "pending-change" => Timer::PendingChange,
+        "begin-quorum-epoch" => Timer::BeginQuorumEpoch,
+        _ => return Err(format!("unknown timer {name}")),
+    })
+}
+
+/// The interpreter's state: the cluster and the replies not yet printed.
+#[derive(Default)]
+struct Runner {
+    sim: Option<Sim>,
+    replies_seen: usize,
+    refused_seen: usize,
+}
+
+impl Runner {
+    fn sim(&mut self) -> Result<&mut Sim, String> {
+        self.sim
+            .as_mut()
+            .ok_or_else(|| "no cluster: start with `cluster`".to_string())
+    }
+
+    fn raft_state(&mut self) -> Result<String, String> {
+        let sim = self.sim()?;
+        let mut out = String::new();
+        let nodes: Vec<i32> = sim.nodes.keys().copied().collect();
+        for id in nodes {
+            if !sim.is_running(id) {
+                let _ = writeln!(out, "{id}: crashed");
+                continue;
+            }
+            let n = sim.node(id);
+            let _ = write!(
+                out,
+                "{id}: {:?} epoch={} leader={} hw={} leo={} voters={}",
+                n.role(),
+                n.epoch(),
+                opt(n.leader_id()),
+                opt(n.high_watermark()),
+                n.log().end_offset(),
+                ids(n.latest_voters()),
+            );
+            if let Some(c) = n.committed_voters() {
+                let _ = write!(out, " committed={}", ids(c));
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    fn deliver(&mut self, max: usize) -> Result<String, String> {
+        let sim = self.sim()?;
+        let mut out = String::new();
+        let mut n = 0;
+        while n < max && !sim.network.is_empty() {
+            let env = &sim.network[0];
+            let lost = if sim.is_running(env.to) {
+                ""
+            } else {
+                " (lost: crashed)"
+            };
+            let _ = writeln!(out, "{}->{} {}{lost}", env.from, env.to, summary(&env.msg));
+            sim.deliver(0);
+            n += 1;
+        }
+        if n >= 10_000 && !sim.network.is_empty() {
+            return Err("the network did not go quiet".into());
+        }
+        Ok(out)
+    }
+
+    fn network(&mut self) -> Result<String, String> {
+        let sim = self.sim()?;
+        let mut out = String::new();
+        for (i, env) in sim.network.iter().enumerate() {
+            let _ = writeln!(out, "{i}: {}->{} {}", env.from, env.to, summary(&env.msg));
+        }
+        Ok(out)
+    }
+
+    fn membership(&mut self, add: bool, args: &[&str]) -> Result<String, String> {
+        let [leader, id] = args else {
+            return Err("usage: add-voter|remove-voter LEADER ID".into());
+        };
+        let (leader, id) = (num(leader)?, num(id)?);
+        let req = if add {
+            sim::add_voter_request(id)
+        } else {
+            sim::remove_voter_request(id)
+        };
+        let sim = self.sim()?;
+        let replies = sim.client(leader, req);
+        self.replies_seen = self.sim()?.client_replies.len();
+        Ok(match replies.as_slice() {
+            [] => "pending\n".into(),
+            rs => rs.iter().map(|r| reply_summary(r) + "\n").collect(),
+        })
+    }
+
+    fn describe(&mut self, args: &[&str]) -> Result<String, String> {
+        let [id, version] = args else {
+            return Err("usage: describe ID vN".into());
+        };
+        let id = num(id)?;
+        let version: i16 = version
+            .strip_prefix('v')
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("bad version {version}"))?;
+        let r = self.sim()?.describe(id, version);
+        r.to_bytes(version)
+            .map_err(|e| format!("v{version} does not encode: {e}"))?;
+        let mut out = format!("error={}\n", code_name(r.error_code));
+        for t in &r.topics {
+            for p in &t.partitions {
+                let _ = writeln!(
+                    out,
+                    "partition {}: error={} leader={} epoch={} hw={}",
+                    p.partition_index,
+                    code_name(p.error_code),
+                    p.leader_id,
+                    p.leader_epoch,
+                    p.high_watermark
+                );
+                let rows = |rs: &[kraft::wire::describe_quorum::ReplicaState]| {
+                    let v: Vec<String> = rs
+                        .iter()
+                        .map(|r| format!("{}@{}", r.replica_id, r.log_end_offset))
+                        .collect();
+                    format!("[{}]", v.join(" "))
+                };
+                let _ = writeln!(out, "  current-voters={}", rows(&p.current_voters));
+                let _ = writeln!(out, "  observers={}", rows(&p.observers));
+                if version >= 3 {
+                    let _ = writeln!(out, "  committed-voters={}", rows(&p.committed_voters));
+                }
+            }
+        }
+        if version >= 2 {
+            let nodes: Vec<String> = r.nodes.iter().map(|n| n.node_id.to_string()).collect();
+            let _ = writeln!(out, "nodes=[{}]", nodes.join(","));
+        }
+        Ok(out)
+    }
+
+    fn log(&mut self, id: i32) -> Result<String, String> {
+        let sim = self.sim()?;
+        let mut out = String::new();
+        for e in sim.node(id).view().log {
+            let kind = match e.kind {
+                EntryKind::Data => "Data".to_string(),
+                EntryKind::LeaderChange => "LeaderChange".to_string(),
+                EntryKind::KRaftVersion(v) => format!("KRaftVersion({v})"),
+                EntryKind::Voters(set) => format!("Voters{}", ids(&set)),
+            };
+            let _ = writeln!(out, "{}@{} {kind}", e.offset, e.epoch);
+        }
+        Ok(out)
+    }
+
+    /// Runs one command; transitions a node refused meanwhile are appended to its output.
+    fn step(&mut self, line: &str) -> Result<String, String> {
+        let mut out = self.run(line)?;
+        if let Some(sim) = &self.sim {
+            for (id, e) in &sim.refused[self.refused_seen.min(sim.refused.len())..] {
+                let _ = writeln!(out, "refused by {id}: {e}");
+            }
+            self.refused_seen = sim.refused.len();
+        }
+        Ok(out)
+    }
+
+    /// A Vote request as node FROM would send it to TO, but at `epoch`: what a peer that can reach the
+    /// listener (issue #19) can forge.
+    fn forge_vote(&mut self, args: &[&str]) -> Result<String, String> {
+        use kafka_protocol::messages::vote_request::{PartitionData, TopicData};
+        use kafka_protocol::messages::{TopicName, VoteRequest};
+        use kafka_protocol::protocol::StrBytes;
+        let [from, to, epoch] = args else {
+            return Err("usage: forge-vote FROM TO EPOCH".into());
+        };
+        let (from, to, epoch) = (num(from)?, num(to)?, num(epoch)?);
+        let sim = self.sim()?;
+        let log = sim.node(from).log();
+        let (last_epoch, last_offset) = (log.last_epoch(), log.end_offset());
+        let req = VoteRequest::default()
+            .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+            .with_voter_id(BrokerId(to))
+            .with_topics(vec![TopicData::default()
+                .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+                .with_partitions(vec![PartitionData::default()
+                    .with_partition_index(0)
+                    .with_replica_epoch(epoch)
+                    .with_replica_id(BrokerId(from))
+                    .with_replica_directory_id(sim::directory_id(from))
+                    .with_voter_directory_id(sim::directory_id(to))
+                    .with_last_offset_epoch(last_epoch)
+                    .with_last_offset(last_offset)])]);
+        sim.network.push(sim::Envelope {
+            from,
+            to,
+            msg: Message::VoteRequest(req),
+        });
+        self.network()
+    }
+
+    fn run(&mut self, line: &str) -> Result<String, String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (cmd, args) = words.split_first().ok_or("empty command")?;
+        match (*cmd, args) {
+            ("cluster", args) => {
+                let (mut voters, mut observers, mut seed, mut statik) = (3, 0, 1, false);
+                for a in args {
+                    match a.split_once('=') {
+                        Some(("voters", v)) => voters = num(v)?,
+                        Some(("observers", v)) => observers = num(v)?,
+                        Some(("seed", v)) => seed = num(v)? as u64,
+                        None if *a == "static" => statik = true,
+                        _ => return Err(format!("unknown argument {a}")),
+                    }
+                }
+                let sim = if statik {
+                    Sim::new_static(voters, seed)
+                } else {
+                    Sim::new(voters, observers, seed)
+                };
+                self.sim = Some(sim.map_err(|e| e.to_string())?);
+                self.replies_seen = 0;
+                self.refused_seen = 0;
+                self.raft_state()
+            }
+            ("raft-state", []) => self.raft_state(),
+            ("elect", [id]) => {
+                let id = num(id)?;
+                let sim = self.sim()?;
+                sim.elect(id);
+                self.raft_state()
+            }
+            ("fire", [id, t]) => {
+                let (id, t) = (num(id)?, timer(t)?);
+                let sim = self.sim()?;
+                let before = sim.network.len();
+                if sim.node(id).timers().get(t).is_none() {
+                    return Ok(format!("{t:?} is not armed\n"));
+                }
+                sim.fire(id, t);
+                let mut out = String::new();
+                for env in &sim.network[before.min(sim.network.len())..] {
+                    let _ = writeln!(out, "{}->{} {}", env.from, env.to, summary(&env.msg));
+                }
+                Ok(out)
+            }
+            ("network", []) => self.network(),
+            ("deliver", []) => self.deliver(10_000),
+            ("deliver", [n]) => self.deliver(num(n)? as usize),
+            ("drop", [i]) => {
+                let i = num(i)? as usize;
+                self.sim()?.drop_message(i);
+                self.network()
+            }
+            ("fetch", [id]) => {
+                let id = num(id)?;
+                let sim = self.sim()?;
+                if sim.node(id).timers().fetch.is_none() {
+                    return Ok("Fetch is not armed\n".into());
+                }
+                sim.fire(id, Timer::Fetch);
+                self.deliver(10_000)
+            }
+            ("replicate", []) => {
+                self.sim()?.replicate(20);
+                self.raft_state()
+            }
+            ("add-voter", args) => self.membership(true, args),
+            ("remove-voter", args) => self.membership(false, args),
+            ("replies", []) => {
+                let seen = self.replies_seen;
+                let sim = self.sim()?;
+                let mut out = String::new();
+                let changes = sim.client_replies[seen..]
+                    .iter()
+                    .filter(|(_, _, r)| change_error_code(r).is_some());
+                for (node, client, r) in changes {
+                    let _ = writeln!(out, "client {} from {node}: {}", client.0, reply_summary(r));
+                }
+                self.replies_seen = sim.client_replies.len();
+                Ok(out)
+            }
+            ("describe", args) => self.describe(args),
+            ("append", [id, n]) => {
+                let (id, n) = (num(id)?, num(n)?);
+                let data: Vec<Vec<u8>> = (0..n).map(|i| format!("r{i}").into_bytes()).collect();
+                let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+                match self.sim()?.append(id, &refs) {
+                    Ok(offset) => Ok(format!("offset={offset}\n")),
+                    Err(e) => Ok(format!("error: {e}\n")),
+                }
+            }
+            ("crash", [id]) => {
+                let id = num(id)?;
+                self.sim()?.crash(id);
+                self.raft_state()
+            }
+            ("restart", [id]) => {
+                let id = num(id)?;
+                self.sim()?.restart(id).map_err(|e| e.to_string())?;
+                self.raft_state()
+            }
+            ("advance", [ms]) => {
+                let ms = num(ms)? as u64;
+                self.sim()?.advance(ms);
+                self.network()
+            }
+            ("log", [id]) => self.log(num(id)?),
+            ("forge-vote", args) => self.forge_vote(args),
+            _ => Err(format!("unknown command or arguments: {line}")),
+        }
+    }
+}
+
+fn num(s: &str) -> Result<i32, String> {
+    s.parse().map_err(|_| format!("not a number: {s}"))
+}
+
+/// A parsed case: the command line, its expected output, and where it sits in the file.
+struct Case {
+    line_no: usize,
+    command: String,
+    expected: String,
+}
+
+/// Parses a testdata file: comment (`#`) and empty lines between cases, then `command`, `----`, the
+/// expected output up to the next empty line.
+fn parse(text: &str) -> Result<Vec<Case>, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut cases = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i].trim_end();
+        if l.is_empty() || l.starts_with('#') {
+            i += 1;
+            continue;
+        }
+        let line_no = i + 1;
+        if lines.get(i + 1).map(|s| s.trim_end()) != Some("----") {
+            return Err(format!("line {line_no}: `{l}` is not followed by `----`"));
+        }
+        i += 2;
+        let mut expected = String::new();
+        while i < lines.len() && !lines[i].trim_end().is_empty() {
+            expected.push_str(lines[i].trim_end());
+            expected.push('\n');
+            i += 1;
+        }
+        cases.push(Case {
+            line_no,
+            command: l.to_string(),
+            expected,
+        });
+    }
+    Ok(cases)
+}
+
+/// Runs one file; returns the mismatches, or rewrites the expectations when `rewrite` is set.
+fn run_file(path: &Path, rewrite: bool) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("readable testdata");
+    let cases = match parse(&text) {
+        Ok(c) => c,
+        Err(e) => return vec![format!("{}: {e}", path.display())],
+    };
+    let mut runner = Runner::default();
+    let mut failures = Vec::new();
+    let mut actual_outputs = Vec::new();
+    for case in &cases {
+        let actual = match runner.step(&case.command) {
+            Ok(s) if s.is_empty() => "ok\n".to_string(),
+            Ok(s) => s,
+            Err(e) => format!("error: {e}\n"),
+        };
+        if actual != case.expected {
+            failures.push(format!(
+                "{}:{}: {}\n--- expected\n{}--- actual\n{}",
+                path.display(),
+                case.line_no,
+                case.command,
+                case.expected,
+                actual
+            ));
+        }
+        actual_outputs.push(actual);
+    }
+    if rewrite {
+        let mut out = String::new();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        let mut case = 0;
+        while i < lines.len() {
+            let l = lines[i].trim_end();
+            if case < cases.len() && i + 1 == cases[case].line_no {
+                out.push_str(l);
+                out.push_str("\n----\n");
+                out.push_str(&actual_outputs[case]);
+                i += 2;
+                while i < lines.len() && !lines[i].trim_end().is_empty() {
+                    i += 1;
+                }
+                case += 1;
+                continue;
+            }
+            out.push_str(l);
+            out.push('\n');
+            i += 1;
+        }
+        std::fs::write(path, out).expect("writable testdata");
+        return Vec::new();
+    }
+    failures
+}
+
+fn testdata_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/testdata exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn testdata_scenarios() {
+    let rewrite = std::env::var_os("REWRITE").is_some();
+    let files = testdata_files();
+    assert!(!files.is_empty(), "no scenario files");
+    let failures: Vec<String> = files.iter().flat_map(|f| run_file(f, rewrite)).collect();
+    assert!(
+        failures.is_empty(),
+        "{} scenario step(s) differ (REWRITE=1 regenerates):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_parser_rejects_a_command_without_separator() {
+    assert!(parse("elect 1\nraft-state\n").is_err());
+    let cases = parse("# c\n\nelect 1\n----\na\nb\n\nraft-state\n----\nok\n").unwrap();
+    assert_eq!(cases.len(), 2);
+    assert_eq!(cases[0].expected, "a\nb\n");
+    assert_eq!(cases[1].line_no, 8);
+}
