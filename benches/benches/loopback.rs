@@ -10,6 +10,7 @@ use criterion::{
 };
 
 use benches::loopback::{directory_id, Client, LocalCluster};
+use kraft::server::client::Client as KraftClient;
 
 const OBSERVER: i32 = 4;
 
@@ -109,5 +110,37 @@ fn committed_change(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, describe_quorum, committed_change);
+/// What TLS costs: a new connection with one DescribeQuorum v3 (TCP connect, for TLS also the mutual-TLS
+/// handshake: ECDSA P-256 certificates, TLS 1.3, ring), plaintext vs TLS; and DescribeQuorum v3 on one
+/// established connection, plaintext vs TLS. Both with `kraft::server::client::Client`.
+fn tls_cost(c: &mut Criterion) {
+    let plain = LocalCluster::start(3, 0, 50).expect("cluster starts");
+    let (tls, client_tls) = LocalCluster::start_tls(3, 0, 50).expect("TLS cluster starts");
+    let timeout = Duration::from_secs(10);
+    let mut group = c.benchmark_group("loopback_tls");
+    group.throughput(Throughput::Elements(1));
+    for (name, cluster, config) in [
+        ("plaintext", &plain, None),
+        ("tls", &tls, Some(&client_tls)),
+    ] {
+        let leader = cluster
+            .wait_for_leader(Duration::from_secs(30))
+            .expect("leader");
+        let addr = cluster.addr(leader);
+        group.bench_function(BenchmarkId::new("connect_and_describe", name), |b| {
+            b.iter(|| {
+                let mut client =
+                    KraftClient::connect_with(&addr, timeout, config).expect("connects");
+                client.describe_quorum(3).expect("describes")
+            })
+        });
+        let mut client = KraftClient::connect_with(&addr, timeout, config).expect("connects");
+        group.bench_function(BenchmarkId::new("describe_on_open_connection", name), |b| {
+            b.iter(|| client.describe_quorum(3).expect("describes"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, describe_quorum, committed_change, tls_cost);
 criterion_main!(benches);

@@ -12,8 +12,10 @@ use kafka_protocol::messages::{
     RemoveRaftVoterResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kraft::cli::certs::write_cluster_tls;
 use kraft::cli::run::{format_dir, parse_initial_controllers, start_node, NodeSettings};
 use kraft::cli::NodeArgs;
+use kraft::server::tls::Tls;
 use kraft::server::Running;
 use kraft::storage::format_directory_id;
 use kraft::wire::describe_quorum::{
@@ -211,6 +213,26 @@ impl LocalCluster {
         observers: i32,
         fetch_interval_ms: u64,
     ) -> Result<LocalCluster, LoopbackError> {
+        Self::start_with(voters, observers, fetch_interval_ms, false).map(|(c, _)| c)
+    }
+
+    /// [`LocalCluster::start`] with mutual TLS as `kraft cluster --tls` sets it up (certificates generated
+    /// now); also returns the operator's client TLS setup.
+    pub fn start_tls(
+        voters: i32,
+        observers: i32,
+        fetch_interval_ms: u64,
+    ) -> Result<(LocalCluster, Tls), LoopbackError> {
+        let (cluster, tls) = Self::start_with(voters, observers, fetch_interval_ms, true)?;
+        Ok((cluster, tls.ok_or_else(|| err("no TLS setup"))?))
+    }
+
+    fn start_with(
+        voters: i32,
+        observers: i32,
+        fetch_interval_ms: u64,
+        tls: bool,
+    ) -> Result<(LocalCluster, Option<Tls>), LoopbackError> {
         let cluster_id = "kraft-bench".to_owned();
         let root = tempfile::tempdir().map_err(err)?;
         let total = voters + observers;
@@ -231,13 +253,19 @@ impl LocalCluster {
             .enable_all()
             .build()
             .map_err(err)?;
+        let ids: Vec<i32> = (1..=total).collect();
+        let files = if tls {
+            Some(write_cluster_tls(&root.path().join("tls"), &ids).map_err(err)?)
+        } else {
+            None
+        };
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let mut nodes = Vec::new();
         for i in 1..=total {
             let dir = root.path().join(format!("node-{i}"));
             format_dir(&dir, &cluster_id, i, &set, Some(directory_id(i)), false)
                 .map_err(|f| err(f.message))?;
-            let settings = NodeSettings::resolve(NodeArgs {
+            let mut settings = NodeSettings::resolve(NodeArgs {
                 data_dir: Some(dir),
                 listener: Some(format!("127.0.0.1:{}", ports[(i - 1) as usize])),
                 fetch_interval_ms: Some(fetch_interval_ms),
@@ -245,6 +273,11 @@ impl LocalCluster {
                 ..NodeArgs::default()
             })
             .map_err(|f| err(f.message))?;
+            if let Some(files) = &files {
+                settings.tls = Tls::for_node(&files.node_properties(i))
+                    .map_err(err)?
+                    .map(std::sync::Arc::new);
+            }
             let mut stop = stop_rx.clone();
             let running = runtime
                 .block_on(start_node(&settings, async move {
@@ -262,7 +295,14 @@ impl LocalCluster {
             _root: root,
         };
         cluster.wait_for_leader(Duration::from_secs(30))?;
-        Ok(cluster)
+        let client_tls = match &files {
+            None => None,
+            Some(files) => {
+                let props = kraft::cli::properties::read(&files.admin_config).map_err(err)?;
+                Tls::for_client(&props).map_err(err)?
+            }
+        };
+        Ok((cluster, client_tls))
     }
 
     pub fn addr(&self, id: i32) -> String {

@@ -9,10 +9,13 @@
 //! - 5 protocol error (a response that cannot be decoded)
 //! - 6 storage or configuration error (data directory, config file)
 //! - 7 the node stopped on a fatal error (e.g. the quorum-state file cannot be written)
+//! - 8 TLS failed (handshake, untrusted or refused certificate)
 
 pub mod admin;
+pub mod certs;
 pub mod decode;
 pub mod describe;
+pub mod properties;
 pub mod run;
 
 use std::path::PathBuf;
@@ -27,6 +30,7 @@ pub const EXIT_TIMEOUT: i32 = 4;
 pub const EXIT_PROTOCOL: i32 = 5;
 pub const EXIT_STORAGE: i32 = 6;
 pub const EXIT_NODE_FAILED: i32 = 7;
+pub const EXIT_TLS: i32 = 8;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,7 +48,7 @@ pub enum Command {
     /// Format a data directory: identity (meta.properties) and the bootstrap voter set.
     Format(FormatArgs),
     /// Run a node from a formatted data directory.
-    Node(NodeArgs),
+    Node(Box<NodeArgs>),
     /// Describe the quorum like `kafka-metadata-quorum describe`, plus CommittedVoters.
     Describe(DescribeArgs),
     /// Add a voter (AddRaftVoter) and wait until the change is committed.
@@ -86,6 +90,9 @@ pub struct BenchDescribeArgs {
     pub connections: u64,
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(0..=3))]
     pub api_version: i16,
+    /// Client properties (TLS), as for `describe`.
+    #[arg(long)]
+    pub command_config: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +149,25 @@ pub struct NodeArgs {
     /// Seed of the election-timeout RNG (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Kafka's `security.protocol` for the listener and peer links: PLAINTEXT (default) or SSL.
+    #[arg(long)]
+    pub security_protocol: Option<String>,
+    /// `ssl.keystore.location`: PEM file with this node's unencrypted private key and certificate chain.
+    #[arg(long)]
+    pub ssl_keystore_location: Option<String>,
+    /// `ssl.truststore.location`: PEM file with the trusted CA certificates.
+    #[arg(long)]
+    pub ssl_truststore_location: Option<String>,
+    /// `ssl.client.auth`: none, requested or required (mutual TLS).
+    #[arg(long)]
+    pub ssl_client_auth: Option<String>,
+    /// `controller.principal.template`: the certificate subject that proves node id {id}, e.g.
+    /// `CN=kraft-node-{id}`; Raft RPCs naming another id are refused.
+    #[arg(long)]
+    pub controller_principal_template: Option<String>,
+    /// `super.users`: `User:DN;User:DN`, the only principals allowed to add or remove voters.
+    #[arg(long)]
+    pub super_users: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -153,6 +179,10 @@ pub struct ConnectArgs {
     /// Per-request timeout, and the overall deadline of add-voter and remove-voter.
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
+    /// Client properties, as Kafka's tools take them: `security.protocol=SSL`, `ssl.truststore.location`,
+    /// `ssl.keystore.location` (PEM), `ssl.endpoint.identification.algorithm`.
+    #[arg(long)]
+    pub command_config: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +243,10 @@ pub struct ClusterArgs {
     pub base_port: u16,
     #[arg(long, default_value = "kraft-local-cluster")]
     pub cluster_id: String,
+    /// Mutual TLS: generate a CA and certificates in DIR/tls (kept across restarts) and write
+    /// DIR/tls/admin.properties for `--command-config`.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// A failure with its exit code and the message printed to stderr.
@@ -239,8 +273,21 @@ impl From<crate::server::client::ClientError> for Failure {
             E::Timeout { .. } => EXIT_TIMEOUT,
             E::Io { .. } => EXIT_UNREACHABLE,
             E::Protocol { .. } => EXIT_PROTOCOL,
+            E::Tls { .. } => EXIT_TLS,
         };
         Failure::new(code, e.to_string())
+    }
+}
+
+impl From<crate::server::tls::TlsError> for Failure {
+    fn from(e: crate::server::tls::TlsError) -> Self {
+        Failure::new(EXIT_STORAGE, e.to_string())
+    }
+}
+
+impl From<properties::PropertiesError> for Failure {
+    fn from(e: properties::PropertiesError) -> Self {
+        Failure::new(EXIT_STORAGE, e.to_string())
     }
 }
 
@@ -290,7 +337,7 @@ pub fn main() -> i32 {
         .try_init();
     let result = match cli.command {
         Command::Format(args) => run::format(&args),
-        Command::Node(args) => run::node(args),
+        Command::Node(args) => run::node(*args),
         Command::Cluster(args) => run::cluster(args),
         Command::Describe(args) => admin::describe(&args),
         Command::AddVoter(args) => admin::add_voter(&args),

@@ -5,11 +5,13 @@
 //! before any message of the same output is released. See `impl/README.md` for the limits and their
 //! defaults.
 
+pub mod auth;
 pub mod client;
 pub mod codec;
 mod conn;
 pub mod driver;
 mod peer;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +30,8 @@ pub use driver::Status;
 pub enum ServerError {
     #[error("cannot persist the election state: {0}")]
     Persist(StorageError),
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: String,
@@ -85,7 +89,9 @@ pub struct Running {
     pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
 
-/// Serves `node` on `listener` until `shutdown` resolves or the node task fails.
+/// Serves `node` on `listener` until `shutdown` resolves or the node task fails. With `tls`, the listener
+/// and the peer links speak TLS (see [`tls`]) and requests are checked by [`auth`].
+#[allow(clippy::too_many_arguments)]
 pub async fn serve<L: RaftLog + Send + 'static>(
     node: Node<L>,
     quorum_state_path: std::path::PathBuf,
@@ -93,6 +99,7 @@ pub async fn serve<L: RaftLog + Send + 'static>(
     broker: BrokerInfo,
     limits: Limits,
     links: LinkConfig,
+    tls: Option<Arc<tls::Tls>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<Running, ServerError> {
     let local_addr = listener
@@ -101,6 +108,15 @@ pub async fn serve<L: RaftLog + Send + 'static>(
             addr: format!("{}:{}", broker.host, broker.port),
             source,
         })?;
+    let acceptor = match &tls {
+        None => None,
+        Some(t) => {
+            let server = t.server.clone().ok_or_else(|| {
+                ServerError::Tls("a node needs a key store (ssl.keystore.location)".into())
+            })?;
+            Some((tokio_rustls::TlsAcceptor::from(server), t.clone()))
+        }
+    };
     let (events_tx, events_rx) = mpsc::channel(1024);
     let status = Status {
         leader_id: node.leader_id(),
@@ -108,7 +124,7 @@ pub async fn serve<L: RaftLog + Send + 'static>(
         high_watermark: node.high_watermark(),
     };
     let (status_tx, status_rx) = watch::channel(status);
-    let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links);
+    let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links, tls);
     let driver = driver::Driver {
         node,
         quorum_state_path,
@@ -125,6 +141,7 @@ pub async fn serve<L: RaftLog + Send + 'static>(
         events: events_tx,
         limits,
         broker,
+        tls: acceptor,
     });
     let node_task = tokio::spawn(driver.run());
     let accept = tokio::spawn(async move {

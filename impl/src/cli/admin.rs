@@ -14,6 +14,7 @@ use super::{
     RemoveVoterArgs, EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,
 };
 use crate::server::client::Client;
+use crate::server::tls::Tls;
 use crate::storage::{format_directory_id, parse_directory_id, DataDir};
 use crate::wire::describe_quorum::MAX_VERSION;
 
@@ -28,6 +29,15 @@ const METADATA_VERSION: i16 = 12;
 pub struct Leader {
     pub client: Client,
     pub description: QuorumDescription,
+}
+
+/// The TLS setup of `--command-config`, if it asks for SSL.
+pub fn client_tls(command_config: Option<&std::path::Path>) -> Result<Option<Tls>, Failure> {
+    match command_config {
+        None => Ok(None),
+        Some(path) => Ok(Tls::for_client(&super::properties::read(path)?)
+            .map_err(|e| Failure::new(super::EXIT_STORAGE, format!("{}: {e}", path.display())))?),
+    }
 }
 
 fn addresses(connect: &ConnectArgs) -> Vec<String> {
@@ -69,9 +79,10 @@ pub fn find_leader(
     if addrs.is_empty() {
         return Err(Failure::new(EXIT_USAGE, "--bootstrap-controller is empty"));
     }
+    let tls = client_tls(connect.command_config.as_deref())?;
     let mut last: Option<Failure> = None;
     for addr in &addrs {
-        match leader_via(addr, version, timeout) {
+        match leader_via(addr, version, timeout, tls.as_ref()) {
             Ok(leader) => return Ok(leader),
             Err(f) => last = Some(f),
         }
@@ -80,8 +91,13 @@ pub fn find_leader(
 }
 
 /// One bootstrap address: DescribeCluster there, then DescribeQuorum at the controller it names.
-fn leader_via(addr: &str, version: Option<i16>, timeout: Duration) -> Result<Leader, Failure> {
-    let mut client = Client::connect(addr, timeout)?;
+fn leader_via(
+    addr: &str,
+    version: Option<i16>,
+    timeout: Duration,
+    tls: Option<&Tls>,
+) -> Result<Leader, Failure> {
+    let mut client = Client::connect_with(addr, timeout, tls)?;
     let versions = client.api_versions(3)?;
     let Some(dc_version) = negotiate(&versions, DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSIONS) else {
         // No KIP-919 on this controller: it can only be asked about itself.
@@ -133,7 +149,7 @@ fn leader_via(addr: &str, version: Option<i16>, timeout: Duration) -> Result<Lea
     if active_addr == addr {
         return describe_at(client, &versions, cluster_id, version);
     }
-    let mut leader = Client::connect(&active_addr, timeout)?;
+    let mut leader = Client::connect_with(&active_addr, timeout, tls)?;
     let leader_versions = leader.api_versions(3)?;
     describe_at(leader, &leader_versions, cluster_id, version)
 }
@@ -435,13 +451,15 @@ fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -
 pub fn bench_describe(args: &BenchDescribeArgs) -> Result<(), Failure> {
     let connections = args.connections.max(1);
     let per_connection = (args.requests / connections).max(1);
+    let tls = client_tls(args.command_config.as_deref())?;
     let started = Instant::now();
     let workers: Vec<_> = (0..connections)
         .map(|_| {
             let addr = args.bootstrap_controller.clone();
             let version = args.api_version;
+            let tls = tls.clone();
             std::thread::spawn(move || -> Result<(), Failure> {
-                let mut client = Client::connect(&addr, Duration::from_secs(5))?;
+                let mut client = Client::connect_with(&addr, Duration::from_secs(5), tls.as_ref())?;
                 for _ in 0..per_connection {
                     client.describe_quorum(version)?;
                 }

@@ -10,6 +10,7 @@ use super::{
     ClusterArgs, Failure, FormatArgs, NodeArgs, EXIT_NODE_FAILED, EXIT_STORAGE, EXIT_USAGE,
 };
 use crate::node::{Node, NodeConfig};
+use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
     format_directory_id, parse_directory_id, read_bootstrap, read_quorum_state, write_bootstrap,
@@ -180,6 +181,9 @@ pub struct NodeSettings {
     pub request_timeout_ms: u64,
     pub limits: Limits,
     pub seed: u64,
+    /// TLS on the listener and peer links (`security.protocol = "SSL"` and `ssl.*` keys, see
+    /// `server::tls`); `None`: plaintext.
+    pub tls: Option<std::sync::Arc<Tls>>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -198,6 +202,46 @@ struct FileConfig {
     frame_timeout_ms: Option<u64>,
     max_in_flight: Option<usize>,
     seed: Option<u64>,
+    /// Kafka's dotted TLS keys as TOML tables: `security.protocol = "SSL"`, `ssl.keystore.location = ...`,
+    /// `controller.principal.template = ...`, `super.users = ...`.
+    security: Option<toml::Table>,
+    ssl: Option<toml::Table>,
+    controller: Option<toml::Table>,
+    #[serde(rename = "super")]
+    super_: Option<toml::Table>,
+}
+
+impl FileConfig {
+    /// The TLS keys of the file and the flags (flags win), as one property map.
+    fn tls_properties(&self, args: &NodeArgs) -> Properties {
+        let mut props = Properties::new();
+        for (prefix, table) in [
+            ("security", &self.security),
+            ("ssl", &self.ssl),
+            ("controller", &self.controller),
+            ("super", &self.super_),
+        ] {
+            if let Some(t) = table {
+                super::properties::flatten_toml(prefix, t, &mut props);
+            }
+        }
+        for (key, flag) in [
+            ("security.protocol", &args.security_protocol),
+            ("ssl.keystore.location", &args.ssl_keystore_location),
+            ("ssl.truststore.location", &args.ssl_truststore_location),
+            ("ssl.client.auth", &args.ssl_client_auth),
+            (
+                "controller.principal.template",
+                &args.controller_principal_template,
+            ),
+            ("super.users", &args.super_users),
+        ] {
+            if let Some(v) = flag {
+                props.insert(key.to_string(), v.clone());
+            }
+        }
+        props
+    }
 }
 
 impl NodeSettings {
@@ -211,6 +255,17 @@ impl NodeSettings {
             }
             None => FileConfig::default(),
         };
+        let tls = Tls::for_node(&file.tls_properties(&args))?;
+        if let Some(t) = &tls {
+            if t.client_auth == crate::server::tls::ClientAuth::Required
+                && !t.identities.is_configured()
+            {
+                tracing::warn!(
+                    "ssl.client.auth=required without controller.principal.template: any trusted \
+                     certificate may send Raft requests in the name of any node"
+                );
+            }
+        }
         let defaults = Limits::default();
         let ms = Duration::from_millis;
         let settings = NodeSettings {
@@ -264,6 +319,7 @@ impl NodeSettings {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64)
             }),
+            tls: tls.map(std::sync::Arc::new),
         };
         if settings.election_timeout_ms == 0
             || settings.fetch_timeout_ms == 0
@@ -325,6 +381,7 @@ pub async fn start_node(
         cluster_id = %meta.cluster_id,
         directory_id = %format_directory_id(meta.directory_id),
         listener = %settings.listener,
+        tls = settings.tls.is_some(),
         "node starting"
     );
     let broker = BrokerInfo {
@@ -340,6 +397,7 @@ pub async fn start_node(
         broker,
         settings.limits.clone(),
         LinkConfig::default(),
+        settings.tls.clone(),
         shutdown,
     )
     .await
@@ -425,15 +483,30 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
     for i in 1..=args.nodes {
         format_dir(&dir(i), &args.cluster_id, i, &voters, None, true)?;
     }
+    let tls = if args.tls {
+        let ids: Vec<i32> = (1..=args.nodes).collect();
+        let files = super::certs::write_cluster_tls(&args.dir.join("tls"), &ids).map_err(|e| {
+            Failure::new(
+                EXIT_STORAGE,
+                format!("{}: {e}", args.dir.join("tls").display()),
+            )
+        })?;
+        Some(files)
+    } else {
+        None
+    };
     runtime()?.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut nodes = Vec::new();
         for i in 1..=args.nodes {
-            let settings = NodeSettings::resolve(NodeArgs {
+            let mut settings = NodeSettings::resolve(NodeArgs {
                 data_dir: Some(dir(i)),
                 listener: Some(format!("127.0.0.1:{}", port(i))),
                 ..NodeArgs::default()
             })?;
+            if let Some(files) = &tls {
+                settings.tls = Tls::for_node(&files.node_properties(i))?.map(std::sync::Arc::new);
+            }
             let mut stop = stop_rx.clone();
             let running = start_node(&settings, async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -458,6 +531,12 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
             for (i, _) in &nodes {
                 let role = if *i == leader { " (leader)" } else { "" };
                 println!("node {i} listening on 127.0.0.1:{}{role}", port(*i));
+            }
+            if let Some(files) = &tls {
+                println!(
+                    "mutual TLS: admin clients use --command-config {}",
+                    files.admin_config.display()
+                );
             }
             println!("cluster {} is up; press Ctrl-C to stop", args.cluster_id);
             stop_signal().await;
@@ -572,5 +651,41 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.code, EXIT_STORAGE);
+    }
+
+    #[test]
+    fn tls_keys_in_the_config_file_as_kafka_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::cli::certs::write_cluster_tls(&dir.path().join("tls"), &[1]).unwrap();
+        let path = dir.path().join("node.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "data_dir = \"/tmp/x\"\nlistener = \"127.0.0.1:1\"\n\
+                 security.protocol = \"SSL\"\nssl.keystore.type = \"PEM\"\n\
+                 ssl.keystore.location = \"{}\"\nssl.truststore.location = \"{}\"\n\
+                 ssl.client.auth = \"required\"\n\
+                 controller.principal.template = \"CN=kraft-node-{{id}}\"\n\
+                 super.users = \"User:CN=kraft-admin\"\n",
+                files.keystore(1).display(),
+                files.ca().display()
+            ),
+        )
+        .unwrap();
+        let args = || NodeArgs {
+            config: Some(path.clone()),
+            ..NodeArgs::default()
+        };
+        let tls = NodeSettings::resolve(args()).unwrap().tls.unwrap();
+        assert_eq!(tls.client_auth, crate::server::tls::ClientAuth::Required);
+        assert!(tls.identities.proves("CN=kraft-node-2", 2));
+        assert_eq!(tls.super_users, ["CN=kraft-admin"]);
+        // A flag wins over the file: PLAINTEXT with ssl.* keys set is refused, not silently plaintext.
+        let err = NodeSettings::resolve(NodeArgs {
+            security_protocol: Some("PLAINTEXT".into()),
+            ..args()
+        })
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
     }
 }

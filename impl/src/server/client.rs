@@ -1,8 +1,9 @@
-//! A small blocking admin client (std TCP): ApiVersions, Metadata, DescribeQuorum, Add/RemoveRaftVoter.
-//! Used by the CLI and the integration tests.
+//! A small blocking admin client (std TCP, optionally TLS): ApiVersions, Metadata, DescribeQuorum,
+//! Add/RemoveRaftVoter. Used by the CLI and the integration tests.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,6 +15,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::codec::{decode_client_response, request_frame, response_body, CodecError};
+use super::tls::{self, Tls};
 use crate::node::ClientResponse;
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::wire::frame::{begin_frame, finish_frame, read_frame_blocking, FrameReadError};
@@ -37,17 +39,77 @@ pub enum ClientError {
     },
     #[error("bad response from {addr}: {reason}")]
     Protocol { addr: String, reason: String },
+    /// The TLS handshake failed, or the server refused our certificate (or the lack of one).
+    #[error("TLS with {addr} failed: {reason}")]
+    Tls { addr: String, reason: String },
+}
+
+/// The byte stream under a client: plain TCP or rustls over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// A TLS error carried inside an I/O error (an alert from the server, a certificate rustls refused).
+fn tls_reason(e: &std::io::Error) -> Option<String> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .map(|t| t.to_string())
 }
 
 pub struct Client {
     addr: String,
-    stream: TcpStream,
+    stream: Stream,
     timeout: Duration,
     correlation: i32,
 }
 
 impl Client {
     pub fn connect(addr: &str, timeout: Duration) -> Result<Client, ClientError> {
+        Client::connect_with(addr, timeout, None)
+    }
+
+    /// Connects, over TLS when `tls` is given (the handshake completes here, so certificate problems are
+    /// reported as [`ClientError::Tls`] by `connect`, or by the first request when the server refuses
+    /// our certificate after a TLS 1.3 handshake).
+    pub fn connect_with(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<&Tls>,
+    ) -> Result<Client, ClientError> {
         let unreachable = |source| ClientError::Unreachable {
             addr: addr.to_string(),
             source,
@@ -63,6 +125,12 @@ impl Client {
                     stream
                         .set_write_timeout(Some(timeout))
                         .map_err(unreachable)?;
+                    let stream = match tls {
+                        None => Stream::Plain(stream),
+                        Some(tls) => {
+                            Stream::Tls(Box::new(handshake(addr, tls.client.clone(), stream)?))
+                        }
+                    };
                     return Ok(Client {
                         addr: addr.to_string(),
                         stream,
@@ -88,9 +156,11 @@ impl Client {
     pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {
         self.timeout = timeout;
         self.stream
+            .tcp()
             .set_read_timeout(Some(timeout))
             .map_err(|e| self.io(e))?;
         self.stream
+            .tcp()
             .set_write_timeout(Some(timeout))
             .map_err(|e| self.io(e))
     }
@@ -100,6 +170,12 @@ impl Client {
     }
 
     fn io(&self, source: std::io::Error) -> ClientError {
+        if let Some(reason) = tls_reason(&source) {
+            return ClientError::Tls {
+                addr: self.addr.clone(),
+                reason,
+            };
+        }
         match source.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ClientError::Timeout {
                 addr: self.addr.clone(),
@@ -226,6 +302,28 @@ impl Client {
         let mut body = self.call(key, 0, request_frame(key, 0, corr, "kraft-cli", req))?;
         RemoveRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
     }
+}
+
+/// Completes a client TLS handshake on `tcp` (its timeouts already set).
+fn handshake(
+    addr: &str,
+    config: Arc<rustls::ClientConfig>,
+    mut tcp: TcpStream,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, ClientError> {
+    let failed = |reason: String| ClientError::Tls {
+        addr: addr.to_string(),
+        reason,
+    };
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    let name = tls::server_name(host).map_err(|e| failed(e.to_string()))?;
+    let mut conn =
+        rustls::ClientConnection::new(config, name).map_err(|e| failed(e.to_string()))?;
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut tcp) {
+            return Err(failed(tls_reason(&e).unwrap_or_else(|| e.to_string())));
+        }
+    }
+    Ok(rustls::StreamOwned::new(conn, tcp))
 }
 
 /// A DescribeQuorum request frame: kafka-protocol header, body from our `wire` codec (v0–3).

@@ -7,13 +7,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
+use super::auth::{self, Identity};
 use super::codec::{self, BrokerInfo, Incoming, Reply};
 use super::driver::Event;
+use super::tls::{self, Tls};
 use super::Limits;
 use crate::node::{ClientRequest, ClientResponse};
 use crate::wire::frame::{self, FrameReadError};
@@ -25,6 +26,8 @@ pub struct ConnContext {
     pub events: mpsc::Sender<Event>,
     pub limits: Limits,
     pub broker: BrokerInfo,
+    /// TLS on this listener: its acceptor and the access rules (`auth`). `None`: plaintext.
+    pub tls: Option<(tokio_rustls::TlsAcceptor, Arc<Tls>)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +46,10 @@ enum ReadError {
 
 /// One request frame: the first byte under the idle timeout, the rest under the slow-client timeout;
 /// sizes and memory as `wire::frame` rules them (no reservation beyond the bytes that arrived).
-async fn read_frame(read: &mut OwnedReadHalf, limits: &Limits) -> Result<Bytes, ReadError> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    read: &mut R,
+    limits: &Limits,
+) -> Result<Bytes, ReadError> {
     let mut first = [0u8; 1];
     match tokio::time::timeout(limits.idle_timeout, read.read(&mut first)).await {
         Err(_) => return Err(ReadError::Idle(limits.idle_timeout)),
@@ -61,7 +67,54 @@ async fn read_frame(read: &mut OwnedReadHalf, limits: &Limits) -> Result<Bytes, 
 pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
     let peer_addr = stream.peer_addr().ok();
     let _ = stream.set_nodelay(true);
-    let (mut read, mut write) = stream.into_split();
+    let Some((acceptor, _)) = &ctx.tls else {
+        let (read, write) = stream.into_split();
+        return serve_stream(read, write, Identity::Plaintext, peer_addr, ctx).await;
+    };
+    // The handshake is bounded like a frame; bytes that are not TLS (a plaintext Kafka client) fail it,
+    // so they are never parsed as frames.
+    let handshake = tokio::time::timeout(ctx.limits.frame_timeout, acceptor.accept(stream)).await;
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::warn!(peer = ?peer_addr, "TLS handshake refused: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(peer = ?peer_addr, "TLS handshake not completed within {:?}", ctx.limits.frame_timeout);
+            return;
+        }
+    };
+    let identity = match stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+    {
+        None => Identity::Anonymous,
+        Some(cert) => match tls::principal(cert) {
+            Ok(p) => Identity::Principal(p),
+            Err(e) => {
+                tracing::warn!(peer = ?peer_addr, "closing: {e}");
+                return;
+            }
+        },
+    };
+    tracing::debug!(peer = ?peer_addr, %identity, "TLS connection");
+    let (read, write) = tokio::io::split(stream);
+    serve_stream(read, write, identity, peer_addr, ctx).await
+}
+
+async fn serve_stream<R, W>(
+    mut read: R,
+    mut write: W,
+    identity: Identity,
+    peer_addr: Option<std::net::SocketAddr>,
+    ctx: Arc<ConnContext>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     // A permit per request, held from before its frame is read until its response is written.
     let permits = Arc::new(Semaphore::new(ctx.limits.max_in_flight.max(1)));
     let (queue, mut responses) = mpsc::unbounded_channel::<(Pending, OwnedSemaphorePermit)>();
@@ -91,7 +144,16 @@ pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
             }
         };
         let pending = match codec::decode_request(payload) {
-            Ok((reply, incoming)) => dispatch(&ctx, reply, incoming).await,
+            Ok((reply, incoming)) => {
+                let tls = ctx.tls.as_ref().map(|(_, t)| t.as_ref());
+                match auth::check(tls, &identity, &incoming) {
+                    Ok(()) => dispatch(&ctx, reply, incoming).await,
+                    Err(denied) => {
+                        tracing::warn!(peer = ?peer_addr, "refused: {}", denied.0);
+                        refuse(&reply, &incoming, &denied)
+                    }
+                }
+            }
             Err(e) => {
                 tracing::warn!(peer = ?peer_addr, "closing connection after malformed request: {e}");
                 break;
@@ -103,6 +165,27 @@ pub async fn serve(stream: TcpStream, ctx: Arc<ConnContext>) {
     }
     drop(queue);
     let _ = writer.await;
+}
+
+/// The CLUSTER_AUTHORIZATION_FAILED answer to a refused request.
+fn refuse(reply: &Reply, incoming: &Incoming, denied: &auth::Denied) -> Pending {
+    let frame = match incoming {
+        Incoming::Peer { message, .. } => auth::refused_peer(message)
+            .map(|m| codec::peer_response(reply, &m))
+            .unwrap_or_else(|| Err(not_refusable())),
+        Incoming::Client(request) => auth::refused_client(request, denied)
+            .map(|r| codec::client_response(reply, &r))
+            .unwrap_or_else(|| Err(not_refusable())),
+        _ => Err(not_refusable()),
+    };
+    ready(frame)
+}
+
+fn not_refusable() -> codec::CodecError {
+    codec::CodecError::Encode {
+        what: "refusal",
+        reason: "no refusal answer for this request".into(),
+    }
 }
 
 fn ready(frame: Result<Bytes, codec::CodecError>) -> Pending {

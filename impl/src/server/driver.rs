@@ -263,7 +263,7 @@ mod tests {
         let node = Node::new(config, MemoryLog::new(), Default::default()).unwrap();
         let (events_tx, events) = mpsc::channel(16);
         let (status, status_rx) = watch::channel(Status::default());
-        let peers = PeerLinks::new(1, events_tx, super::super::LinkConfig::default());
+        let peers = PeerLinks::new(1, events_tx, super::super::LinkConfig::default(), None);
         let driver = Driver {
             node,
             quorum_state_path,

@@ -6,13 +6,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::codec::{decode_peer_response, peer_request_frame, request_api, response_body};
 use super::driver::Event;
+use super::tls::{self, Tls};
 use super::LinkConfig;
 use crate::node::Message;
 use crate::voter_set::Endpoint;
@@ -25,15 +25,22 @@ pub struct PeerLinks {
     local_id: i32,
     events: mpsc::Sender<Event>,
     config: LinkConfig,
+    tls: Option<Arc<Tls>>,
     links: HashMap<i32, mpsc::Sender<(Endpoint, Message)>>,
 }
 
 impl PeerLinks {
-    pub fn new(local_id: i32, events: mpsc::Sender<Event>, config: LinkConfig) -> Self {
+    pub fn new(
+        local_id: i32,
+        events: mpsc::Sender<Event>,
+        config: LinkConfig,
+        tls: Option<Arc<Tls>>,
+    ) -> Self {
         PeerLinks {
             local_id,
             events,
             config,
+            tls,
             links: HashMap::new(),
         }
     }
@@ -46,6 +53,7 @@ impl PeerLinks {
                 client_id: format!("kraft-node-{}", self.local_id),
                 events: self.events.clone(),
                 config: self.config.clone(),
+                tls: self.tls.clone(),
             };
             tokio::spawn(task.run(rx));
             tx
@@ -61,13 +69,14 @@ struct PeerTask {
     client_id: String,
     events: mpsc::Sender<Event>,
     config: LinkConfig,
+    tls: Option<Arc<Tls>>,
 }
 
 type Inflight = Arc<Mutex<VecDeque<(i32, i16, i16)>>>;
 
 struct Connection {
     endpoint: Endpoint,
-    writer: OwnedWriteHalf,
+    writer: Box<dyn AsyncWrite + Send + Unpin>,
     inflight: Inflight,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -122,6 +131,58 @@ impl PeerTask {
         }
     }
 
+    /// TLS to a peer: its certificate must be trusted, name the host dialled (unless
+    /// `ssl.endpoint.identification.algorithm` is empty) and, with controller identities configured, prove
+    /// the node id this link is for.
+    async fn handshake(
+        &self,
+        tls: &Tls,
+        endpoint: &Endpoint,
+        stream: TcpStream,
+    ) -> Option<tokio_rustls::client::TlsStream<TcpStream>> {
+        let peer = self.peer;
+        let name = match tls::server_name(&endpoint.host) {
+            Ok(name) => name,
+            Err(e) => {
+                tracing::warn!(peer, "{e}");
+                return None;
+            }
+        };
+        let connector = tokio_rustls::TlsConnector::from(tls.client.clone());
+        let stream = match tokio::time::timeout(
+            self.config.connect_timeout,
+            connector.connect(name, stream),
+        )
+        .await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "TLS handshake with peer failed: {e}");
+                return None;
+            }
+            Err(_) => {
+                tracing::debug!(peer, "TLS handshake timed out");
+                return None;
+            }
+        };
+        if tls.identities.is_configured() {
+            let principal = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .map(tls::principal);
+            match principal {
+                Some(Ok(p)) if tls.identities.proves(&p, peer) => {}
+                other => {
+                    tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "peer certificate does not prove node id {peer}: {other:?}");
+                    return None;
+                }
+            }
+        }
+        Some(stream)
+    }
+
     async fn connect(&self, endpoint: &Endpoint) -> Option<Connection> {
         let addr = (endpoint.host.as_str(), endpoint.port);
         let stream = match tokio::time::timeout(
@@ -141,7 +202,21 @@ impl PeerTask {
             }
         };
         let _ = stream.set_nodelay(true);
-        let (mut read, writer) = stream.into_split();
+        let (read, writer): (
+            Box<dyn AsyncRead + Send + Unpin>,
+            Box<dyn AsyncWrite + Send + Unpin>,
+        ) = match &self.tls {
+            None => {
+                let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Some(t) => {
+                let stream = self.handshake(t, endpoint, stream).await?;
+                let (r, w) = tokio::io::split(stream);
+                (Box::new(r), Box::new(w))
+            }
+        };
+        let mut read = read;
         let inflight: Inflight = Arc::default();
         let queue = inflight.clone();
         let events = self.events.clone();

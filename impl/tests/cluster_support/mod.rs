@@ -69,12 +69,32 @@ pub struct Cluster {
     pub nodes: BTreeMap<i32, NodeSpec>,
     pub seed: u64,
     pub timing: Vec<String>,
+    /// `--command-config` of the admin client (TLS), used by `describe`.
+    pub command_config: Option<PathBuf>,
 }
 
 impl Cluster {
     /// Formats `voters` initial voters (ids 1..=voters) and `observers` more nodes, starts them all.
     pub fn start(voters: i32, observers: i32, seed: u64, timing: &[&str]) -> Cluster {
-        let root = tempfile::tempdir().unwrap();
+        Cluster::start_with(
+            voters,
+            observers,
+            seed,
+            timing,
+            tempfile::tempdir().unwrap(),
+            |_| Vec::new(),
+        )
+    }
+
+    /// [`Cluster::start`] in `root`, with `extra(id)` added to each node's command line.
+    pub fn start_with(
+        voters: i32,
+        observers: i32,
+        seed: u64,
+        timing: &[&str],
+        root: tempfile::TempDir,
+        extra: impl Fn(i32) -> Vec<String>,
+    ) -> Cluster {
         let total = voters + observers;
         let ports = free_ports(total as usize);
         let dir_id = |i: i32| uuid::Uuid::from_u128(0x1000 + i as u128);
@@ -116,7 +136,7 @@ impl Cluster {
                     port: ports[(i - 1) as usize],
                     dir,
                     proc: None,
-                    extra: Vec::new(),
+                    extra: extra(i),
                 },
             );
         }
@@ -125,6 +145,7 @@ impl Cluster {
             nodes,
             seed,
             timing: timing.iter().map(|s| s.to_string()).collect(),
+            command_config: None,
         };
         for i in 1..=total {
             cluster.start_node(i);
@@ -201,6 +222,7 @@ impl Cluster {
         let connect = ConnectArgs {
             bootstrap_controller: bootstrap.to_string(),
             timeout_ms: 1000,
+            command_config: self.command_config.clone(),
         };
         find_leader(&connect, Some(3), Duration::from_millis(1000))
             .ok()

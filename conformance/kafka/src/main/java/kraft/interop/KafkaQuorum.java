@@ -25,6 +25,8 @@ final class KafkaQuorum implements AutoCloseable {
     final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
     private final Map<Integer, Process> processes = new LinkedHashMap<>();
     private final List<Integer> bootstrapIds = new ArrayList<>();
+    /** More controller properties per node id (e.g. an SSL controller listener); they win. */
+    java.util.function.Function<Integer, Map<String, String>> extraConfig = id -> Map.of();
 
     KafkaQuorum(Path dir) {
         this.dir = dir;
@@ -92,6 +94,7 @@ final class KafkaQuorum implements AutoCloseable {
         p.setProperty("log.dirs", logDir(id).toString());
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");
+        extraConfig.apply(id).forEach(p::setProperty);
         try (var out = Files.newBufferedWriter(config(id))) {
             p.store(out, "Apache Kafka controller " + id + " (kraft interop harness)");
         }

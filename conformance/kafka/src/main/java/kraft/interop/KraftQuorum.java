@@ -47,11 +47,18 @@ final class KraftQuorum implements AutoCloseable {
 
     /** Starts {@code kraft cluster --nodes n} on consecutive free loopback ports. */
     void startCluster(int n) throws Exception {
+        startCluster(n, false);
+    }
+
+    /** With {@code tls}: {@code kraft cluster --tls} (mutual TLS, certificates in {@code dir/tls}). */
+    void startCluster(int n, boolean tls) throws Exception {
         voters = n;
         int base = consecutiveFreePorts(n + 1);
         for (int id = 1; id <= n; id++) ports.put(id, base + id - 1);
-        Process p = Procs.start(List.of(kraft, "cluster", "--nodes", Integer.toString(n), "--dir", dir.toString(),
-            "--base-port", Integer.toString(base), "--cluster-id", CLUSTER_ID), log());
+        List<String> cmd = new ArrayList<>(List.of(kraft, "cluster", "--nodes", Integer.toString(n), "--dir",
+            dir.toString(), "--base-port", Integer.toString(base), "--cluster-id", CLUSTER_ID));
+        if (tls) cmd.add("--tls");
+        Process p = Procs.start(cmd, log());
         processes.add(p);
         for (int id = 1; id <= n; id++) Procs.waitForPort(p, ports.get(id), 30_000, log());
     }

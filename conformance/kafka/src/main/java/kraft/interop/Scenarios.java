@@ -66,6 +66,7 @@ final class Scenarios {
                 report.check("Kafka controllers still running at the end", kafka.allAlive(), "a controller exited; see " + kafka.dir);
             }
             report.check("kraft nodes still running at the end", ours.allAlive(), "a node exited; see " + ours.dir);
+            new TlsScenario(report, tools, work.resolve("tls"), kraft).run();
             String log = Files.readString(ours.log());
             report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
                 && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
@@ -248,11 +249,26 @@ final class Scenarios {
      */
     private void compareStatus(String label, String kafkaBootstrap, String kraftBootstrap, boolean oursIsKraft)
             throws Exception {
+        compareStatus(report, tools, label, kafkaBootstrap, kraftBootstrap, oursIsKraft, null);
+    }
+
+    /** As above; with {@code commandConfig}, both tools get it as {@code --command-config} (TLS). */
+    static void compareStatus(Report report, Tools tools, String label, String kafkaBootstrap, String kraftBootstrap,
+            boolean oursIsKraft, Path commandConfig) throws Exception {
+        List<String> kafkaArgs = new java.util.ArrayList<>(List.of("--bootstrap-controller", kafkaBootstrap));
+        List<String> oursArgs = new java.util.ArrayList<>(List.of("describe", "--bootstrap-controller", kraftBootstrap,
+            "--status"));
+        if (commandConfig != null) {
+            kafkaArgs.addAll(List.of("--command-config", commandConfig.toString()));
+            oursArgs.addAll(List.of("--command-config", commandConfig.toString()));
+        }
+        kafkaArgs.addAll(List.of("describe", "--status"));
+        String[] k = kafkaArgs.toArray(String[]::new);
         String last = "";
         for (int attempt = 0; attempt < 10; attempt++) {
-            Procs.Result k1 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
-            Procs.Result o = tools.kraft("describe", "--bootstrap-controller", kraftBootstrap, "--status");
-            Procs.Result k2 = Tools.kafka("--bootstrap-controller", kafkaBootstrap, "describe", "--status");
+            Procs.Result k1 = Tools.kafka(k);
+            Procs.Result o = tools.kraft(oursArgs.toArray(String[]::new));
+            Procs.Result k2 = Tools.kafka(k);
             if (k1.code() != 0 || o.code() != 0 || k2.code() != 0) {
                 last = "Kafka: " + k1 + "\nkraft: " + o;
                 Thread.sleep(500);
