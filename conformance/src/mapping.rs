@@ -251,6 +251,7 @@ fn record_kind(r: &kraft::log::Record) -> Result<Kind, String> {
 fn role_of(r: KRole) -> Role {
     match r {
         KRole::Unattached => Role::Unattached,
+        KRole::Prospective => Role::Prospective,
         KRole::Candidate => Role::Candidate,
         KRole::Follower => Role::Follower,
         KRole::Leader => Role::Leader,
@@ -552,10 +553,21 @@ fn vote_request(m: &VoteRequest) -> Result<Msg, String> {
         .first()
         .and_then(|t| t.partitions.first())
         .ok_or("VoteRequest without a partition")?;
-    Ok(Msg::VoteRequest {
-        epoch: small(p.replica_epoch, "VoteRequest epoch")?,
-        last_epoch: small(p.last_offset_epoch, "VoteRequest last epoch")?,
-        last_offset: small(p.last_offset, "VoteRequest last offset")?,
+    let epoch = small(p.replica_epoch, "VoteRequest epoch")?;
+    let last_epoch = small(p.last_offset_epoch, "VoteRequest last epoch")?;
+    let last_offset = small(p.last_offset, "VoteRequest last offset")?;
+    Ok(if p.pre_vote {
+        Msg::PreVoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        }
+    } else {
+        Msg::VoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        }
     })
 }
 

@@ -126,16 +126,56 @@ fn start_clock_delays_restart_deadlines() {
     let out = n.tick(1_000_000 + relative - 1);
     assert!(out.messages.is_empty());
     let out = n.tick(1_000_000 + relative);
+    assert_eq!(n.role(), Role::Prospective);
+    assert!(out.effects.is_empty(), "a pre-vote round persists nothing");
+    assert_eq!(out.messages.len(), 2, "pre-votes to 2 and 3");
+    // A granted pre-vote: Candidate, and the vote for itself is persisted.
+    let reply = n.handle(1_000_000 + relative, 2, pre_vote_grant(0));
     assert_eq!(n.role(), Role::Candidate);
     assert_eq!(
-        out.effects,
+        reply.effects,
         vec![Effect::PersistElectionState(ElectionState {
             epoch: 1,
             voted: Some(sim::key(1)),
             leader_id: None
         })]
     );
-    assert_eq!(out.messages.len(), 2, "Vote to 2 and 3");
+    assert_eq!(reply.messages.len(), 2, "Vote to 2 and 3");
+}
+
+/// Node `id` times out and wins its pre-vote round (a grant from `granter` is handed to it; its
+/// pre-votes are dropped): it stands as Candidate, its Vote requests in the network.
+fn stand(sim: &mut Sim, id: i32, granter: i32) {
+    let timer = if sim.node(id).timers().election.is_some() {
+        Timer::Election
+    } else {
+        Timer::FetchTimeout
+    };
+    sim.fire(id, timer);
+    assert_eq!(sim.node(id).role(), Role::Prospective);
+    sim.network.retain(|e| {
+        !(e.from == id
+            && matches!(&e.msg, Message::VoteRequest(r) if r.topics[0].partitions[0].pre_vote))
+    });
+    let (now, epoch) = (sim.clock(id), sim.node(id).epoch());
+    let out = sim.node_mut(id).handle(now, granter, pre_vote_grant(epoch));
+    sim.absorb(id, out);
+    assert_eq!(sim.node(id).role(), Role::Candidate);
+}
+
+/// A VoteResponse granting at `epoch`, no leader known.
+fn pre_vote_grant(epoch: i32) -> Message {
+    use kafka_protocol::messages::vote_response::{PartitionData, TopicData};
+    use kafka_protocol::messages::{BrokerId, TopicName, VoteResponse};
+    use kafka_protocol::protocol::StrBytes;
+    Message::VoteResponse(
+        VoteResponse::default().with_topics(vec![TopicData::default()
+            .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+            .with_partitions(vec![PartitionData::default()
+                .with_leader_id(BrokerId(-1))
+                .with_leader_epoch(epoch)
+                .with_vote_granted(true)])]),
+    )
 }
 
 #[test]
@@ -155,7 +195,7 @@ fn same_seed_same_run() {
 fn vote_granting_follows_kafka() {
     let mut sim = Sim::new(3, 0, 3).unwrap();
     // Node 1 becomes candidate in epoch 1 and asks 2 and 3.
-    sim.fire(1, Timer::Election);
+    stand(&mut sim, 1, 3);
     let to2 = sim.network.iter().position(|e| e.to == 2).unwrap();
     let req = sim.network[to2].msg.clone();
     let out = sim.node_mut(2).handle(0, 1, req.clone());
@@ -168,7 +208,7 @@ fn vote_granting_follows_kafka() {
     // The same candidate again: granted again; another candidate in the same epoch: refused.
     let out = sim.node_mut(2).handle(0, 1, req.clone());
     assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
-    sim.fire(3, Timer::Election);
+    stand(&mut sim, 3, 1);
     let from3 = sim
         .network
         .iter()
@@ -179,8 +219,8 @@ fn vote_granting_follows_kafka() {
     assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, false));
     // A stale epoch is fenced.
     let mut stale = sim::Sim::new(3, 0, 3).unwrap();
-    stale.fire(1, Timer::Election);
-    stale.fire(1, Timer::Election); // epoch 2
+    stand(&mut stale, 1, 3);
+    stand(&mut stale, 1, 3); // epoch 2
     let to2: Vec<Message> = stale
         .network
         .iter()
@@ -222,7 +262,7 @@ fn a_candidate_with_a_shorter_log_is_refused() {
     sim.fire(2, Timer::Fetch);
     sim.deliver_all(100);
     sim.crash(1);
-    sim.fire(3, Timer::FetchTimeout);
+    stand(&mut sim, 3, 1);
     let to2 = sim
         .network
         .iter()

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Whether the implementation (`impl/`) runs pre-vote: traces for conformance use this value, so the
-/// model and the node run the same election. Flip it when issue #13 lands.
-pub const IMPL_PRE_VOTE: bool = false;
+/// model and the node run the same election (the node has pre-vote since issue #13).
+pub const IMPL_PRE_VOTE: bool = true;
 
 /// Fetch granularity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -134,8 +134,8 @@ impl Bug {
         !matches!(self, Bug::NoCheckQuorum)
     }
     /// True if the implementation's election can replay this variant's counterexample (conformance):
-    /// the implementation has no pre-vote yet (issue #13), and `no-check-quorum` has no
-    /// counterexample.
+    /// `prevote-bumps-epoch` changes the election itself, so its counterexample already differs in the
+    /// shared election prefix (step 1) rather than after it, and `no-check-quorum` has no counterexample.
     pub fn impl_comparable(self) -> bool {
         self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch)
     }
@@ -187,7 +187,7 @@ pub struct ModelConfig {
     pub check_quorum: bool,
     /// KIP-996 pre-vote (Kafka 4.x): a timed-out voter becomes Prospective and asks for pre-votes at
     /// its current epoch; only a pre-vote majority makes it a Candidate. Off = Kafka 3.9's election
-    /// (what the implementation has until issue #13; see [`IMPL_PRE_VOTE`]). Absent in older trace
+    /// (what the implementation had before issue #13; see [`IMPL_PRE_VOTE`]). Absent in older trace
     /// files, which were written without pre-vote.
     #[serde(default)]
     pub pre_vote: bool,

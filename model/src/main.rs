@@ -163,7 +163,7 @@ struct Bounds {
     /// Check-quorum resignation of leaders (default: on).
     #[arg(long)]
     check_quorum: Option<bool>,
-    /// KIP-996 pre-vote (default: on, except `traces`, which follows the implementation: off).
+    /// KIP-996 pre-vote (default: on; `traces` follows the implementation, which has it too).
     #[arg(long)]
     pre_vote: Option<bool>,
 }

@@ -23,7 +23,7 @@ impl<L: RaftLog> Node<L> {
         self.start_clock(now);
         let mut out = Output::default();
         let allowed = match self.role {
-            RoleState::Follower { leader } => leader == to,
+            RoleState::Follower { leader, .. } => leader == to,
             RoleState::Unattached => !self.is_voter() && to != self.local.id,
             _ => false,
         };
@@ -39,7 +39,7 @@ impl<L: RaftLog> Node<L> {
         use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
         use kafka_protocol::messages::BrokerId;
         let to = match self.role {
-            RoleState::Follower { leader } => leader,
+            RoleState::Follower { leader, .. } => leader,
             RoleState::Unattached if !self.is_voter() && target.is_some() => {
                 target.unwrap_or_default()
             }
@@ -81,6 +81,8 @@ impl<L: RaftLog> Node<L> {
                     .with_fetch_offset(fetch.fetch_offset)
                     .with_last_fetched_epoch(fetch.last_fetched_epoch)
                     .with_log_start_offset(self.log.start_offset())
+                    // KIP-1166 (v18): the HW this replica knows, -1 if none.
+                    .with_high_watermark(self.high_watermark().unwrap_or(-1))
                     .with_replica_directory_id(self.local.directory_or_nil())])]);
         self.outstanding_fetch = Some(fetch);
         self.next_fetch_at = None;
@@ -136,6 +138,7 @@ impl<L: RaftLog> Node<L> {
             records: None,
             echo: None,
             log_start_offset: self.log.start_offset(),
+            leader_endpoint: self.leader_endpoint(),
         };
         let mut hw_advanced = false;
         'build: {
@@ -245,6 +248,9 @@ impl<L: RaftLog> Node<L> {
             return;
         }
         self.outstanding_fetch = None;
+        if let Some((host, port)) = reply.leader_endpoint.clone() {
+            self.learn_leader_endpoint(reply.leader_epoch, reply.leader_id, host, port);
+        }
         if reply.error != errors::NONE {
             let before = (self.role(), self.election.epoch, self.leader_id());
             let follows = self.maybe_transition(now, reply.leader_epoch, reply.leader_id, out);
@@ -266,6 +272,9 @@ impl<L: RaftLog> Node<L> {
             || reply.leader_epoch != sent.epoch
         {
             return;
+        }
+        if let RoleState::Follower { fetched, .. } = &mut self.role {
+            *fetched = true;
         }
         let mut progressed = false;
         if let Some((epoch, end_offset)) = reply.diverging {

@@ -334,6 +334,8 @@ pub(crate) struct FetchReply {
     pub diverging: Option<(i32, i64)>,
     pub records: Option<Bytes>,
     pub echo: Option<FetchEcho>,
+    /// The leader's endpoint from NodeEndpoints (Fetch v16+), if the response names one for `leader_id`.
+    pub leader_endpoint: Option<(String, u16)>,
 }
 
 pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
@@ -349,14 +351,21 @@ pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
         .unknown_tagged_fields
         .get(&FETCH_ECHO_TAG)
         .and_then(|b| FetchEcho::decode(b.clone()));
+    let leader_id = p.current_leader.leader_id.0;
+    let leader_endpoint = resp
+        .node_endpoints
+        .iter()
+        .find(|e| e.node_id.0 == leader_id && leader_id >= 0)
+        .and_then(|e| Some((e.host.to_string(), u16::try_from(e.port).ok()?)));
     Some(FetchReply {
         error,
         high_watermark: p.high_watermark,
-        leader_id: p.current_leader.leader_id.0,
+        leader_id,
         leader_epoch: p.current_leader.leader_epoch,
         diverging,
         records: p.records.clone().filter(|r| !r.is_empty()),
         echo,
+        leader_endpoint,
     })
 }
 
@@ -370,6 +379,8 @@ pub(crate) struct FetchResponseParts {
     pub records: Option<Bytes>,
     pub echo: Option<FetchEcho>,
     pub log_start_offset: i64,
+    /// The leader named in `leader_id` and its endpoint, sent as NodeEndpoints (Fetch v16+, tagged).
+    pub leader_endpoint: Option<(i32, crate::voter_set::Endpoint)>,
 }
 
 pub(crate) fn fetch_response(parts: FetchResponseParts) -> FetchResponse {
@@ -395,7 +406,18 @@ pub(crate) fn fetch_response(parts: FetchResponseParts) -> FetchResponse {
         p.unknown_tagged_fields
             .insert(FETCH_ECHO_TAG, echo.encode());
     }
+    let node_endpoints = parts
+        .leader_endpoint
+        .into_iter()
+        .map(|(id, e)| {
+            fetch_response::NodeEndpoint::default()
+                .with_node_id(BrokerId(id))
+                .with_host(StrBytes::from_string(e.host))
+                .with_port(i32::from(e.port))
+        })
+        .collect();
     FetchResponse::default()
+        .with_node_endpoints(node_endpoints)
         .with_error_code(parts.top_error)
         .with_responses(vec![fetch_response::FetchableTopicResponse::default()
             .with_topic(topic_name())
@@ -435,7 +457,21 @@ mod tests {
             records: None,
             echo: Some(echo),
             log_start_offset: 0,
+            leader_endpoint: Some((
+                1,
+                crate::voter_set::Endpoint {
+                    name: "CONTROLLER".into(),
+                    host: "h1".into(),
+                    port: 9093,
+                },
+            )),
         });
+        // Kafka's NodeEndpoints: how a replica that knows no voters learns where the leader is.
+        assert_eq!(r.node_endpoints.len(), 1);
+        assert_eq!(
+            (r.node_endpoints[0].node_id.0, r.node_endpoints[0].port),
+            (1, 9093)
+        );
         let read = read_fetch_response(&r).unwrap();
         assert_eq!(
             (read.diverging, read.echo, read.records),

@@ -10,16 +10,30 @@
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
-//! 5. Fetch requests carry the replica id in `replica_state` (Fetch v15+) and the directory id (v17):
-//!    encode them at v17.
+//! 5. Fetch requests carry the replica id in `replica_state` (Fetch v15+), the directory id (v17) and the
+//!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
+//!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
-//! Protocol choices (Kafka 3.9 unless noted; see also the crate's closing note in `impl/README.md`):
-//! - No pre-vote. A candidate whose election times out starts a new election at epoch + 1 at once
-//!   (Kafka backs off first).
+//! Protocol choices (Kafka 4.x unless noted; see also the crate's closing note in `impl/README.md`):
+//! - Pre-vote (KIP-996, Vote v2) as in Kafka 4.x, with these differences, all as the model has them so
+//!   that conformance compares the two: a Candidate or Resigned replica refuses a pre-vote (Kafka's
+//!   grant one whose log is up to date); a Prospective counts grants only and leaves on its election
+//!   timeout (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that
+//!   times out waits a new election timeout as Unattached (Kafka stands again at once); a Candidate
+//!   whose election times out asks for pre-votes again at once, never backing off (Kafka backs off
+//!   exponentially after a refused election). A Vote response of UNSUPPORTED_VERSION makes a Prospective
+//!   stand at once, as in Kafka (a peer without Vote v2).
+//! - Requests go out at fixed versions (Vote v2, Fetch v18, Begin/EndQuorumEpoch v1) without an
+//!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
+//!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
 //!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
 //! - The leader answers a Fetch at once with every record from the fetch offset to its end (no long poll,
-//!   no size limit), and learns a replica's progress only from fetch offsets.
+//!   no size limit), and learns a replica's progress only from fetch offsets; the follower's HW in a
+//!   Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//! - A replica learns a leader's endpoint from BeginQuorumEpoch `LeaderEndpoints` (on its own listener
+//!   name) and from Fetch `NodeEndpoints`, as Kafka does; Vote, BeginQuorumEpoch and EndQuorumEpoch
+//!   responses' NodeEndpoints are not read (nor sent).
 //! - A Fetch response echoes the request's `(epoch, fetch offset, last fetched epoch)` in the tagged field
 //!   [`FETCH_ECHO_TAG`] of its partition, so a stale or duplicated response is recognised and ignored.
 //!   A response without the tag (a Kafka leader) is matched by sender only: over TCP the shell's
@@ -56,7 +70,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::history::{OffsetHistory, VoterSetHistory};
 use crate::leader::LeaderState;
 use crate::log::{RaftLog, Record};
-use crate::voter_set::{ReplicaKey, VoterSet};
+use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 mod admin;
 mod commit;
@@ -90,12 +104,21 @@ struct ActiveFaults {
 #[derive(Clone, Debug)]
 enum RoleState {
     Unattached,
+    /// KIP-996: same epoch, keeps the known leader (and the vote, in `election`).
+    Prospective {
+        voters: VoterSet,
+        granted: BTreeSet<i32>,
+        leader: Option<i32>,
+    },
     Candidate {
         voters: VoterSet,
         granted: BTreeSet<i32>,
     },
     Follower {
         leader: i32,
+        /// A successful Fetch from the leader came in this epoch (Kafka's `hasFetchedFromLeader`):
+        /// from then on pre-votes are refused.
+        fetched: bool,
     },
     Leader(Box<LeaderState>),
     Resigned,
@@ -128,6 +151,10 @@ pub struct Node<L: RaftLog> {
     faults: ActiveFaults,
     /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
     clock_started: bool,
+    /// `(epoch, leader, endpoint)` a leader announced for itself (BeginQuorumEpoch `LeaderEndpoints`,
+    /// Fetch `NodeEndpoints`): how a replica reaches a leader missing from its voter sets (Kafka's
+    /// `leaderEndpoints`).
+    learned_leader: Option<(i32, i32, Endpoint)>,
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
@@ -190,6 +217,7 @@ impl<L: RaftLog> Node<L> {
             #[cfg(feature = "faults")]
             faults: ActiveFaults::default(),
             clock_started: false,
+            learned_leader: None,
             config,
         };
         node.history_next_offset = node.log.start_offset();

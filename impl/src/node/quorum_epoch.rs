@@ -6,7 +6,7 @@ use rand::Rng;
 use uuid::Uuid;
 
 use crate::log::RaftLog;
-use crate::voter_set::ReplicaKey;
+use crate::voter_set::{Endpoint, ReplicaKey};
 
 use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
@@ -150,10 +150,40 @@ impl<L: RaftLog> Node<L> {
         if leader < 0 || leader == self.local.id {
             return refuse(errors::INVALID_REQUEST);
         }
+        // Kafka's `Endpoints.fromBeginQuorumEpochRequest`, read on this node's listener name.
+        let name = self.config.listeners.first().map(|e| e.name.as_str());
+        let announced = req
+            .leader_endpoints
+            .iter()
+            .find(|e| Some(e.name.as_str()) == name)
+            .map(|e| (e.host.to_string(), e.port));
+        if let Some((host, port)) = announced {
+            self.learn_leader_endpoint(epoch, leader, host, port);
+        }
         if !self.maybe_transition(now, epoch, leader, out) {
             return refuse(errors::INVALID_REQUEST);
         }
         Ok(())
+    }
+
+    /// Remembers the endpoint a leader of `epoch` announced (not older than the current epoch), on this
+    /// node's listener name.
+    pub(super) fn learn_leader_endpoint(
+        &mut self,
+        epoch: i32,
+        leader: i32,
+        host: String,
+        port: u16,
+    ) {
+        if leader < 0 || leader == self.local.id || epoch < self.election.epoch || host.is_empty() {
+            return;
+        }
+        let name = self
+            .config
+            .listeners
+            .first()
+            .map_or_else(|| "CONTROLLER".to_string(), |e| e.name.clone());
+        self.learned_leader = Some((epoch, leader, Endpoint { name, host, port }));
     }
 
     pub(super) fn on_end_request(
@@ -205,7 +235,7 @@ impl<L: RaftLog> Node<L> {
             };
             let deadline = now + backoff;
             match self.role {
-                RoleState::Follower { leader: l } if l == leader => {
+                RoleState::Follower { leader: l, .. } if l == leader => {
                     self.timers.fetch_timeout = Some(
                         self.timers
                             .fetch_timeout

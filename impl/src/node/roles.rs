@@ -123,9 +123,70 @@ impl<L: RaftLog> Node<L> {
             }
         };
         self.persist(election, out);
-        self.role = RoleState::Follower { leader };
+        self.role = RoleState::Follower {
+            leader,
+            fetched: false,
+        };
         self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
         self.next_fetch_at = Some(now);
+    }
+
+    /// KIP-996: a voter whose election or fetch timed out asks the voters of its latest set for pre-votes
+    /// in its current epoch (nothing persisted: epoch, vote and leader stay). A majority of grants makes
+    /// it Candidate; its election timeout sends it back to the leader it knew, else Unattached.
+    pub(super) fn become_prospective(&mut self, now: Millis, out: &mut Output) {
+        if !self.is_voter() {
+            return;
+        }
+        if self.election.epoch == i32::MAX {
+            // No Candidate epoch exists after this one: refuse now rather than after a pre-vote round
+            // (`become_candidate`'s refusal: the role stays, the timer that fired is re-armed).
+            self.become_candidate(now, out);
+            return;
+        }
+        let leader = match self.role {
+            RoleState::Follower { leader, .. } => Some(leader),
+            _ => None,
+        };
+        self.leave_role(out);
+        let voters = self.history.latest().clone();
+        self.role = RoleState::Prospective {
+            voters: voters.clone(),
+            granted: BTreeSet::from([self.local.id]),
+            leader,
+        };
+        self.arm_election_timer(now);
+        for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
+            let req = self.vote_request(target.key, true);
+            out.messages
+                .push((target.key.id, Message::VoteRequest(req)));
+        }
+        self.maybe_become_candidate(now, out);
+    }
+
+    /// A Prospective with pre-votes from a majority of its voters stands as Candidate.
+    pub(super) fn maybe_become_candidate(&mut self, now: Millis, out: &mut Output) {
+        if let RoleState::Prospective {
+            voters, granted, ..
+        } = &self.role
+        {
+            if granted.len() >= voters.majority_size() {
+                self.become_candidate(now, out);
+            }
+        }
+    }
+
+    /// The pre-vote round is lost (election timeout): follow the leader known before, else Unattached in
+    /// the same epoch (Kafka's `prospectiveTransitionAfterElectionLoss`).
+    pub(super) fn prospective_lost(&mut self, now: Millis, out: &mut Output) {
+        let RoleState::Prospective { leader, .. } = self.role else {
+            return;
+        };
+        let epoch = self.election.epoch;
+        match leader {
+            Some(l) => self.become_follower(now, epoch, l, out),
+            None => self.become_unattached(now, epoch, out),
+        }
     }
 
     pub(super) fn become_candidate(&mut self, now: Millis, out: &mut Output) {
@@ -162,7 +223,7 @@ impl<L: RaftLog> Node<L> {
         };
         self.arm_election_timer(now);
         for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
-            let req = self.vote_request(target.key);
+            let req = self.vote_request(target.key, false);
             out.messages
                 .push((target.key.id, Message::VoteRequest(req)));
         }
@@ -282,8 +343,14 @@ impl<L: RaftLog> Node<L> {
             return false;
         }
         match self.role {
-            RoleState::Follower { leader } => leader == leader_id,
-            RoleState::Unattached | RoleState::Candidate { .. } if leader_id >= 0 => {
+            RoleState::Follower { leader, .. } => leader == leader_id,
+            RoleState::Prospective {
+                leader: Some(known),
+                ..
+            } => known == leader_id,
+            RoleState::Unattached | RoleState::Candidate { .. } | RoleState::Prospective { .. }
+                if leader_id >= 0 =>
+            {
                 self.become_follower(now, epoch, leader_id, out);
                 true
             }

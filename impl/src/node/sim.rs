@@ -392,7 +392,35 @@ impl Sim {
 
     /// Fires node `id`'s election timer (its fetch timeout if it follows a leader) and delivers messages
     /// until quiet: a deterministic election.
+    ///
+    /// Pre-vote (KIP-996): a voter that follows a leader it has fetched from refuses pre-votes. If `id`
+    /// is refused, the other voters that follow a leader time out too (each loses a pre-vote round of its
+    /// own at once and follows its leader again, without a fetch since), then `id` stands again.
     pub fn elect(&mut self, id: i32) {
+        self.stand(id);
+        if self.node(id).role() == Role::Leader {
+            return;
+        }
+        let followers: Vec<i32> = self
+            .nodes
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .filter_map(|(other, n)| n.node.as_ref().map(|node| (*other, node)))
+            .filter(|(_, node)| node.role() == Role::Follower && node.is_voter())
+            .map(|(other, _)| other)
+            .collect();
+        for v in followers {
+            self.fire(v, Timer::FetchTimeout);
+            self.fire(v, Timer::Election);
+        }
+        self.deliver_all(10_000);
+        if self.node(id).role() == Role::Prospective {
+            self.fire(id, Timer::Election);
+        }
+        self.stand(id);
+    }
+
+    fn stand(&mut self, id: i32) {
         let timer = if self.node(id).timers().election.is_some() {
             Timer::Election
         } else {

@@ -71,28 +71,26 @@ impl<L: RaftLog> Node<L> {
             Timer::Election => match self.role {
                 RoleState::Unattached | RoleState::Candidate { .. } => {
                     if self.is_voter() {
-                        self.become_candidate(now, out);
+                        self.become_prospective(now, out);
                     } else {
                         let epoch = self.election.epoch;
                         self.become_unattached(now, epoch, out);
                     }
                 }
+                RoleState::Prospective { .. } => self.prospective_lost(now, out),
                 RoleState::Resigned => {
-                    if self.is_voter() {
-                        self.become_candidate(now, out);
-                    } else {
-                        // A removed leader moves on so that Fetch responses stop naming it.
-                        // At i32::MAX it stays at its epoch (Unattached, no leader named).
-                        let epoch = self.next_epoch(out).unwrap_or(self.election.epoch);
-                        self.become_unattached(now, epoch, out);
-                    }
+                    // Kafka 4.x: a resigned leader moves to the next epoch, Unattached, and stands from
+                    // there (a removed one so that Fetch responses stop naming it). At i32::MAX it stays
+                    // at its epoch (Unattached, no leader named).
+                    let epoch = self.next_epoch(out).unwrap_or(self.election.epoch);
+                    self.become_unattached(now, epoch, out);
                 }
                 _ => self.timers.election = None,
             },
             Timer::FetchTimeout => {
                 if let RoleState::Follower { .. } = self.role {
                     if self.is_voter() {
-                        self.become_candidate(now, out);
+                        self.become_prospective(now, out);
                     } else {
                         let epoch = self.election.epoch;
                         self.become_unattached(now, epoch, out);

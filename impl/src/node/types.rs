@@ -163,10 +163,12 @@ pub enum AppendError {
     Log(#[from] LogError),
 }
 
-/// The role of a replica (Kafka 3.9; "Voted" is Unattached with a vote).
+/// The role of a replica (Kafka 4.x; "Voted" is Unattached with a vote).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     Unattached,
+    /// KIP-996: asking for pre-votes in the current epoch before standing as Candidate.
+    Prospective,
     Candidate,
     Follower,
     Leader,
@@ -176,10 +178,10 @@ pub enum Role {
 /// A timer of the node; [`Timers`] holds the deadline of each armed one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
-    /// Unattached voter, Candidate or Resigned: start an election (a Resigned non-voter becomes
-    /// Unattached at epoch + 1).
+    /// Unattached voter or Candidate: become Prospective (ask for pre-votes). Prospective: the pre-vote
+    /// round is lost (back to the known leader, else Unattached). Resigned: Unattached at epoch + 1.
     Election,
-    /// Follower: no successful fetch for this long. A voter becomes candidate, an observer Unattached.
+    /// Follower: no successful fetch for this long. A voter becomes Prospective, an observer Unattached.
     FetchTimeout,
     /// Send the next Fetch (also re-sends a fetch whose response never came).
     Fetch,

@@ -3,7 +3,7 @@
 use crate::history::{committed_voter_set, VoterSetHistory};
 use crate::leader::LeaderState;
 use crate::log::{RaftLog, Record};
-use crate::voter_set::{ReplicaKey, VoterSet};
+use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 use super::types::*;
 use super::{Node, RoleState};
@@ -28,6 +28,7 @@ impl<L: RaftLog> Node<L> {
     pub fn role(&self) -> Role {
         match self.role {
             RoleState::Unattached => Role::Unattached,
+            RoleState::Prospective { .. } => Role::Prospective,
             RoleState::Candidate { .. } => Role::Candidate,
             RoleState::Follower { .. } => Role::Follower,
             RoleState::Leader(_) => Role::Leader,
@@ -47,8 +48,54 @@ impl<L: RaftLog> Node<L> {
     pub fn leader_id(&self) -> Option<i32> {
         match &self.role {
             RoleState::Leader(_) | RoleState::Resigned => Some(self.local.id),
-            RoleState::Follower { leader } => Some(*leader),
+            RoleState::Follower { leader, .. } => Some(*leader),
+            RoleState::Prospective { leader, .. } => *leader,
             _ => None,
+        }
+    }
+
+    /// The known leader and its endpoint on this node's listener: this node's own first listener when it
+    /// leads; else what the leader announced (BeginQuorumEpoch, Fetch `NodeEndpoints`) for this epoch; else
+    /// its default listener in the latest voter set, or in any set of the history.
+    pub fn leader_endpoint(&self) -> Option<(i32, Endpoint)> {
+        let leader = self.leader_id()?;
+        if leader == self.local.id {
+            return self.config.listeners.first().map(|e| (leader, e.clone()));
+        }
+        if let Some((epoch, id, e)) = &self.learned_leader {
+            if (*epoch, *id) == (self.election.epoch, leader) {
+                return Some((leader, e.clone()));
+            }
+        }
+        self.known_endpoint(leader).map(|e| (leader, e))
+    }
+
+    /// The default listener of `id` in the latest voter set, else in the newest set of the history that
+    /// has it.
+    pub fn known_endpoint(&self, id: i32) -> Option<Endpoint> {
+        if let Some(e) = self
+            .history
+            .latest()
+            .voter(id)
+            .and_then(|v| v.default_listener())
+        {
+            return Some(e.clone());
+        }
+        let mut found = None;
+        for (_, set) in self.history.entries() {
+            if let Some(e) = set.voter(id).and_then(|v| v.default_listener()) {
+                found = Some(e.clone());
+            }
+        }
+        found
+    }
+
+    /// Where to send a request for `id`: the leader's announced endpoint if `id` is the known leader,
+    /// else [`Self::known_endpoint`].
+    pub fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
+        match self.leader_endpoint() {
+            Some((leader, e)) if leader == id => Some(e),
+            _ => self.known_endpoint(id),
         }
     }
 

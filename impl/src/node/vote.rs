@@ -1,4 +1,4 @@
-//! Vote (KIP-595): asking for and granting votes.
+//! Vote (KIP-595) and pre-vote (KIP-996, Vote v2): asking for and granting (pre-)votes.
 
 use kafka_protocol::messages::{VoteRequest, VoteResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -11,7 +11,8 @@ use super::types::*;
 use super::{Node, RoleState};
 
 impl<L: RaftLog> Node<L> {
-    pub(super) fn vote_request(&self, to: ReplicaKey) -> VoteRequest {
+    /// A Vote request to `to`; a pre-vote (`pre_vote`) carries the current epoch, not a bumped one.
+    pub(super) fn vote_request(&self, to: ReplicaKey, pre_vote: bool) -> VoteRequest {
         use kafka_protocol::messages::vote_request::{PartitionData, TopicData};
         use kafka_protocol::messages::BrokerId;
         VoteRequest::default()
@@ -26,7 +27,8 @@ impl<L: RaftLog> Node<L> {
                     .with_replica_directory_id(self.local.directory_or_nil())
                     .with_voter_directory_id(to.directory_or_nil())
                     .with_last_offset_epoch(self.log.last_epoch())
-                    .with_last_offset(self.log.end_offset())])])
+                    .with_last_offset(self.log.end_offset())
+                    .with_pre_vote(pre_vote)])])
     }
 
     pub(super) fn known_leader_or_sentinel(&self) -> i32 {
@@ -59,7 +61,13 @@ impl<L: RaftLog> Node<L> {
             let candidate = ReplicaKey::new(p.replica_id.0, p.replica_directory_id);
             let (cand_epoch, last_epoch, last_offset) =
                 (p.replica_epoch, p.last_offset_epoch, p.last_offset);
-            if candidate.id < 0 || last_offset < 0 || last_epoch < 0 || last_epoch >= cand_epoch {
+            // A candidate has bumped its epoch past its log's; a prospective has not (KIP-996).
+            let illegal_epoch = if p.pre_vote {
+                last_epoch > cand_epoch
+            } else {
+                last_epoch >= cand_epoch
+            };
+            if candidate.id < 0 || last_offset < 0 || last_epoch < 0 || illegal_epoch {
                 break 'resp reply(self, 0, errors::INVALID_REQUEST, false);
             }
             if cand_epoch < self.election.epoch {
@@ -76,25 +84,40 @@ impl<L: RaftLog> Node<L> {
             {
                 break 'resp reply(self, 0, errors::INVALID_VOTER_KEY, false);
             }
+            let log_ok =
+                (last_epoch, last_offset) >= (self.log.last_epoch(), self.log.end_offset());
+            if p.pre_vote {
+                // Nothing is recorded. Kafka's Candidate and Resigned grant an up-to-date pre-vote
+                // too; this node refuses, as the model does (see the differences in `node/mod.rs`).
+                let granted = log_ok
+                    && match self.role {
+                        RoleState::Unattached | RoleState::Prospective { .. } => true,
+                        RoleState::Follower { fetched, .. } => !fetched,
+                        _ => false,
+                    };
+                break 'resp reply(self, 0, errors::NONE, granted);
+            }
+            let leader_known = self.leader_id().is_some();
             let granted = match self.role {
-                RoleState::Unattached => match self.election.voted {
-                    Some(v) => v.id == candidate.id && v.directory_id == candidate.directory_id,
-                    None => {
-                        let log_ok = (last_epoch, last_offset)
-                            >= (self.log.last_epoch(), self.log.end_offset());
-                        if log_ok {
-                            let election = ElectionState {
-                                voted: Some(candidate),
-                                ..self.election.clone()
-                            };
-                            self.persist(election, out);
-                            if self.is_voter() {
-                                self.arm_election_timer(now);
+                RoleState::Unattached | RoleState::Prospective { .. } => {
+                    match self.election.voted {
+                        Some(v) => v.id == candidate.id && v.directory_id == candidate.directory_id,
+                        None if leader_known => false,
+                        None => {
+                            if log_ok {
+                                let election = ElectionState {
+                                    voted: Some(candidate),
+                                    ..self.election.clone()
+                                };
+                                self.persist(election, out);
+                                if self.is_voter() {
+                                    self.arm_election_timer(now);
+                                }
                             }
+                            log_ok
                         }
-                        log_ok
                     }
-                },
+                }
                 _ => false,
             };
             let _ = from;
@@ -110,6 +133,13 @@ impl<L: RaftLog> Node<L> {
         resp: VoteResponse,
         out: &mut Output,
     ) {
+        if resp.error_code == errors::UNSUPPORTED_VERSION
+            && matches!(self.role, RoleState::Prospective { .. })
+        {
+            // Kafka: a voter that cannot take a pre-vote (Vote < v2) makes the prospective stand at once.
+            self.become_candidate(now, out);
+            return;
+        }
         if resp.error_code != errors::NONE {
             return;
         }
@@ -123,15 +153,29 @@ impl<L: RaftLog> Node<L> {
         if p.leader_epoch != self.election.epoch || p.error_code != errors::NONE {
             return;
         }
-        if p.leader_id.0 >= 0 && p.leader_id.0 != self.local.id {
+        let knows_leader = matches!(
+            self.role,
+            RoleState::Prospective {
+                leader: Some(_),
+                ..
+            }
+        );
+        if p.leader_id.0 >= 0 && p.leader_id.0 != self.local.id && !knows_leader {
             self.maybe_transition(now, p.leader_epoch, p.leader_id.0, out);
             return;
         }
-        if let RoleState::Candidate { voters, granted } = &mut self.role {
-            if p.vote_granted && voters.contains_id(from) {
+        // The response does not say whether it answers a pre-vote: a Prospective counts any grant of its
+        // epoch (a Candidate's epoch is past every pre-vote it sent).
+        match &mut self.role {
+            RoleState::Candidate { voters, granted }
+            | RoleState::Prospective {
+                voters, granted, ..
+            } if p.vote_granted && voters.contains_id(from) => {
                 granted.insert(from);
             }
+            _ => {}
         }
         self.maybe_become_leader(now, out);
+        self.maybe_become_candidate(now, out);
     }
 }

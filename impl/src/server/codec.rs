@@ -252,6 +252,12 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
         Message::VoteResponse(r) => encode_body("VoteResponse", r, v, buf),
         Message::BeginQuorumEpochResponse(r) => encode_body("BeginQuorumEpochResponse", r, v, buf),
         Message::EndQuorumEpochResponse(r) => encode_body("EndQuorumEpochResponse", r, v, buf),
+        // NodeEndpoints exists from v16; an older requester gets the response without it.
+        Message::FetchResponse(r) if v < 16 && !r.node_endpoints.is_empty() => {
+            let mut older = r.clone();
+            older.node_endpoints.clear();
+            encode_body("FetchResponse", &older, v, buf)
+        }
         Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",

@@ -201,23 +201,9 @@ impl<L: RaftLog> Driver<L> {
         Ok(())
     }
 
-    /// The default listener of `id` in the latest voter set, else in any voter set of the history.
+    /// Where `id` listens: the leader's announced endpoint, else its default listener in the voter sets.
     fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
-        if let Some(e) = self
-            .node
-            .latest_voters()
-            .voter(id)
-            .and_then(|v| v.default_listener())
-        {
-            return Some(e.clone());
-        }
-        let mut found = None;
-        for (_, set) in self.node.history().entries() {
-            if let Some(e) = set.voter(id).and_then(|v| v.default_listener()) {
-                found = Some(e.clone());
-            }
-        }
-        found
+        self.node.endpoint_of(id)
     }
 }
 
@@ -277,6 +263,38 @@ mod tests {
         (driver, status_rx)
     }
 
+    /// Reads one request frame from `conn`: (reply address, message).
+    async fn read_request(
+        conn: &mut tokio::net::TcpStream,
+    ) -> (super::super::codec::Reply, Message) {
+        let mut size = [0u8; 4];
+        conn.read_exact(&mut size).await.unwrap();
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        conn.read_exact(&mut frame).await.unwrap();
+        match super::super::codec::decode_request(frame.into()).unwrap() {
+            (reply, super::super::codec::Incoming::Peer { message, .. }) => (reply, message),
+            (_, other) => panic!("not a peer request: {other:?}"),
+        }
+    }
+
+    /// Answers node 1's first request, a pre-vote, as a replica without Vote v2 would (Kafka's
+    /// UNSUPPORTED_VERSION): node 1 then stands as Candidate at once.
+    async fn refuse_pre_vote(conn: &mut tokio::net::TcpStream) {
+        use tokio::io::AsyncWriteExt;
+        let (reply, message) = read_request(conn).await;
+        match &message {
+            Message::VoteRequest(r) => {
+                assert!(r.topics[0].partitions[0].pre_vote, "a pre-vote first")
+            }
+            other => panic!("expected a pre-vote, got {other:?}"),
+        }
+        let resp = kafka_protocol::messages::VoteResponse::default()
+            .with_error_code(crate::node::errors::UNSUPPORTED_VERSION);
+        let bytes =
+            super::super::codec::peer_response(&reply, &Message::VoteResponse(resp)).unwrap();
+        conn.write_all(&bytes).await.unwrap();
+    }
+
     #[tokio::test]
     async fn the_vote_is_durable_before_the_vote_request_leaves() {
         let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -288,15 +306,12 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        let mut size = [0u8; 4];
-        conn.read_exact(&mut size).await.unwrap();
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        conn.read_exact(&mut frame).await.unwrap();
-        assert_eq!(
-            i16::from_be_bytes([frame[0], frame[1]]),
-            52,
-            "a Vote request"
-        );
+        refuse_pre_vote(&mut conn).await;
+        let (_, message) = read_request(&mut conn).await;
+        match &message {
+            Message::VoteRequest(r) => assert!(!r.topics[0].partitions[0].pre_vote, "a vote"),
+            other => panic!("expected a Vote request, got {other:?}"),
+        }
         // By the time the request is on the wire, the vote for itself is on disk.
         let state = read_quorum_state(&path).unwrap();
         assert_eq!(state.voted.map(|k| k.id), Some(1));
@@ -310,14 +325,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing-dir").join("quorum-state");
         let (driver, _status) = driver(peer.local_addr().unwrap().port(), path);
-        let result = tokio::time::timeout(Duration::from_secs(5), driver.run())
+        let task = tokio::spawn(driver.run());
+        // The pre-vote persists nothing; standing as Candidate does, and fails.
+        let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), peer.accept())
             .await
+            .unwrap()
+            .unwrap();
+        refuse_pre_vote(&mut conn).await;
+        let result = tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
             .unwrap();
         assert!(matches!(result, Err(ServerError::Persist(_))), "{result:?}");
+        let mut rest = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_millis(200), conn.read_to_end(&mut rest)).await;
         assert!(
-            tokio::time::timeout(Duration::from_millis(200), peer.accept())
-                .await
-                .is_err(),
+            read.map_or(true, |r| r.is_ok()) && rest.is_empty(),
             "no request may leave after a failed persist"
         );
     }

@@ -17,13 +17,13 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 }
 
 /// Served APIs in api-key order. Fetch from v15 (replica id in ReplicaState; v17 adds the directory
-/// id), Vote without pre-vote (v2), Metadata as a minimal answer served by the shell, DescribeQuorum v3
+/// id, v18 the follower's HW, KIP-1166), Vote with pre-vote (v2, KIP-996), Metadata as a minimal answer served by the shell, DescribeQuorum v3
 /// with CommittedVoters (KIP-1204), DescribeCluster for controllers (KIP-919).
 pub const SERVED_APIS: [ServedApi; 11] = [
-    api(ApiKey::Fetch, 15, 17),
+    api(ApiKey::Fetch, 15, 18),
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::ApiVersions, 0, 4),
-    api(ApiKey::Vote, 0, 1),
+    api(ApiKey::Vote, 0, 2),
     api(ApiKey::BeginQuorumEpoch, 0, 1),
     api(ApiKey::EndQuorumEpoch, 0, 1),
     api(
@@ -69,9 +69,10 @@ mod tests {
             .windows(2)
             .all(|w| (w[0].key as i16) < (w[1].key as i16)));
         assert!(SERVED_APIS.iter().all(|a| a.min <= a.max));
-        assert_eq!(max_version(ApiKey::Fetch), 17);
+        assert_eq!(max_version(ApiKey::Fetch), 18);
+        assert_eq!(max_version(ApiKey::Vote), 2);
         assert_eq!(max_version(ApiKey::Produce), -1);
-        assert!(supports(1, 15) && !supports(1, 14) && !supports(1, 18));
+        assert!(supports(1, 15) && !supports(1, 14) && !supports(1, 19));
         assert!(!supports(999, 0));
     }
 }

@@ -25,11 +25,44 @@ final class KafkaQuorum implements AutoCloseable {
     final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
     private final Map<Integer, Process> processes = new LinkedHashMap<>();
     private final List<Integer> bootstrapIds = new ArrayList<>();
+    /** Extra controller properties (e.g. longer election timeouts for the mixed quorum). */
+    private final Map<String, String> extra;
     /** More controller properties per node id (e.g. an SSL controller listener); they win. */
     java.util.function.Function<Integer, Map<String, String>> extraConfig = id -> Map.of();
 
     KafkaQuorum(Path dir) {
+        this(dir, Map.of());
+    }
+
+    KafkaQuorum(Path dir, Map<String, String> extra) {
         this.dir = dir;
+        this.extra = extra;
+    }
+
+    /** The {@code --initial-controllers} value the initial voters were formatted with. */
+    String initialControllers() {
+        return bootstrapIds.stream()
+            .map(id -> id + "@127.0.0.1:" + ports.get(id) + ":" + directoryIds.get(id))
+            .collect(Collectors.joining(","));
+    }
+
+    /** kill -9 of controller {@code id}. */
+    void kill(int id) throws InterruptedException {
+        Process p = processes.remove(id);
+        if (p != null) {
+            p.destroyForcibly();
+            p.waitFor();
+        }
+    }
+
+    /** Starts a killed controller again on its directory and port. */
+    void restart(int id) throws Exception {
+        start(id);
+    }
+
+    boolean running(int id) {
+        Process p = processes.get(id);
+        return p != null && p.isAlive();
     }
 
     static int freePort() throws IOException {
@@ -94,6 +127,7 @@ final class KafkaQuorum implements AutoCloseable {
         p.setProperty("log.dirs", logDir(id).toString());
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");
+        extra.forEach(p::setProperty);
         extraConfig.apply(id).forEach(p::setProperty);
         try (var out = Files.newBufferedWriter(config(id))) {
             p.store(out, "Apache Kafka controller " + id + " (kraft interop harness)");

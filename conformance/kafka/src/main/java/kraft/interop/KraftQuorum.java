@@ -18,6 +18,9 @@ final class KraftQuorum implements AutoCloseable {
     final String kraft;
     final Map<Integer, Integer> ports = new LinkedHashMap<>();
     private final List<Process> processes = new ArrayList<>();
+    /** Processes of nodes started one by one ({@link #startJoiner}), by id. */
+    private final Map<Integer, Process> nodes = new LinkedHashMap<>();
+    private final Map<Integer, List<String>> nodeCommands = new LinkedHashMap<>();
     private int voters;
 
     KraftQuorum(Path dir, String kraft) {
@@ -81,6 +84,42 @@ final class KraftQuorum implements AutoCloseable {
         Procs.waitForPort(p, ports.get(id), 30_000, log);
     }
 
+    /**
+     * Formats node {@code id} for another quorum ({@code clusterId}, {@code initialControllers} as Kafka's
+     * storage tool was given them) and runs it with {@code nodeArgs} (e.g. timeouts): it starts as an observer.
+     */
+    void startJoiner(int id, String clusterId, String initialControllers, String... nodeArgs) throws Exception {
+        ports.put(id, KafkaQuorum.freePort());
+        Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
+            clusterId, "--node-id", Integer.toString(id), "--initial-controllers", initialControllers), 30);
+        if (f.code() != 0) throw new IOException("kraft format of node " + id + " failed: " + f);
+        List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
+            address(id)));
+        cmd.addAll(List.of(nodeArgs));
+        nodeCommands.put(id, cmd);
+        restart(id);
+    }
+
+    Path nodeLog(int id) {
+        return dir.resolve("node-" + id + ".log");
+    }
+
+    /** kill -9 of a node started with {@link #startJoiner}. */
+    void kill(int id) throws InterruptedException {
+        Process p = nodes.remove(id);
+        if (p != null) {
+            p.destroyForcibly();
+            p.waitFor();
+        }
+    }
+
+    /** (Re)starts a node started with {@link #startJoiner} on its data directory. */
+    void restart(int id) throws Exception {
+        Process p = Procs.start(nodeCommands.get(id), nodeLog(id));
+        nodes.put(id, p);
+        Procs.waitForPort(p, ports.get(id), 30_000, nodeLog(id));
+    }
+
     private static int consecutiveFreePorts(int count) throws IOException {
         for (int attempt = 0; attempt < 50; attempt++) {
             int base = ThreadLocalRandom.current().nextInt(20_000, 40_000);
@@ -97,12 +136,18 @@ final class KraftQuorum implements AutoCloseable {
         throw new IOException("no " + count + " consecutive free ports");
     }
 
+    boolean running(int id) {
+        Process p = nodes.get(id);
+        return p != null && p.isAlive();
+    }
+
     boolean allAlive() {
-        return processes.stream().allMatch(Process::isAlive);
+        return processes.stream().allMatch(Process::isAlive) && nodes.values().stream().allMatch(Process::isAlive);
     }
 
     @Override
     public void close() throws InterruptedException {
         for (Process p : processes) Procs.stop(p);
+        for (Process p : nodes.values()) Procs.stop(p);
     }
 }

@@ -17,7 +17,8 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * (d) byte-level agreement ({@link WireScenario}). One Kafka quorum serves (c) and (d).
+ * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}). One
+ * Kafka quorum serves (c) and (d); (g) has its own.
  */
 final class Scenarios {
     private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
@@ -70,6 +71,13 @@ final class Scenarios {
             String log = Files.readString(ours.log());
             report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
                 && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
+        }
+        report.scenario("g: mixed quorum: a kraft node joins Apache Kafka controllers, is added, is elected, leads"
+            + " them, and follows a Kafka leader again");
+        try {
+            new MixedScenario(report, tools, this, work.resolve("mixed"), kraft).run();
+        } catch (Exception e) {
+            report.aborted(e);
         }
     }
 
@@ -247,7 +255,7 @@ final class Scenarios {
      * MaxFollowerLagTimeMs (and our extra CommittedVoters / Reconfiguration lines). Kafka's tool runs before and
      * after ours; a pair of equal Kafka answers brackets ours, so a moving quorum is retried, not misjudged.
      */
-    private void compareStatus(String label, String kafkaBootstrap, String kraftBootstrap, boolean oursIsKraft)
+    void compareStatus(String label, String kafkaBootstrap, String kraftBootstrap, boolean oursIsKraft)
             throws Exception {
         compareStatus(report, tools, label, kafkaBootstrap, kraftBootstrap, oursIsKraft, null);
     }
