@@ -22,8 +22,10 @@ cargo build -q -p kraft --bin kraft
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 kraft_bin="$target_dir/debug/kraft"
 cd "$here"
-rm -rf target/lib
-mvn -B -q compile dependency:copy-dependencies 2>&1 | sed "s/\x1b\[[0-9;]*m//g"
+# The jars stay in ~/.m2: build-classpath lists them instead of copying ~100 MB into target/ (a CI run once ran
+# out of disk on the copy).
+rm -rf target/lib target/classpath.txt
+mvn -B -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt 2>&1 | sed "s/\x1b\[[0-9;]*m//g"
 work="$(mktemp -d "${TMPDIR:-/tmp}/kafka-interop.XXXXXX")"
 exec java -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-    -cp "target/classes:target/lib/*" kraft.interop.Main --kraft "$kraft_bin" --work "$work"
+    -cp "target/classes:$(cat target/classpath.txt)" kraft.interop.Main --kraft "$kraft_bin" --work "$work"

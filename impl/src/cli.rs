@@ -146,6 +146,10 @@ pub struct NodeArgs {
     pub frame_timeout_ms: Option<u64>,
     #[arg(long)]
     pub max_in_flight: Option<usize>,
+    /// Incoming connections served at once; more are accepted and closed at once, with a log line
+    /// (default 1024).
+    #[arg(long)]
+    pub max_connections: Option<usize>,
     /// Seed of the election-timeout RNG (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,

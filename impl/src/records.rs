@@ -550,6 +550,14 @@ fn check_records(
 }
 
 /// Walks a control record value by its Kafka schema before kafka-protocol decodes it.
+///
+/// LeaderChangeMessage, VotersRecord and KRaftVersionRecord begin with an int16 `Version` field, and
+/// kafka-protocol 0.18 decodes everything after it at *that* version (its generated `decode` shadows the
+/// version argument with the field), where Kafka's Java classes use the version they were asked for. So
+/// the walk runs at the embedded version too, or a value whose `Version` says 1 could pass a version-0
+/// walk and then be read with directory ids, misaligned, into a count taken on trust (found by the
+/// `records_decoder` fuzz target). An embedded version outside the schema's range is refused by the walk.
+/// Values this crate and Kafka write carry the version they are written at, so nothing valid changes.
 fn check_value(
     name: &'static str,
     version: i16,
@@ -563,6 +571,10 @@ fn check_value(
     };
     let schema =
         crate::wire::schema::schema(name).ok_or_else(|| bad("schema not embedded".into()))?;
+    let version = match value {
+        [a, b, ..] => i16::from_be_bytes([*a, *b]),
+        _ => version,
+    };
     crate::wire::schema::walk(schema, version, value, 0)
         .map(|_| ())
         .map_err(|e| bad(e.to_string()))
@@ -804,6 +816,24 @@ mod tests {
         }
         let value = [0, 0, 0, 0xff, 0xff, 0xff, 0x0f];
         assert!(check_value("LeaderChangeMessage", 0, &value, 9).is_err());
+    }
+
+    /// The `records_decoder` fuzz target's out-of-memory input (CRC recomputed): a LeaderChangeMessage
+    /// whose `Version` field says 1, valid at version 0, which kafka-protocol reads at version 1.
+    #[test]
+    fn control_value_is_walked_at_its_embedded_version() {
+        let mut batch = b"\0\0\0\0\0\0\0\x02\0\0\0^\0\0\0\x02\x02\x136\xa8\x9b\0 \0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\0\0\0\x01X\0\0\0\x08\0\0\0\x02D\0\x01\x02g$\x12\x02\0 @\0\0\x01\0\0\0\0\0\0\0\0\0\0\x0a\0\0\0\0\xff\xff\xff\x09\xff\xff\0\0\0\0\0\0\0\0".to_vec();
+        batch.truncate(12 + 0x5e);
+        let crc = crc32c::crc32c(&batch[21..]);
+        batch[17..21].copy_from_slice(&crc.to_be_bytes());
+        match decode_batches(Bytes::from(batch)) {
+            Err(RecordsError::BadControlRecord {
+                what: "LeaderChangeMessage",
+                reason,
+                ..
+            }) => assert!(reason.contains("LeaderChangeMessage."), "{reason}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

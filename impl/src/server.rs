@@ -51,6 +51,8 @@ pub struct Limits {
     pub frame_timeout: Duration,
     /// Requests of one connection being served at once; the connection is not read beyond it.
     pub max_in_flight: usize,
+    /// Incoming connections served at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -60,6 +62,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(600),
             frame_timeout: Duration::from_secs(10),
             max_in_flight: 64,
+            max_connections: 1024,
         }
     }
 }
@@ -144,12 +147,22 @@ pub async fn serve<L: RaftLog + Send + 'static>(
         tls: acceptor,
     });
     let node_task = tokio::spawn(driver.run());
+    let connections = Arc::new(tokio::sync::Semaphore::new(ctx.limits.max_connections));
     let accept = tokio::spawn(async move {
+        let mut refusals = RefusalLog::default();
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => {
-                    tokio::spawn(conn::serve(stream, ctx.clone()));
-                }
+                Ok((stream, addr)) => match connections.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let ctx = ctx.clone();
+                        tokio::spawn(async move {
+                            conn::serve(stream, ctx).await;
+                            drop(permit);
+                        });
+                    }
+                    // Accepted and dropped at once: the client sees the connection closed.
+                    Err(_) => refusals.refused(addr, ctx.limits.max_connections),
+                },
                 Err(e) => {
                     // e.g. EMFILE: keep serving existing connections, retry shortly.
                     tracing::warn!("accept failed: {e}");
@@ -181,4 +194,31 @@ pub async fn serve<L: RaftLog + Send + 'static>(
         local_addr,
         task,
     })
+}
+
+/// Logs refused connections: the first at once, then at most one line a second with the count, so a
+/// connection flood cannot flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    last: Option<std::time::Instant>,
+    since_last: u64,
+}
+
+impl RefusalLog {
+    fn refused(&mut self, addr: std::net::SocketAddr, max: usize) {
+        self.since_last += 1;
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            tracing::warn!(
+                peer = %addr,
+                refused = self.since_last,
+                "refusing connection: max_connections ({max}) reached"
+            );
+            self.last = Some(now);
+            self.since_last = 0;
+        }
+    }
 }

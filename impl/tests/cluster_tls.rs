@@ -151,10 +151,15 @@ fn a_mutual_tls_quorum_elects_replicates_and_changes_membership() {
         .output()
         .unwrap();
     assert!(!plain.status.success());
-    assert!(
-        c.log_text(1).contains("TLS handshake refused"),
-        "{}",
-        c.log_text(1)
+    // The client can see the refusal before the node has written its log line: wait for it.
+    wait_until(
+        "a node logs the refused plaintext handshake",
+        Duration::from_secs(10),
+        || {
+            (1..=4)
+                .any(|id| c.log_text(id).contains("TLS handshake refused"))
+                .then_some(())
+        },
     );
 }
 

@@ -59,7 +59,8 @@ fn decode(sample: &Sample, payload: Bytes) -> Result<(), CodecError> {
     frames::decode(sample.side, sample.api_key, sample.version, payload)
 }
 
-fn check(sample: &Sample, payload: &[u8]) {
+/// Returns whether the frame decoded (`false`: a typed error).
+fn check(sample: &Sample, payload: &[u8]) -> bool {
     let (result, largest) = largest_allocation(|| decode(sample, Bytes::copy_from_slice(payload)));
     assert!(
         largest <= allocation_bound(payload.len()),
@@ -67,8 +68,12 @@ fn check(sample: &Sample, payload: &[u8]) {
         sample.name,
         payload.len()
     );
-    if let Err(e) = result {
-        assert!(!e.to_string().is_empty());
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            false
+        }
     }
 }
 
@@ -235,14 +240,27 @@ fn sweep(api_key: i16, side: Side) {
         ..ProptestConfig::default()
     };
     let n = samples.len();
+    let (cases, decoded) = (Cell::new(0u32), Cell::new(0u32));
     proptest!(config, |(pick in 0..n, mutations in prop::collection::vec(arb_mutation(), 1..4))| {
         let s = &samples[pick];
         let mut frame = s.payload.to_vec();
         for m in &mutations {
             apply(&mut frame, m);
         }
-        check(s, &frame);
+        cases.set(cases.get() + 1);
+        decoded.set(decoded.get() + u32::from(check(s, &frame)));
     });
+    assert!(
+        cases.get() >= CASES_PER_API,
+        "only {} cases ran",
+        cases.get()
+    );
+    eprintln!(
+        "sweep api {api_key} {side:?}: {} mutated frames, {} decoded, {} typed errors",
+        cases.get(),
+        decoded.get(),
+        cases.get() - decoded.get()
+    );
 }
 
 macro_rules! sweeps {

@@ -111,6 +111,11 @@ pub fn svg(steps: &[(State, Option<Action>)]) -> String {
          refX=\"8\" refY=\"4\" orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#1f4e8c\"/>\
          </marker></defs>\n",
     );
+    // Its own white background: the Explorer's page is dark, and the colours above are for paper.
+    let _ = writeln!(
+        out,
+        "<rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>"
+    );
     for i in 0..n {
         let _ = writeln!(
             out,

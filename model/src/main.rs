@@ -116,6 +116,28 @@ struct CheckArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Start from a named set of bounds (flags still override): `default`, or `deep` (the default
+    /// plus one crash-restart; minutes, not seconds: model/README.md).
+    #[arg(long, value_enum)]
+    preset: Option<Preset>,
+    /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
+    /// committed entry lost, a committed voter set rolled back), not the structural property that
+    /// fires first. BFS, stops at the first failure, at --max-states (default 6,000,000 generated
+    /// states, a few GB of queue) or after --timeout.
+    #[arg(long, requires = "bug")]
+    harm: bool,
+    /// Stop after generating about this many states (the run is then reported as not exhaustive).
+    #[arg(long)]
+    max_states: Option<usize>,
+}
+
+/// `check --harm`'s default cap: a BFS queues every generated state (about 400 bytes each).
+const HARM_MAX_STATES: usize = 6_000_000;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Preset {
+    Default,
+    Deep,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -275,12 +297,16 @@ fn report_json(r: &CheckReport) -> serde_json::Value {
 
 fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
     let hunting = a.bounds.bug.is_some();
-    let base = match a.bounds.bug {
-        Some(bug) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
-        None => ModelConfig::default(),
+    let base = match (a.bounds.bug, a.preset) {
+        (Some(bug), _) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
+        (None, Some(Preset::Deep)) => check::deep_bounds(),
+        (None, _) => ModelConfig::default(),
     };
     let cfg = a.bounds.apply(base);
-    let model = model_or_exit(cfg)?;
+    let mut model = model_or_exit(cfg)?;
+    if a.harm {
+        model.only = Some(&properties::HARM);
+    }
     let strategy = match a.strategy {
         Some(StrategyArg::Dfs) => Strategy::Dfs,
         Some(StrategyArg::Bfs) => Strategy::Bfs,
@@ -301,6 +327,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         timeout: a.timeout.map(Duration::from_secs),
         stop_at_first_violation: hunting || strategy != Strategy::Dfs,
         progress: a.progress,
+        max_states: a.max_states.or(a.harm.then_some(HARM_MAX_STATES)),
     };
     let main = check::run(model, opts);
     let mut reports = vec![("check", opts, main)];
@@ -315,6 +342,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
             progress: false,
             timeout: None,
             depth: None,
+            max_states: None,
             ..opts
         };
         reports.push((

@@ -8,7 +8,7 @@ use crate::spec::{
 };
 use crate::types::{
     bit, event, ids, violation, Action, ChangeOp, Entry, Envelope, ErrorCode, FetchKey,
-    FetchResponse, History, Id, Kind, Log, Msg, Reply, Role, Server, State, MAX_SERVERS,
+    FetchResponse, History, Id, Kind, Log, Mask, Msg, Reply, Role, Server, State, MAX_SERVERS,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -1093,16 +1093,19 @@ impl Tx<'_> {
     }
 
     /// Drops messages their receiver is certain to ignore: responses and leader announcements of an
-    /// older epoch, vote refusals of an epoch not newer than the receiver's, fetch responses that
-    /// match no outstanding request. Receivers' epochs and fetch keys only move forward, so such a
-    /// message stays ignorable.
+    /// older epoch, vote refusals that can teach their receiver nothing, fetch responses that match no
+    /// outstanding request. Receivers' epochs and fetch keys only move forward, so such a message
+    /// stays ignorable.
     fn collect_garbage(&mut self) {
+        let lose = self.may_lose_leader();
         let servers = &self.s.servers;
         self.s.network.retain(|env| {
             let d = &servers[env.dst as usize];
             match env.msg {
                 // A refusal only matters if it carries a newer epoch, or names the leader of the
-                // receiver's epoch while the receiver knows none.
+                // receiver's epoch (someone other than the receiver) while the receiver knows none —
+                // now, or later in the same epoch (see `may_lose_leader`). A leader or resigned
+                // leader never again lacks one in its epoch.
                 Msg::VoteResponse {
                     epoch,
                     granted: false,
@@ -1111,8 +1114,10 @@ impl Tx<'_> {
                 } => {
                     epoch > d.epoch
                         || (epoch == d.epoch
-                            && leader.is_some()
-                            && matches!(d.role, Role::Unattached | Role::Candidate))
+                            && leader.is_some_and(|l| l != env.dst)
+                            && (Self::leaderless(d)
+                                || (matches!(d.role, Role::Follower | Role::Prospective)
+                                    && lose & bit(env.dst) != 0)))
                 }
                 Msg::VoteResponse { epoch, .. }
                 | Msg::BeginQuorumEpoch { epoch }
@@ -1121,6 +1126,35 @@ impl Tx<'_> {
                 Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => true,
             }
         });
+    }
+
+    /// The servers that may still become leaderless in their current epoch while following (or
+    /// standing as prospective under) its leader: by a restart (Unattached, or Candidate if it voted
+    /// for itself) while crashes remain, or as an observer whose leader is gone (`FetchTimeout`),
+    /// which a voter becomes only by a VotersRecord without it — one in some log or message now
+    /// (a fetch or a truncation can make it latest), or one a remaining membership change appends.
+    fn may_lose_leader(&self) -> Mask {
+        let h = &self.s.history;
+        if h.crashes < self.cfg.max_crashes || h.changes < self.cfg.max_changes {
+            return Mask::MAX;
+        }
+        let mut outside = !self.cfg.bootstrap();
+        let mut note = |log: &Log| {
+            for e in log.as_slice() {
+                if let Kind::Voters(set) = e.kind {
+                    outside |= !set;
+                }
+            }
+        };
+        for s in &self.s.servers {
+            note(&s.log);
+        }
+        for env in &self.s.network {
+            if let Msg::FetchResponse(r) = &env.msg {
+                note(&r.records);
+            }
+        }
+        outside
     }
 
     /// Ghost bookkeeping after a step: committed prefix, reported committed voter sets, and the

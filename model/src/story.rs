@@ -2,7 +2,9 @@
 
 use crate::config::ModelConfig;
 use crate::spec::{committed_voters, latest_voters};
-use crate::types::{ids, Action, ChangeOp, Envelope, Kind, Log, Mask, Msg, Reply, State};
+use crate::types::{
+    ids, Action, ChangeOp, Envelope, ErrorCode, Kind, Log, Mask, Msg, Reply, State,
+};
 use std::fmt::Write;
 
 /// `{0,1,2}`.
@@ -59,7 +61,15 @@ fn envelope(e: &Envelope) -> String {
             error,
             leader,
         } => {
-            format!("VoteResponse(epoch {epoch}, granted {granted}, {error:?}, leader {leader:?})")
+            let error = match error {
+                ErrorCode::None => String::new(),
+                e => format!(", {}", error_name(*e)),
+            };
+            format!(
+                "VoteResponse(epoch {epoch}, {}{error}, leader {})",
+                if *granted { "granted" } else { "refused" },
+                leader.map_or("-".to_string(), |l| l.to_string())
+            )
         }
         Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch(epoch {epoch})"),
         Msg::EndQuorumEpoch { epoch } => format!("EndQuorumEpoch(epoch {epoch})"),
@@ -68,16 +78,31 @@ fn envelope(e: &Envelope) -> String {
             k.epoch, k.fetch_offset, k.last_fetched_epoch
         ),
         Msg::FetchResponse(r) => format!(
-            "FetchResponse({:?}, leader {:?}@{}, hw {}, diverging {:?}, records {})",
-            r.error,
-            r.leader_id,
+            "FetchResponse({}, leader {}@{}, hw {}, diverging {}, records {})",
+            error_name(r.error),
+            r.leader_id.map_or("-".to_string(), |l| l.to_string()),
             r.leader_epoch,
             r.high_watermark.map_or(-1, i64::from),
-            r.diverging,
+            r.diverging
+                .map_or("-".to_string(), |(e, o)| format!("epoch {e} end {o}")),
             log(&r.records)
         ),
     };
     format!("{} -> {}: {body}", e.src, e.dst)
+}
+
+/// Kafka's name of an error code.
+fn error_name(e: ErrorCode) -> &'static str {
+    match e {
+        ErrorCode::None => "NONE",
+        ErrorCode::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+        ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
+        ErrorCode::UnsupportedVersion => "UNSUPPORTED_VERSION",
+        ErrorCode::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+        ErrorCode::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
+        ErrorCode::DuplicateVoter => "DUPLICATE_VOTER",
+        ErrorCode::VoterNotFound => "VOTER_NOT_FOUND",
+    }
 }
 
 /// One action in words.

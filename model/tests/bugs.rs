@@ -81,6 +81,7 @@ fn without_the_bug_the_same_bounds_hold_for_the_same_depth() {
             timeout: None,
             stop_at_first_violation: true,
             progress: false,
+            max_states: None,
         };
         let r = check::run(KraftModel::new(cfg).unwrap(), opts);
         assert!(
@@ -118,4 +119,40 @@ fn no_check_quorum_leaves_a_cut_off_leader_in_place() {
         Some(check::Status::NoExample)
     );
     assert_eq!(example(None), Some(check::Status::ExampleFound));
+}
+
+#[test]
+fn harm_search_shows_what_a_user_would_see() {
+    // committed-from-latest: DescribeQuorum reports an uncommitted voter set as committed, and a
+    // later leader reports an older set: a committed voter set rolled back (model/README.md lists the
+    // other variants, found with `check --bug NAME --harm`).
+    let r = check::harm_search(
+        check::bug_bounds(Bug::CommittedFromLatest, FetchMode::Sync),
+        2_000_000,
+    )
+    .unwrap();
+    let c = r.counterexample.expect("harm found");
+    assert_eq!(c.property, "CommittedVoterSetDurable");
+    assert!(c.actions.len() <= 12, "{} steps", c.actions.len());
+    // Only the harm properties were checked.
+    assert_eq!(r.properties.len(), properties::HARM.len());
+    // Without the bug the same search is harmless and exhaustive.
+    let ok = check::harm_search(
+        model::ModelConfig {
+            bug: None,
+            ..check::bug_bounds(Bug::CommittedFromLatest, FetchMode::Sync)
+        },
+        200_000,
+    )
+    .unwrap();
+    assert!(ok.counterexample.is_none());
+}
+
+#[test]
+fn deep_preset_extends_the_default() {
+    let (d, p) = (model::ModelConfig::default(), check::deep_bounds());
+    assert!(p.max_epoch >= d.max_epoch && p.max_log >= d.max_log);
+    assert!(p.max_changes >= d.max_changes && p.max_crashes >= d.max_crashes);
+    assert!(p.max_in_flight >= d.max_in_flight && p.voters == d.voters && p.joiners >= d.joiners);
+    assert!(p != d && p.pre_vote && p.check_quorum);
 }

@@ -201,6 +201,7 @@ struct FileConfig {
     idle_timeout_ms: Option<u64>,
     frame_timeout_ms: Option<u64>,
     max_in_flight: Option<usize>,
+    max_connections: Option<usize>,
     seed: Option<u64>,
     /// Kafka's dotted TLS keys as TOML tables: `security.protocol = "SSL"`, `ssl.keystore.location = ...`,
     /// `controller.principal.template = ...`, `super.users = ...`.
@@ -313,6 +314,10 @@ impl NodeSettings {
                     .max_in_flight
                     .or(file.max_in_flight)
                     .unwrap_or(defaults.max_in_flight),
+                max_connections: args
+                    .max_connections
+                    .or(file.max_connections)
+                    .unwrap_or(defaults.max_connections),
             },
             seed: args.seed.or(file.seed).unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -327,9 +332,12 @@ impl NodeSettings {
         {
             return Err(usage("timeouts must be positive"));
         }
-        if settings.limits.max_frame_bytes < 64 || settings.limits.max_in_flight == 0 {
+        if settings.limits.max_frame_bytes < 64
+            || settings.limits.max_in_flight == 0
+            || settings.limits.max_connections == 0
+        {
             return Err(usage(
-                "max_frame_bytes must be at least 64 and max_in_flight at least 1",
+                "max_frame_bytes must be at least 64, max_in_flight and max_connections at least 1",
             ));
         }
         parse_host_port(&settings.listener)?;

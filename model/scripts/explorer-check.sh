@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Looks at the Explorer in a real browser: starts `model explore`, walks a first election through
+# the Explorer's JSON API (server 0 times out, then messages are delivered until it leads), loads
+# that path in headless Chromium (Debian's `chromium` package), checks that the rendered page shows
+# the states in story form (roles, `[LC@1 KV@1 V{0,1,2}@1]` logs, messages in flight) and the
+# sequence diagram, and writes a screenshot. Needs chromium, curl and python3; not run by CI.
+#
+#   model/scripts/explorer-check.sh [OUT_DIR]      (default target/explorer-check)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-target/explorer-check}
+port=${PORT:-3917}
+mkdir -p "$out"
+chrome=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$chrome" ]; then
+    echo "chromium not found (apt-get install chromium)" >&2
+    exit 2
+fi
+cargo build --release -q -p model
+target/release/model explore --port "$port" >"$out/explore.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+    curl -sf "http://127.0.0.1:$port/.status" >/dev/null && break
+    sleep 0.2
+done
+
+# Walk: election timeout of server 0, then deliveries, until server 0 is Leader.
+path=$(python3 - "$port" <<'PY'
+import json, sys, urllib.request
+port = sys.argv[1]
+def steps(path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/.states{path}") as r:
+        return json.load(r)
+path, nxt = "/0", None
+for _ in range(12):
+    nxt = steps(path)
+    # Deliver whatever is in flight first; with nothing in flight, time server 0 out.
+    pick = next((i for i, s in enumerate(nxt) if s["action"].startswith("deliver")), None)
+    if pick is None:
+        pick = next(i for i, s in enumerate(nxt) if s["action"] == "server 0: election timeout")
+    path += f"/{pick}"
+    if "0: Leader" in nxt[pick]["state"]:
+        break
+print(path)
+PY
+)
+url="http://127.0.0.1:$port/#/steps$path"
+echo "path: $url"
+flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=10000)
+"$chrome" "${flags[@]}" --dump-dom "$url" >"$out/explorer.html" 2>"$out/chromium.log"
+"$chrome" "${flags[@]}" --window-size=1400,2000 --screenshot="$out/explorer.png" "$url" \
+    >>"$out/chromium.log" 2>&1
+fail=0
+for want in "0: Leader(leader 0) epoch 1" "log [LC@1 KV@1 V{0,1,2}@1]" "latest {0,1,2}" "in flight:" \
+    "server 0: election timeout" "<svg"; do
+    if grep -qF "$want" "$out/explorer.html"; then
+        echo "ok: page shows '$want'"
+    else
+        echo "MISSING: '$want'"
+        fail=1
+    fi
+done
+for unwanted in "len: 0" "Data {" "bootstrap: 7"; do
+    if grep -qF "$unwanted" "$out/explorer.html"; then
+        echo "RAW STATE on the page: '$unwanted'"
+        fail=1
+    fi
+done
+echo "screenshot: $out/explorer.png"
+exit $fail
