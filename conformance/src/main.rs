@@ -28,6 +28,10 @@ struct Cli {
     /// (a) Graph replay at these named bounds (`first-election`, `membership`).
     #[arg(long, default_values_t = ["first-election".to_string(), "membership".to_string()])]
     graph: Vec<String>,
+    /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see
+    /// conformance/README.md for measured sizes).
+    #[arg(long)]
+    in_flight: Option<u8>,
     /// (a) Implementation states expanded per model state (distinct implementation fingerprints, 1–4).
     #[arg(long, default_value_t = 1)]
     variants: usize,
@@ -124,13 +128,16 @@ fn main() -> ExitCode {
     let mut covered = Vec::new();
     if wants(Source::Graph) {
         for name in &cli.graph {
-            let Some(cfg) = sources::graph_config(name) else {
+            let Some(mut cfg) = sources::graph_config(name) else {
                 problems.push(format!(
                     "unknown --graph bounds {name} (known: {})",
                     sources::GRAPH_BOUNDS.join(", ")
                 ));
                 continue;
             };
+            if let Some(k) = cli.in_flight {
+                cfg.max_in_flight = k;
+            }
             let mut opts = graph::GraphOptions::new(cfg);
             opts.threads = cli.threads.max(1);
             opts.variants = cli.variants;
@@ -163,7 +170,7 @@ fn main() -> ExitCode {
                     graph_encodings += g.encodings;
                     encodings_wire += g.wire_checked;
                     if g.complete && g.divergences.is_empty() {
-                        covered.push(name.clone());
+                        covered.push(sources::graph_label(name, &cfg));
                     }
                     graph_divergences.extend(g.divergences);
                 }
