@@ -287,6 +287,26 @@ pub fn decode_batches(bytes: Bytes) -> Result<Vec<Batch>, RecordsError> {
     }
 }
 
+/// Decodes every batch of `bytes` as `decode_batches` does, each with its own bytes (one Kafka record
+/// batch): a follower stores those unchanged.
+pub fn decode_batches_with_bytes(bytes: Bytes) -> Result<Vec<(Batch, Bytes)>, RecordsError> {
+    let scan = scan_batches(bytes.clone());
+    if let Some(error) = scan.error {
+        return Err(error);
+    }
+    let mut at = 0;
+    Ok(scan
+        .batches
+        .into_iter()
+        .zip(scan.lengths)
+        .map(|(batch, len)| {
+            let raw = bytes.slice(at..at + len);
+            at += len;
+            (batch, raw)
+        })
+        .collect())
+}
+
 /// Result of decoding as many whole, valid batches as possible from the front of a buffer.
 #[derive(Debug)]
 pub struct Scan {

@@ -28,9 +28,13 @@
 //!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
 //!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
-//! - The leader answers a Fetch at once with every record from the fetch offset to its end (no long poll,
-//!   no size limit), and learns a replica's progress only from fetch offsets; the follower's HW in a
-//!   Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//! - The leader answers a Fetch at once with every stored batch from the one holding the fetch offset to
+//!   its end (no long poll, no size limit), and learns a replica's progress only from fetch offsets; the
+//!   follower's HW in a Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//!   Batches are served byte for byte as the log stores them and a follower stores a replicated batch as
+//!   it arrived, as Kafka does (a Kafka leader's timestamps, keys and headers survive a `kraft` leader);
+//!   only a batch a follower receives cut (its log was truncated inside that batch, which Kafka's
+//!   batch-aligned truncation never does) is re-encoded by the core, with timestamp 0 and value only.
 //! - A replica learns a leader's endpoint from BeginQuorumEpoch `LeaderEndpoints` (on its own listener
 //!   name) and from Fetch `NodeEndpoints`, as Kafka does; Vote, BeginQuorumEpoch and EndQuorumEpoch
 //!   responses' NodeEndpoints are not read (nor sent).
