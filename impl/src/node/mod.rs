@@ -49,6 +49,11 @@
 //! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
 //!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
 //!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
+//! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
+//!   its control records only (no metadata records: a Kafka controller started on such a directory has no
+//!   bootstrap `metadata.version` from it), and `kraft node` needs a voter set in it, so a directory
+//!   Kafka formatted with `--no-initial-controllers` (KRaftVersion without Voters; Kafka then finds the
+//!   quorum through `controller.quorum.bootstrap.servers`) is refused: format it with `--initial-controllers`.
 //! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).

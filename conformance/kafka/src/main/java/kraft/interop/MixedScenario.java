@@ -14,7 +14,8 @@ import org.apache.kafka.common.record.internal.MutableRecordBatch;
 
 /**
  * (g) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
- * {@code kraft} node formatted with Kafka's initial controllers joins as an observer and fetches Kafka's log; Kafka's
+ * {@code kraft} node whose directory Kafka's {@code kafka-storage format --initial-controllers} formatted joins as an
+ * observer and fetches Kafka's log; Kafka's
  * {@code add-controller} makes it a voter; kill -9 of the Kafka leader: the {@code kraft} node is elected with
  * Kafka's votes (3 of 4 voters alive: every live voter took part) and replicates to the Kafka followers. Which
  * node wins is fixed by KIP-996's rules, not by luck: the Kafka controllers (3 s fetch, 6 s election timeout)
@@ -62,8 +63,9 @@ final class MixedScenario {
         kafka.startInitial(1, 2, 3);
         int[] first = awaitLeader(kafka, ours, -1, "the Kafka controllers elect a leader");
 
-        // 1. The kraft node joins as an observer and fetches Kafka's records.
-        ours.startJoiner(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms", "1000",
+        // 1. The kraft node, its directory formatted by Kafka's kafka-storage (Kafka's meta.properties and
+        //    bootstrap snapshot), joins as an observer and fetches Kafka's records.
+        ours.startJoinerFormattedByKafka(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms", "1000",
             "--fetch-timeout-ms", "5000");
         awaitCaughtUp(kafka.address(first[0]), OURS, "the kraft observer fetches Kafka's log to the leader's end offset");
 
