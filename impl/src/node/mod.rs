@@ -54,6 +54,8 @@
 //!   bootstrap `metadata.version` from it), and `kraft node` needs a voter set in it, so a directory
 //!   Kafka formatted with `--no-initial-controllers` (KRaftVersion without Voters; Kafka then finds the
 //!   quorum through `controller.quorum.bootstrap.servers`) is refused: format it with `--initial-controllers`.
+//! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
+//!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
 //! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
@@ -305,7 +307,10 @@ impl<L: RaftLog> Node<L> {
                 out.client_replies
                     .push((id, ClientResponse::DescribeQuorum(resp)));
             }
-            ClientRequest::AddRaftVoter(r) => self.on_add_voter(now, id, r, &mut out),
+            ClientRequest::AddRaftVoter {
+                request,
+                ack_when_committed,
+            } => self.on_add_voter(now, id, request, ack_when_committed, &mut out),
             ClientRequest::RemoveRaftVoter(r) => self.on_remove_voter(now, id, r, &mut out),
             ClientRequest::UpdateRaftVoter(r) => self.on_update_voter(now, id, r, &mut out),
             ClientRequest::DescribeCluster { version, request } => {

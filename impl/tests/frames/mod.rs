@@ -261,7 +261,9 @@ pub fn samples() -> Vec<Sample> {
                     .with_client_software_version(StrBytes::from_static_str("0.1.0"));
                 request(&mut out, "api_versions", 18, range(18), &req);
             }
-            ClientRequest::AddRaftVoter(req) => request(&mut out, "add", 80, range(80), req),
+            ClientRequest::AddRaftVoter { request: req, .. } => {
+                request(&mut out, "add", 80, range(80), req)
+            }
             ClientRequest::RemoveRaftVoter(req) => request(&mut out, "remove", 81, range(81), req),
             _ => {}
         }
