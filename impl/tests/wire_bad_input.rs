@@ -2,10 +2,9 @@
 //! never a hang, and never an allocation sized by what the input merely claims. A counting allocator
 //! checks the last point: no single allocation during a decode exceeds a small multiple of the input.
 
+mod largest_allocation;
 mod wire_support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 
 use bytes::BytesMut;
@@ -13,41 +12,9 @@ use kraft::wire::frame::{self, DEFAULT_MAX_FRAME_SIZE};
 use kraft::wire::{
     DescribeQuorumRequest, DescribeQuorumResponse, Reader, RequestHeader, ResponseHeader, WireError,
 };
+use largest_allocation::largest_allocation;
 use proptest::prelude::*;
 use wire_support::{arb_request, arb_response, conform};
-
-// ---------------------------------------------------------------------------------------------------------
-// Largest single allocation, per thread (tests run on several threads).
-
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Tracking = Tracking;
-
-/// Runs `f` and returns its result with the largest single allocation it made.
-fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    LARGEST.with(|m| m.set(0));
-    let out = f();
-    (out, LARGEST.with(|m| m.get()))
-}
 
 /// Decoded structs are at most ~100 bytes and each claims at least 3 input bytes, so honest decoding
 /// needs at most ~32 bytes of memory per input byte in one allocation; a count taken on trust would

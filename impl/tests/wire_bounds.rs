@@ -8,45 +8,17 @@
 //! sample frames as the fuzz seeds.
 
 mod frames;
+mod largest_allocation;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use bytes::Bytes;
 use kraft::server::codec::{self, CodecError};
 use kraft::wire::WireError;
+use largest_allocation::largest_allocation;
 use proptest::prelude::*;
 
 use frames::{Sample, Side};
-
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Tracking = Tracking;
-
-fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    LARGEST.with(|m| m.set(0));
-    let out = f();
-    (out, LARGEST.with(|m| m.get()))
-}
 
 /// kafka-protocol's structs are at most a few hundred bytes and each takes at least one input byte;
 /// a count taken on trust would need gigabytes.

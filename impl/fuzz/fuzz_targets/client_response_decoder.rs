@@ -6,21 +6,14 @@ use kafka_protocol::messages::MetadataResponse;
 use kafka_protocol::protocol::Decodable;
 use libfuzzer_sys::fuzz_target;
 
+mod keyed_input;
+
 const KEYS: [i16; 6] = [3, 18, 55, 80, 81, 82];
 
 fuzz_target!(|data: &[u8]| {
-    if data.len() < 4 {
+    let Some((key, version, payload)) = keyed_input::split(data, &KEYS) else {
         return;
-    }
-    // A served key as is (the seeds), anything else onto one of them.
-    let raw = i16::from_be_bytes([data[0], data[1]]);
-    let key = if KEYS.contains(&raw) {
-        raw
-    } else {
-        KEYS[usize::from(raw.unsigned_abs()) % KEYS.len()]
     };
-    let version = i16::from_be_bytes([data[2], data[3]]);
-    let payload = bytes::Bytes::copy_from_slice(&data[4..]);
     if let Ok((_, mut body)) = kraft::server::codec::response_body(payload, key, version) {
         if key == 3 {
             let _ = MetadataResponse::decode(&mut body, version);
