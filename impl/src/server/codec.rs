@@ -451,8 +451,11 @@ pub fn decode_client_response(
             })?)
         }
         Ok(ApiKey::AddRaftVoter) => ClientResponse::AddRaftVoter(
-            AddRaftVoterResponse::decode(&mut b, v)
-                .map_err(|e| malformed("AddRaftVoterResponse", e))?,
+            AddRaftVoterResponse::decode(
+                &mut b,
+                crate::wire::add_raft_voter::response_encoding_version(v),
+            )
+            .map_err(|e| malformed("AddRaftVoterResponse", e))?,
         ),
         Ok(ApiKey::RemoveRaftVoter) => ClientResponse::RemoveRaftVoter(
             RemoveRaftVoterResponse::decode(&mut b, v)
