@@ -9,6 +9,7 @@
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
+pub mod graph;
 pub mod harness;
 pub mod mapping;
 pub mod replay;
