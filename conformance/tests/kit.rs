@@ -104,7 +104,10 @@ fn garbage_from_the_node_is_a_typed_divergence() {
         &fake_node(Some(vec![0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff])),
         "follow",
     );
-    assert!(e.contains("undecodable") || e.contains("correlation"), "{e}");
+    assert!(
+        e.contains("undecodable") || e.contains("correlation"),
+        "{e}"
+    );
     // A size prefix far beyond the kit's frame bound.
     let e = run_against(&fake_node(Some(vec![0x7f, 0xff, 0xff, 0xff])), "follow");
     assert!(e.contains("connection to the node"), "{e}");
