@@ -2,6 +2,7 @@
 //! network of the messages the nodes sent, and the inputs each model action maps to (see `mapping`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kraft::log::MemoryLog;
@@ -20,10 +21,12 @@ use crate::mapping::{self, ChangeRequest};
 pub type NodeHook = std::sync::Arc<dyn Fn(&mut Node<MemoryLog>) + Send + Sync>;
 
 /// A message in flight with its model abstraction.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct InFlight {
     pub envelope: Envelope,
     pub msg: Message,
+    /// Digest of the message's bytes on the wire (part of the graph replay's implementation fingerprint).
+    pub digest: u64,
 }
 
 /// What an action did on the implementation side.
@@ -33,13 +36,16 @@ pub struct Applied {
     pub replies: Vec<Reply>,
 }
 
-/// The implementation cluster.
+/// The implementation cluster. Cloning is cheap: nodes and messages are shared (`Arc`) and a node is
+/// copied only when an input reaches it (`Arc::make_mut`), so the graph replay branches a cluster into
+/// every successor of a model state and pays only for the nodes each action touches.
+#[derive(Clone)]
 pub struct Cluster {
-    pub nodes: Vec<Node<MemoryLog>>,
+    pub nodes: Vec<Arc<Node<MemoryLog>>>,
     /// The last election state each node asked the shell to persist.
     persisted: Vec<ElectionState>,
     clocks: Vec<Millis>,
-    pub network: Vec<InFlight>,
+    pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
     next_client: u64,
     bootstrap: Mask,
@@ -71,7 +77,7 @@ impl Cluster {
         };
         for i in 0..servers {
             let node = c.build(i as Id, MemoryLog::new(), ElectionState::default())?;
-            c.nodes.push(node);
+            c.nodes.push(Arc::new(node));
         }
         Ok(c)
     }
@@ -111,7 +117,8 @@ impl Cluster {
             self.send(i, dst, msg)?;
         }
         for (client, resp) in out.client_replies {
-            let Some(&(server, op)) = self.clients.get(&client.0) else {
+            // A request gets one reply: forget the client (keeps clones small).
+            let Some((server, op)) = self.clients.remove(&client.0) else {
                 return Err(format!("node {i} replied to unknown client {}", client.0));
             };
             if server != i {
@@ -139,7 +146,7 @@ impl Cluster {
         let Some(dst) = dst else {
             return Err(format!("node {src} sent a message to an unknown node"));
         };
-        let msg = mapping::through_wire(&msg)?;
+        let (msg, digest) = mapping::through_wire_digest(&msg)?;
         let envelope = Envelope {
             src,
             dst,
@@ -148,7 +155,11 @@ impl Cluster {
         if self.network_kind.duplicating() && self.network.iter().any(|m| m.envelope == envelope) {
             return Ok(()); // a set, as in the model
         }
-        self.network.push(InFlight { envelope, msg });
+        self.network.push(Arc::new(InFlight {
+            envelope,
+            msg,
+            digest,
+        }));
         Ok(())
     }
 
@@ -159,11 +170,11 @@ impl Cluster {
         };
         let now = self.clocks[i as usize].max(deadline);
         self.clocks[i as usize] = now;
-        let out = self.nodes[i as usize].fire(now, timer);
+        let out = Arc::make_mut(&mut self.nodes[i as usize]).fire(now, timer);
         self.absorb(i, out, applied)
     }
 
-    fn take(&mut self, env: &Envelope) -> Result<InFlight, String> {
+    fn take(&mut self, env: &Envelope) -> Result<Arc<InFlight>, String> {
         let pos = self
             .network
             .iter()
@@ -176,10 +187,11 @@ impl Cluster {
         })
     }
 
-    fn deliver(&mut self, m: InFlight, applied: &mut Applied) -> Result<(), String> {
+    fn deliver(&mut self, m: Arc<InFlight>, applied: &mut Applied) -> Result<(), String> {
         let (src, dst) = (m.envelope.src, m.envelope.dst);
         let now = self.tick_clock(dst);
-        let out = self.nodes[dst as usize].handle(now, i32::from(src), m.msg);
+        let msg = Arc::try_unwrap(m).map_or_else(|m| m.msg.clone(), |m| m.msg);
+        let out = Arc::make_mut(&mut self.nodes[dst as usize]).handle(now, i32::from(src), msg);
         self.absorb(dst, out, applied)
     }
 
@@ -220,12 +232,12 @@ impl Cluster {
                 check(i)?;
                 let log = self.nodes[i as usize].log().clone();
                 let state = self.persisted[i as usize].clone();
-                self.nodes[i as usize] = self.build(i, log, state)?;
+                self.nodes[i as usize] = Arc::new(self.build(i, log, state)?);
             }
             Action::ClientAppend(i) => {
                 check(i)?;
                 let now = self.tick_clock(i);
-                let (_, out) = self.nodes[i as usize]
+                let (_, out) = Arc::make_mut(&mut self.nodes[i as usize])
                     .append(now, vec![Bytes::from_static(b"conformance")])
                     .map_err(|e| format!("client append at {i} refused: {e}"))?;
                 self.absorb(i, out, &mut applied)?;
@@ -245,7 +257,11 @@ impl Cluster {
                     ChangeRequest::Remove(r) => ClientRequest::RemoveRaftVoter(r),
                 };
                 let now = self.tick_clock(server);
-                let out = self.nodes[server as usize].handle_client(now, ClientId(client), req);
+                let out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(
+                    now,
+                    ClientId(client),
+                    req,
+                );
                 self.absorb(server, out, &mut applied)?;
             }
             Action::Fetch { replica, leader } => {
@@ -254,13 +270,14 @@ impl Cluster {
                 let before = self.network.len();
                 // The model names the fetch target (an observer's bootstrap choice): `fetch_from`.
                 let now = self.tick_clock(replica);
-                let out = self.nodes[replica as usize].fetch_from(now, i32::from(leader));
+                let out = Arc::make_mut(&mut self.nodes[replica as usize])
+                    .fetch_from(now, i32::from(leader));
                 self.absorb(replica, out, &mut applied)?;
-                let sent: Vec<InFlight> = self.network.drain(before..).collect();
-                let [req] = sent.as_slice() else {
+                let mut sent: Vec<Arc<InFlight>> = self.network.drain(before..).collect();
+                let n = sent.len();
+                let (1, Some(req)) = (n, sent.pop()) else {
                     return Err(format!(
-                        "the Fetch timer of {replica} sent {} messages, expected one FetchRequest",
-                        sent.len()
+                        "the Fetch timer of {replica} sent {n} messages, expected one FetchRequest"
                     ));
                 };
                 if !matches!(req.msg, Message::FetchRequest(_)) || req.envelope.dst != leader {
@@ -270,9 +287,9 @@ impl Cluster {
                     ));
                 }
                 match fetch {
-                    FetchMode::Async => self.network.push(req.clone()),
+                    FetchMode::Async => self.network.push(req),
                     FetchMode::Sync => {
-                        self.deliver(req.clone(), &mut applied)?;
+                        self.deliver(req, &mut applied)?;
                         let pos = self
                             .network
                             .iter()
@@ -303,6 +320,30 @@ impl Cluster {
             }
         }
         Ok(applied)
+    }
+
+    /// True if the in-flight envelopes are `model`'s (sorted; a multiset, or a set on a duplicating
+    /// network). No allocation: the networks hold a handful of messages.
+    pub fn network_is(&self, model: &[Envelope]) -> bool {
+        let count = |e: &Envelope| self.network.iter().filter(|m| m.envelope == *e).count();
+        if self.network_kind.duplicating() {
+            return self
+                .network
+                .iter()
+                .all(|m| model.binary_search(&m.envelope).is_ok())
+                && model.iter().all(|e| count(e) > 0);
+        }
+        self.network.len() == model.len()
+            && model.iter().enumerate().all(|(k, e)| {
+                // Count each distinct envelope once, at the start of its run.
+                k > 0 && model[k - 1] == *e
+                    || count(e) == model[k..].iter().take_while(|x| *x == e).count()
+            })
+    }
+
+    /// The durable election state node `i` last asked the shell to persist.
+    pub fn persisted(&self, i: Id) -> &ElectionState {
+        &self.persisted[i as usize]
     }
 
     /// The in-flight envelopes, sorted (a set on a duplicating network), as the model keeps them.

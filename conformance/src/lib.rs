@@ -10,6 +10,7 @@
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
+pub mod graph;
 pub mod harness;
 pub mod kit;
 pub mod mapping;

@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use conformance::replay::{self, Options, TraceSpec};
-use conformance::{report, sources, vectors, wire};
+use conformance::{graph, report, sources, vectors, wire};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Source {
+    Graph,
     Exhaustive,
     Random,
     Files,
@@ -24,8 +25,24 @@ enum Source {
     about = "Replay model traces against the kraft implementation"
 )]
 struct Cli {
-    /// (a) Depth of the exhaustive path enumeration (every path of at most this many actions).
-    #[arg(long, default_value_t = 2)]
+    /// (a) Graph replay at these named bounds (`first-election`, `membership`).
+    #[arg(long, default_values_t = ["first-election".to_string(), "membership".to_string()])]
+    graph: Vec<String>,
+    /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see
+    /// conformance/README.md for measured sizes).
+    #[arg(long)]
+    in_flight: Option<u8>,
+    /// (a) Implementation states expanded per model state (distinct implementation fingerprints, 1–4).
+    #[arg(long, default_value_t = 1)]
+    variants: usize,
+    /// (a) Stop each graph after expanding this many model states (measurement; not complete).
+    #[arg(long)]
+    max_states: Option<u64>,
+    /// Progress to stderr every this many seconds (0: none).
+    #[arg(long, default_value_t = 0)]
+    progress: u64,
+    /// (a') Every path of at most this many actions at the default model bounds (0: none).
+    #[arg(long, default_value_t = 0)]
     depth: usize,
     /// (b) Number of seeded random walks.
     #[arg(long, default_value_t = 600)]
@@ -76,6 +93,7 @@ fn main() -> ExitCode {
         .messages
         .clone()
         .unwrap_or_else(wire::default_messages_dir);
+    let mut encodings_wire = 0u64;
     let mut checker = match wire::WireChecker::load(&messages) {
         Ok(c) => c,
         Err(e) => {
@@ -109,7 +127,62 @@ fn main() -> ExitCode {
         Some(i) => v.drain(..).nth(i).into_iter().collect(),
         None => v,
     };
-    if wants(Source::Exhaustive) {
+    let (mut graph_transitions, mut graph_states, mut graph_encodings) = (0u64, 0u64, 0u64);
+    let mut graph_divergences = Vec::new();
+    let mut covered = Vec::new();
+    if wants(Source::Graph) {
+        for name in &cli.graph {
+            let Some(mut cfg) = sources::graph_config(name) else {
+                problems.push(format!(
+                    "unknown --graph bounds {name} (known: {})",
+                    sources::GRAPH_BOUNDS.join(", ")
+                ));
+                continue;
+            };
+            if let Some(k) = cli.in_flight {
+                cfg.max_in_flight = k;
+            }
+            let mut opts = graph::GraphOptions::new(cfg);
+            opts.threads = cli.threads.max(1);
+            opts.variants = cli.variants;
+            opts.max_divergences = cli.max_reports.max(1);
+            opts.max_states = cli.max_states;
+            opts.progress_secs = cli.progress;
+            match graph::run(&opts, &checker) {
+                Ok(g) => {
+                    println!(
+                        "(a) graph {name}: {} transitions of {} model states in {:.1} s ({:.0} transitions/s){}; \
+                         {} expanded (model state, implementation) pairs, {} model states reached with \
+                         more than one implementation fingerprint, {} with one left unexpanded; at {cfg}",
+                        g.transitions,
+                        g.states,
+                        g.seconds,
+                        g.per_second(),
+                        if g.complete {
+                            ""
+                        } else if g.truncated {
+                            " (stopped at --max-states: not the whole graph)"
+                        } else {
+                            " (stopped at the divergence limit)"
+                        },
+                        g.expanded,
+                        g.multi,
+                        g.capped,
+                    );
+                    graph_transitions += g.transitions;
+                    graph_states += g.states;
+                    graph_encodings += g.encodings;
+                    encodings_wire += g.wire_checked;
+                    if g.complete && g.divergences.is_empty() {
+                        covered.push(sources::graph_label(name, &cfg));
+                    }
+                    graph_divergences.extend(g.divergences);
+                }
+                Err(e) => problems.push(format!("graph {name}: {e}")),
+            }
+        }
+    }
+    if wants(Source::Exhaustive) && cli.depth > 0 {
         match sources::exhaustive(sources::exhaustive_config(), cli.depth) {
             Ok(v) => {
                 println!(
@@ -210,7 +283,8 @@ fn main() -> ExitCode {
             }
         }
     }
-    encodings += checker.checked;
+    encodings += checker.checked + encodings_wire;
+    divergences.extend(graph_divergences);
 
     for d in divergences.iter().take(cli.max_reports) {
         eprintln!("{}", report::render(d));
@@ -220,14 +294,24 @@ fn main() -> ExitCode {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{:.1} s, {:.0} steps/s; {} DescribeQuorum responses checked against the model ({} distinct encodings through every decoder)",
+        "{:.1} s; walks and files: {} steps ({:.0} steps/s over the whole run); {} DescribeQuorum responses \
+         checked against the model ({} distinct encodings through every decoder)",
         secs,
+        steps,
         steps as f64 / secs.max(1e-9),
-        outcome_content,
+        outcome_content + graph_encodings,
         encodings
     );
     let d = divergences.len();
-    println!("conformance: {count} traces, {steps} steps, {encodings} DescribeQuorum encodings checked, {d} divergences");
+    let bounds = if covered.is_empty() {
+        "no bounds".to_string()
+    } else {
+        covered.join(" + ")
+    };
+    println!(
+        "conformance: {graph_transitions} transitions of {graph_states} model states (100% of the graph at {bounds}), \
+         {count} walks, {encodings} DescribeQuorum encodings checked, {d} divergences"
+    );
     divergences.clear();
     if d > 0 || !problems.is_empty() {
         ExitCode::FAILURE

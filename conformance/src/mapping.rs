@@ -90,6 +90,13 @@ pub fn endpoint(i: Id) -> Endpoint {
     }
 }
 
+/// True if `e` is [`endpoint`]`(i)`, without building it (the graph replay checks every voter set).
+fn is_endpoint(e: &Endpoint, i: Id) -> bool {
+    static TABLE: std::sync::OnceLock<Vec<Endpoint>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..=Id::MAX).map(endpoint).collect());
+    *e == table[usize::from(i)]
+}
+
 /// The replica key of model server `i`.
 pub fn replica_key(i: Id) -> ReplicaKey {
     ReplicaKey::new(i32::from(i), directory_id(i))
@@ -207,7 +214,7 @@ pub fn mask_of(set: &VoterSet) -> Result<Mask, String> {
                 replica_key(i)
             ));
         }
-        if n.listeners != vec![endpoint(i)] {
+        if !matches!(n.listeners.as_slice(), [e] if is_endpoint(e, i)) {
             return Err(format!(
                 "voter {i} has listeners {:?}, expected {:?}",
                 n.listeners,
@@ -472,13 +479,22 @@ pub fn wire_version(msg: &Message) -> i16 {
 
 /// Encodes and decodes `msg` with kafka-protocol at [`wire_version`]: what a socket would carry.
 pub fn through_wire(msg: &Message) -> Result<Message, String> {
+    through_wire_digest(msg).map(|(m, _)| m)
+}
+
+/// [`through_wire`], and a digest of the bytes (the graph replay's fingerprint of a message).
+pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
     use bytes::BytesMut;
     use kafka_protocol::protocol::{Decodable, Encodable};
-    fn rt<T: Encodable + Decodable>(m: &T, v: i16, name: &str) -> Result<T, String> {
-        let mut buf = BytesMut::new();
-        m.encode(&mut buf, v)
-            .map_err(|e| format!("{name} v{v} does not encode: {e}"))?;
-        let mut bytes = buf.freeze();
+    use std::hash::{Hash, Hasher};
+    let mut digest = crate::graph::hasher();
+    let mut rt = |m: &dyn Fn(&mut BytesMut) -> Result<(), String>| -> Result<bytes::Bytes, String> {
+        let mut buf = BytesMut::with_capacity(256);
+        m(&mut buf)?;
+        buf.hash(&mut digest);
+        Ok(buf.freeze())
+    };
+    fn back<T: Decodable>(mut bytes: bytes::Bytes, v: i16, name: &str) -> Result<T, String> {
         let back =
             T::decode(&mut bytes, v).map_err(|e| format!("{name} v{v} does not decode: {e}"))?;
         if !bytes.is_empty() {
@@ -489,25 +505,29 @@ pub fn through_wire(msg: &Message) -> Result<Message, String> {
         }
         Ok(back)
     }
+    fn enc<T: Encodable>(m: &T, v: i16, name: &str, buf: &mut BytesMut) -> Result<(), String> {
+        m.encode(buf, v)
+            .map_err(|e| format!("{name} v{v} does not encode: {e}"))
+    }
     let v = wire_version(msg);
-    Ok(match msg {
-        Message::VoteRequest(m) => Message::VoteRequest(rt(m, v, "VoteRequest")?),
-        Message::VoteResponse(m) => Message::VoteResponse(rt(m, v, "VoteResponse")?),
-        Message::BeginQuorumEpochRequest(m) => {
-            Message::BeginQuorumEpochRequest(rt(m, v, "BeginQuorumEpochRequest")?)
-        }
-        Message::BeginQuorumEpochResponse(m) => {
-            Message::BeginQuorumEpochResponse(rt(m, v, "BeginQuorumEpochResponse")?)
-        }
-        Message::EndQuorumEpochRequest(m) => {
-            Message::EndQuorumEpochRequest(rt(m, v, "EndQuorumEpochRequest")?)
-        }
-        Message::EndQuorumEpochResponse(m) => {
-            Message::EndQuorumEpochResponse(rt(m, v, "EndQuorumEpochResponse")?)
-        }
-        Message::FetchRequest(m) => Message::FetchRequest(rt(m, v, "FetchRequest")?),
-        Message::FetchResponse(m) => Message::FetchResponse(rt(m, v, "FetchResponse")?),
-    })
+    macro_rules! rt {
+        ($variant:ident, $m:expr) => {{
+            let name = stringify!($variant);
+            let bytes = rt(&|b: &mut BytesMut| enc($m, v, name, b))?;
+            Message::$variant(back(bytes, v, name)?)
+        }};
+    }
+    let out = match msg {
+        Message::VoteRequest(m) => rt!(VoteRequest, m),
+        Message::VoteResponse(m) => rt!(VoteResponse, m),
+        Message::BeginQuorumEpochRequest(m) => rt!(BeginQuorumEpochRequest, m),
+        Message::BeginQuorumEpochResponse(m) => rt!(BeginQuorumEpochResponse, m),
+        Message::EndQuorumEpochRequest(m) => rt!(EndQuorumEpochRequest, m),
+        Message::EndQuorumEpochResponse(m) => rt!(EndQuorumEpochResponse, m),
+        Message::FetchRequest(m) => rt!(FetchRequest, m),
+        Message::FetchResponse(m) => rt!(FetchResponse, m),
+    };
+    Ok((out, digest.finish()))
 }
 
 /// True for messages the model leaves out (see the module doc).

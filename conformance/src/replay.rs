@@ -115,6 +115,23 @@ pub fn replay(
     wire: &mut WireChecker,
     opts: &Options,
 ) -> Result<Counts, Box<Divergence>> {
+    replay_full(spec, wire, opts).map(|(c, _)| c)
+}
+
+/// Replays one trace and returns the implementation cluster at its end (the graph replay starts there).
+pub fn replay_to_end(
+    spec: &TraceSpec,
+    wire: &mut WireChecker,
+    opts: &Options,
+) -> Result<Cluster, Box<Divergence>> {
+    replay_full(spec, wire, opts).map(|(_, c)| c)
+}
+
+fn replay_full(
+    spec: &TraceSpec,
+    wire: &mut WireChecker,
+    opts: &Options,
+) -> Result<(Counts, Cluster), Box<Divergence>> {
     let cfg = spec.config;
     let fail = |step: usize, action: Option<Action>, kind: DivergenceKind| {
         Box::new(Divergence {
@@ -247,7 +264,7 @@ pub fn replay(
         }
         state = step.state;
     }
-    Ok(r.counts)
+    Ok((r.counts, r.cluster))
 }
 
 impl Replay<'_> {
@@ -280,92 +297,143 @@ impl Replay<'_> {
         impl_replies: &[Reply],
     ) -> Result<(), Box<Divergence>> {
         self.counts.steps += u64::from(action.is_some());
-        let cfg = &model.cfg;
-        let n = state.servers.len();
+        let mut after = After {
+            cluster: &mut self.cluster,
+            state,
+            model_replies,
+            impl_replies,
+        };
+        let r = compare(
+            model,
+            &mut after,
+            None,
+            self.wire,
+            &mut self.counts,
+            &mut |_, _| {},
+        );
+        r.map_err(|kind| self.divergence(step, action, kind, Some(state)))
+    }
+}
+
+/// The two sides after a step.
+pub struct After<'a> {
+    pub cluster: &'a mut Cluster,
+    pub state: &'a State,
+    pub model_replies: &'a [Reply],
+    pub impl_replies: &'a [Reply],
+}
+
+/// Everything compared after a step: every server's abstract state, the operator replies, the messages
+/// in flight, and DescribeQuorum at every version on the wire and against the model.
+///
+/// `parent` is the pair before the step, already compared: a server whose model state is unchanged and
+/// whose implementation node was not touched (the same shared node, see `Cluster`) is not compared
+/// again, since neither side can differ from what was compared there (a node's clock moves only with
+/// its own inputs). `seen` gets the view of every node that was compared.
+pub fn compare(
+    model: &KraftModel,
+    after: &mut After,
+    parent: Option<(&Cluster, &State)>,
+    wire: &mut WireChecker,
+    counts: &mut Counts,
+    seen: &mut dyn FnMut(Id, &kraft::node::NodeView),
+) -> Result<(), DivergenceKind> {
+    let cfg = &model.cfg;
+    let state = after.state;
+    let cluster = &mut *after.cluster;
+    let n = state.servers.len();
+    let mut changed = [true; model::types::MAX_SERVERS];
+    if let Some((pc, ps)) = parent {
         for (id, s) in state.servers.iter().enumerate() {
-            let id = id as Id;
-            let want = mapping::abstract_model(
-                id,
-                s,
-                cfg.bootstrap(),
-                spec::reported_committed_voters(cfg, s),
-                n,
-            );
-            let node = &self.cluster.nodes[id as usize];
-            let got = mapping::abstract_view(
-                id,
-                &node.view(),
-                node.leader_state().map(|l| l.epoch_start_offset),
-                n,
-            );
-            if got.as_ref() != Ok(&want) {
-                let kind = DivergenceKind::State {
-                    server: id,
-                    model: Box::new(want),
-                    implementation: got.map(Box::new),
-                };
-                return Err(self.divergence(step, action, kind, Some(state)));
-            }
+            changed[id] = !std::sync::Arc::ptr_eq(&pc.nodes[id], &cluster.nodes[id])
+                || ps.servers.get(id) != Some(s);
         }
-        // Replies after the states, so a fault that shows in both is named by the state field.
-        let mut m = model_replies.to_vec();
-        let mut i = impl_replies.to_vec();
+    }
+    for (id, s) in state.servers.iter().enumerate() {
+        if !changed[id] {
+            continue;
+        }
+        let id = id as Id;
+        let want = mapping::abstract_model(
+            id,
+            s,
+            cfg.bootstrap(),
+            spec::reported_committed_voters(cfg, s),
+            n,
+        );
+        let node = &cluster.nodes[id as usize];
+        let view = node.view();
+        seen(id, &view);
+        let got = mapping::abstract_view(
+            id,
+            &view,
+            node.leader_state().map(|l| l.epoch_start_offset),
+            n,
+        );
+        if got.as_ref() != Ok(&want) {
+            return Err(DivergenceKind::State {
+                server: id,
+                model: Box::new(want),
+                implementation: got.map(Box::new),
+            });
+        }
+    }
+    // Replies after the states, so a fault that shows in both is named by the state field.
+    if !after.model_replies.is_empty() || !after.impl_replies.is_empty() {
+        let mut m = after.model_replies.to_vec();
+        let mut i = after.impl_replies.to_vec();
         m.sort_by_key(|r| (r.server, r.op, r.error));
         i.sort_by_key(|r| (r.server, r.op, r.error));
         if m != i {
-            return Err(self.divergence(
-                step,
-                action,
-                DivergenceKind::Replies {
-                    model: m,
-                    implementation: i,
-                },
-                Some(state),
-            ));
+            return Err(DivergenceKind::Replies {
+                model: m,
+                implementation: i,
+            });
         }
-        let net = self.cluster.envelopes();
-        if net != state.network {
-            let kind = DivergenceKind::Network {
-                model: state.network.clone(),
-                implementation: net,
-            };
-            return Err(self.divergence(step, action, kind, Some(state)));
+    }
+    if !cluster.network_is(&state.network) {
+        return Err(DivergenceKind::Network {
+            model: state.network.clone(),
+            implementation: cluster.envelopes(),
+        });
+    }
+    for id in 0..n as Id {
+        if !changed[id as usize] {
+            continue;
         }
-        for id in 0..n as Id {
-            for version in dq::MIN_VERSION..=dq::MAX_VERSION {
-                if let Err(reason) = self.check_describe(model, state, id, version) {
-                    let kind = DivergenceKind::DescribeQuorum {
-                        server: id,
-                        version,
-                        reason,
-                    };
-                    return Err(self.divergence(step, action, kind, Some(state)));
-                }
+        for version in dq::MIN_VERSION..=dq::MAX_VERSION {
+            if let Err(reason) = check_describe(model, cluster, state, id, version, wire) {
+                return Err(DivergenceKind::DescribeQuorum {
+                    server: id,
+                    version,
+                    reason,
+                });
             }
+            counts.encodings += 1;
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// DescribeQuorum of node `id` at `version`: the wire checks, then the content against the model.
-    fn check_describe(
-        &mut self,
-        model: &KraftModel,
-        state: &State,
-        id: Id,
-        version: i16,
-    ) -> Result<(), String> {
-        let now = self.cluster.now(id);
-        let resp =
-            self.cluster.nodes[id as usize].describe_quorum(now, version, &describe_request());
-        self.counts.encodings += 1;
-        let value = self
-            .wire
-            .check_cached(&resp, version)
-            .map_err(|e| e.to_string())?;
-        let s = &state.servers[id as usize];
-        let view = spec::describe_quorum(&model.cfg, id, s);
-        check_content(&value, view.as_ref(), version)
-    }
+/// DescribeQuorum of node `id` at `version`: the wire checks, then the content against the model.
+fn check_describe(
+    model: &KraftModel,
+    cluster: &mut Cluster,
+    state: &State,
+    id: Id,
+    version: i16,
+    wire: &mut WireChecker,
+) -> Result<(), String> {
+    let now = cluster.now(id);
+    // `describe_quorum` may expire observers (never, at the mapping's expiry): a node that is shared
+    // with the parent cluster is copied first.
+    let node = std::sync::Arc::make_mut(&mut cluster.nodes[id as usize]);
+    let resp = node.describe_quorum(now, version, &describe_request());
+    let s = &state.servers[id as usize];
+    let view = spec::describe_quorum(&model.cfg, id, s);
+    wire.check_with(&resp, version, &view, |value| {
+        check_content(value, view.as_ref(), version)
+    })
 }
 
 fn int(v: &StructValue, field: &str) -> Result<i64, String> {

@@ -16,6 +16,49 @@ pub fn exhaustive_config() -> ModelConfig {
     trace::trace_config(ModelConfig::default())
 }
 
+/// The graph replay's bounds by name: the model's first-election bounds (`check::first_election_bounds`:
+/// a fresh cluster) at 3 messages in flight instead of the model check's 4, and a membership bound
+/// (elected start, a joiner, one change, 2 messages in flight, refusals as steps). Both keep stale
+/// messages (`gc` off: the implementation does not drop them), check-quorum on, and the
+/// implementation's election (`IMPL_PRE_VOTE`, pre-vote since issue #13). With pre-vote, 4 in flight
+/// makes the first-election graph too large for the CI budget (conformance/README.md has the sizes);
+/// `--in-flight` replays larger graphs.
+pub fn graph_config(name: &str) -> Option<ModelConfig> {
+    let cfg = match name {
+        "first-election" => ModelConfig {
+            gc: false,
+            refusal_steps: false,
+            pre_vote: model::config::IMPL_PRE_VOTE,
+            max_in_flight: 3,
+            ..check::first_election_bounds()
+        },
+        "membership" => ModelConfig {
+            voters: 3,
+            joiners: 1,
+            max_epoch: 2,
+            max_log: 5,
+            max_data: 0,
+            max_changes: 1,
+            max_crashes: 0,
+            max_in_flight: 2,
+            ..trace::trace_config(ModelConfig::default())
+        },
+        _ => return None,
+    };
+    Some(cfg)
+}
+
+/// The bounds of a named graph in a few words, for the summary line.
+pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
+    format!(
+        "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={} pre_vote={}]",
+        cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
+    )
+}
+
+/// Names accepted by [`graph_config`].
+pub const GRAPH_BOUNDS: [&str; 2] = ["first-election", "membership"];
+
 /// (a) Every maximal path of at most `depth` actions after the initial state.
 pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {
     let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;

@@ -348,6 +348,8 @@ pub struct WireChecker {
     /// Encodings seen again (byte-identical to one already checked at the same version).
     pub reused: u64,
     cache: std::collections::HashMap<(i16, Bytes), StructValue>,
+    /// Digests of (version, bytes, content key) that passed [`WireChecker::check_with`].
+    passed: std::collections::HashSet<u64>,
 }
 
 /// Bound of the cache of checked encodings (it is cleared when full).
@@ -373,7 +375,50 @@ impl WireChecker {
             checked: 0,
             reused: 0,
             cache: Default::default(),
+            passed: Default::default(),
         }
+    }
+
+    /// [`WireChecker::check_cached`], then `content` on the decoded value. A (version, bytes, `key`)
+    /// that passed before passes again without decoding: `content` must be a function of the value and
+    /// `key` alone. Remembered by a 64-bit digest, as the model checker remembers states.
+    pub fn check_with<K: std::hash::Hash>(
+        &mut self,
+        r: &dq::DescribeQuorumResponse,
+        version: i16,
+        key: &K,
+        content: impl FnOnce(&StructValue) -> Result<(), String>,
+    ) -> Result<(), String> {
+        use std::hash::{Hash, Hasher};
+        let bytes = r.to_bytes(version).map_err(|e| {
+            WireFailure::Encode {
+                version,
+                reason: e.to_string(),
+            }
+            .to_string()
+        })?;
+        let mut h = crate::graph::hasher();
+        (version, &bytes[..], key).hash(&mut h);
+        let digest = h.finish();
+        if self.passed.contains(&digest) {
+            self.reused += 1;
+            return Ok(());
+        }
+        if let Some(v) = self.cache.get(&(version, bytes.clone())) {
+            content(v)?;
+        } else {
+            let v = self.check(r, version).map_err(|e| e.to_string())?;
+            content(&v)?;
+            if self.cache.len() >= CACHE_LIMIT {
+                self.cache.clear();
+            }
+            self.cache.insert((version, bytes), v);
+        }
+        if self.passed.len() >= 8 * CACHE_LIMIT {
+            self.passed.clear();
+        }
+        self.passed.insert(digest);
+        Ok(())
     }
 
     /// [`WireChecker::check`], skipping the decoders for bytes already checked at this version (the

@@ -1,6 +1,7 @@
 //! Replica keys, voter nodes and voter sets (KIP-853), with Kafka's add/remove/update rules.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -108,9 +109,37 @@ pub enum VoterSetError {
 }
 
 /// A non-empty set of voters with unique ids, ordered by id.
+///
+/// Immutable (every change returns a new set), so the map is shared: cloning a set, a voter-set
+/// history or a whole node copies a pointer, not the endpoints' strings (the conformance graph replay
+/// clones nodes on every transition).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(from = "VoterMap", into = "VoterMap")]
 pub struct VoterSet {
+    voters: Arc<BTreeMap<i32, VoterNode>>,
+}
+
+/// The serialized form of a [`VoterSet`] (the same as before the map was shared).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "VoterSet")]
+struct VoterMap {
     voters: BTreeMap<i32, VoterNode>,
+}
+
+impl From<VoterMap> for VoterSet {
+    fn from(m: VoterMap) -> VoterSet {
+        VoterSet {
+            voters: Arc::new(m.voters),
+        }
+    }
+}
+
+impl From<VoterSet> for VoterMap {
+    fn from(s: VoterSet) -> VoterMap {
+        VoterMap {
+            voters: Arc::unwrap_or_clone(s.voters),
+        }
+    }
 }
 
 impl VoterSet {
@@ -126,7 +155,9 @@ impl VoterSet {
         if voters.is_empty() {
             return Err(VoterSetError::Empty);
         }
-        Ok(VoterSet { voters })
+        Ok(VoterSet {
+            voters: Arc::new(voters),
+        })
     }
 
     /// Kafka's `addVoter`: refused if the id is already present (whatever its directory id).
@@ -134,9 +165,11 @@ impl VoterSet {
         if self.voters.contains_key(&node.key.id) {
             return Err(VoterSetError::AlreadyVoter(node.key.id));
         }
-        let mut voters = self.voters.clone();
+        let mut voters = BTreeMap::clone(&self.voters);
         voters.insert(node.key.id, node);
-        Ok(VoterSet { voters })
+        Ok(VoterSet {
+            voters: Arc::new(voters),
+        })
     }
 
     /// Kafka's `removeVoter`: the stored key must equal `key` exactly, and the set must keep one voter.
@@ -148,9 +181,11 @@ impl VoterSet {
         if self.voters.len() == 1 {
             return Err(VoterSetError::LastVoter(*key));
         }
-        let mut voters = self.voters.clone();
+        let mut voters = BTreeMap::clone(&self.voters);
         voters.remove(&key.id);
-        Ok(VoterSet { voters })
+        Ok(VoterSet {
+            voters: Arc::new(voters),
+        })
     }
 
     /// Kafka's `updateVoter`: replaces the whole node (key included) if the stored key loosely matches.
@@ -158,9 +193,11 @@ impl VoterSet {
         if !self.is_voter(&node.key) {
             return Err(VoterSetError::NotVoter(node.key));
         }
-        let mut voters = self.voters.clone();
+        let mut voters = BTreeMap::clone(&self.voters);
         voters.insert(node.key.id, node);
-        Ok(VoterSet { voters })
+        Ok(VoterSet {
+            voters: Arc::new(voters),
+        })
     }
 
     /// Kafka's `voterNodeNeedsUpdate`: the id is a voter, loosely matches, and the node differs.

@@ -124,7 +124,9 @@ enum RoleState {
     Resigned,
 }
 
-/// A KRaft replica: the deterministic quorum state machine over a [`RaftLog`].
+/// A KRaft replica: the deterministic quorum state machine over a [`RaftLog`]. `Clone` (for a cloneable
+/// log) lets conformance branch one cluster into every successor of a model state.
+#[derive(Clone)]
 pub struct Node<L: RaftLog> {
     config: NodeConfig,
     local: ReplicaKey,
