@@ -1,0 +1,158 @@
+//! Message delivery and the garbage collection of messages their receiver is certain to ignore.
+
+use super::Tx;
+use crate::types::{bit, Envelope, ErrorCode, Id, Kind, Log, Mask, Msg, Role, Server};
+
+impl Tx<'_> {
+    pub(super) fn deliver(&mut self, env: Envelope) {
+        let Envelope { src, dst, msg } = env;
+        if dst as usize >= self.s.servers.len() {
+            return;
+        }
+        match msg {
+            Msg::VoteRequest {
+                epoch,
+                last_epoch,
+                last_offset,
+            } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
+            Msg::PreVoteRequest {
+                epoch,
+                last_epoch,
+                last_offset,
+            } => self.on_pre_vote_request(dst, src, epoch, last_epoch, last_offset),
+            Msg::VoteResponse {
+                epoch,
+                granted,
+                error,
+                leader,
+            } => {
+                // Kafka's maybeHandleCommonResponse: a newer epoch, or the leader of the current epoch
+                // while none is known, is followed; only then is the vote itself counted.
+                let s = &self.s.servers[dst as usize];
+                let leader = leader.filter(|&l| l != dst);
+                if epoch > s.epoch {
+                    match leader {
+                        Some(l) => self.become_follower(dst, l, epoch),
+                        None => self.become_unattached(dst, epoch),
+                    }
+                } else if epoch == s.epoch && error == ErrorCode::None {
+                    match leader {
+                        Some(l) if Self::leaderless(s) => self.become_follower(dst, l, epoch),
+                        Some(_) if s.role != Role::Prospective => {}
+                        _ if s.role == Role::Candidate && granted => {
+                            self.server(dst).votes |= bit(src);
+                            self.maybe_become_leader(dst);
+                        }
+                        // Kafka's response has no pre-vote flag: a prospective counts any grant of
+                        // its epoch.
+                        _ if s.role == Role::Prospective && granted => {
+                            self.server(dst).pre_votes |= bit(src);
+                            self.maybe_become_candidate(dst);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
+                // Kafka's maybeTransition: a leader id for a newer epoch, or for the current epoch
+                // while no leader is known, makes the receiver its follower.
+                let s = &self.s.servers[dst as usize];
+                if epoch > s.epoch || (epoch == s.epoch && Self::leaderless(s)) {
+                    self.become_follower(dst, src, epoch);
+                }
+            }
+            Msg::FetchRequest(key) => {
+                let resp = self.handle_fetch(dst, src, key);
+                self.send(dst, src, Msg::FetchResponse(resp));
+            }
+            Msg::FetchResponse(r) => {
+                let s = self.server(dst);
+                if s.fetching == Some(r.request) {
+                    s.fetching = None;
+                    self.on_fetch_response(dst, src, r);
+                }
+            }
+        }
+    }
+
+    /// Drops messages their receiver is certain to ignore: responses and leader announcements of an
+    /// older epoch; those of the receiver's epoch that it can no longer use (a vote grant at a leader
+    /// or resigned leader of that epoch, a refusal naming the leader or a BeginQuorumEpoch /
+    /// EndQuorumEpoch at a receiver that knows the epoch's leader and cannot lose it); fetch responses
+    /// that match no outstanding request. Each stays ignorable: receivers' epochs and fetch keys only
+    /// move forward, a Leader or Resigned leader of an epoch is never Candidate, Prospective or
+    /// leaderless in it again, and `may_lose_leader` only shrinks once changes and crashes are spent
+    /// (no new VotersRecord can appear).
+    pub(super) fn collect_garbage(&mut self) {
+        let lose = self.may_lose_leader();
+        let servers = &self.s.servers;
+        // True if `d` (server `i`) knows no leader of its epoch now, or may lose it later in the epoch
+        // (`may_lose_leader`); a Leader or Resigned leader never again lacks one in its epoch.
+        let learns_leader = |d: &Server, i: Id| {
+            Self::leaderless(d)
+                || (matches!(d.role, Role::Follower | Role::Prospective) && lose & bit(i) != 0)
+        };
+        self.s.network.retain(|env| {
+            let d = &servers[env.dst as usize];
+            match env.msg {
+                // A refusal only matters if it carries a newer epoch, or names the leader of the
+                // receiver's epoch (someone other than the receiver) while the receiver knows none —
+                // now, or later in the same epoch (see `learns_leader`).
+                Msg::VoteResponse {
+                    epoch,
+                    granted: false,
+                    leader,
+                    ..
+                } => {
+                    epoch > d.epoch
+                        || (epoch == d.epoch
+                            && leader.is_some_and(|l| l != env.dst)
+                            && learns_leader(d, env.dst))
+                }
+                // A grant of the receiver's epoch counts only at a Candidate or a Prospective of that
+                // epoch (a Follower may still become one by timing out); a Leader or Resigned leader
+                // of the epoch never again is either in it.
+                Msg::VoteResponse { epoch, .. } => {
+                    epoch > d.epoch
+                        || (epoch == d.epoch && !matches!(d.role, Role::Leader | Role::Resigned))
+                }
+                // A leader announcement of the receiver's epoch only matters while the receiver knows
+                // no leader of it, now or later in the epoch (Kafka's `maybeTransition`).
+                Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
+                    epoch > d.epoch || (epoch == d.epoch && learns_leader(d, env.dst))
+                }
+                Msg::FetchResponse(r) => d.fetching == Some(r.request),
+                Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => true,
+            }
+        });
+    }
+
+    /// The servers that may still become leaderless in their current epoch while following (or
+    /// standing as prospective under) its leader: by a restart (Unattached, or Candidate if it voted
+    /// for itself) while crashes remain, or as an observer whose leader is gone (`FetchTimeout`),
+    /// which a voter becomes only by a VotersRecord without it — one in some log or message now
+    /// (a fetch or a truncation can make it latest), or one a remaining membership change appends.
+    pub(super) fn may_lose_leader(&self) -> Mask {
+        let h = &self.s.history;
+        if h.crashes < self.cfg.max_crashes || h.changes < self.cfg.max_changes {
+            return Mask::MAX;
+        }
+        let mut outside = !self.cfg.bootstrap();
+        let mut note = |log: &Log| {
+            for e in log.as_slice() {
+                if let Kind::Voters(set) = e.kind {
+                    outside |= !set;
+                }
+            }
+        };
+        for s in &self.s.servers {
+            note(&s.log);
+        }
+        for env in &self.s.network {
+            if let Msg::FetchResponse(r) = &env.msg {
+                note(&r.records);
+            }
+        }
+        outside
+    }
+}

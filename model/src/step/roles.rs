@@ -1,0 +1,316 @@
+//! Role transitions (Unattached, Follower, Prospective, Candidate, Leader, Resigned), restart,
+//! and the vote and pre-vote handling that drives them.
+
+use super::Tx;
+use crate::config::Bug;
+use crate::spec::{is_majority, latest_voters, latest_voters_offset, log_up_to_date};
+use crate::types::{bit, event, ids, ErrorCode, Id, Kind, Msg, Reply, Role, Server, MAX_SERVERS};
+
+impl Tx<'_> {
+    /// Leaving the leader role answers the pending change with NOT_LEADER_OR_FOLLOWER.
+    pub(super) fn leave_leadership(&mut self, i: Id) {
+        let s = self.server(i);
+        if let Some(p) = s.pending.take() {
+            self.replies.push(Reply {
+                server: i,
+                op: p.op,
+                error: ErrorCode::NotLeaderOrFollower,
+            });
+        }
+    }
+
+    /// Clears the volatile per-role fields (each role sets what it needs afterwards).
+    pub(super) fn reset_volatile(s: &mut Server) {
+        s.leader = None;
+        s.votes = 0;
+        s.epoch_start = 0;
+        s.end = [None; MAX_SERVERS];
+        s.caught_up = 0;
+        s.pending = None;
+        s.fetching = None;
+        s.fetched = false;
+        s.pre_votes = 0;
+    }
+
+    /// Enter `epoch` (≥ current): a new epoch forgets the vote. Leader and Resigned hold no HW after
+    /// the transition (Kafka: the HW carries over only between Unattached, Follower and Candidate).
+    pub(super) fn enter(&mut self, i: Id, epoch: u8, role: Role) {
+        let was = self.server(i).role;
+        if was == Role::Leader {
+            self.leave_leadership(i);
+        }
+        let s = self.server(i);
+        if epoch > s.epoch {
+            s.epoch = epoch;
+            s.voted_for = None;
+        }
+        if matches!(was, Role::Resigned) {
+            s.hw = None;
+        }
+        Self::reset_volatile(s);
+        s.role = role;
+    }
+
+    pub(super) fn become_unattached(&mut self, i: Id, epoch: u8) {
+        self.enter(i, epoch, Role::Unattached);
+    }
+
+    pub(super) fn become_follower(&mut self, i: Id, leader: Id, epoch: u8) {
+        self.enter(i, epoch, Role::Follower);
+        self.server(i).leader = Some(leader);
+    }
+
+    /// A timed-out voter stands: with pre-vote it first becomes Prospective, else Candidate.
+    pub(super) fn stand(&mut self, i: Id) {
+        if self.cfg.pre_vote {
+            self.become_prospective(i);
+        } else {
+            self.become_candidate(i);
+        }
+    }
+
+    /// KIP-996: Prospective in the same epoch, keeping its vote, known leader and HW; pre-votes asked
+    /// from the other voters of its latest set at the current epoch (the `prevote-bumps-epoch` bug
+    /// moves to the next epoch first).
+    pub(super) fn become_prospective(&mut self, i: Id) {
+        let s = self.server(i);
+        let (leader, voted_for) = (s.leader, s.voted_for);
+        let mut epoch = s.epoch;
+        if self.cfg.has(Bug::PrevoteBumpsEpoch) {
+            epoch += 1;
+        }
+        self.enter(i, epoch, Role::Prospective);
+        let bumped = self.cfg.has(Bug::PrevoteBumpsEpoch);
+        let s = self.server(i);
+        if !bumped {
+            s.leader = leader;
+            s.voted_for = voted_for;
+        }
+        s.pre_votes = bit(i);
+        self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::PreVoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        });
+        self.maybe_become_candidate(i);
+    }
+
+    /// A prospective with a pre-vote majority of its latest set becomes Candidate.
+    pub(super) fn maybe_become_candidate(&mut self, i: Id) {
+        let bootstrap = self.cfg.bootstrap();
+        let s = self.server(i);
+        if s.role == Role::Prospective && is_majority(s.pre_votes, latest_voters(bootstrap, &s.log))
+        {
+            self.s.history.events |= event::PRE_VOTE_WON;
+            self.become_candidate(i);
+        }
+    }
+
+    pub(super) fn become_candidate(&mut self, i: Id) {
+        let epoch = self.server(i).epoch + 1;
+        if self.cfg.pre_vote {
+            self.s.history.opened |= 1 << epoch;
+        }
+        self.enter(i, epoch, Role::Candidate);
+        let s = self.server(i);
+        s.voted_for = Some(i);
+        s.votes = bit(i);
+        self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::VoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        });
+        self.maybe_become_leader(i);
+    }
+
+    pub(super) fn maybe_become_leader(&mut self, i: Id) {
+        let bootstrap = self.cfg.bootstrap();
+        let s = self.server(i);
+        if s.role == Role::Candidate && is_majority(s.votes, latest_voters(bootstrap, &s.log)) {
+            self.become_leader(i);
+        }
+    }
+
+    /// Leader: start-of-epoch batch (LeaderChange; KRaftVersion + Voters while the latest set is the
+    /// bootstrap one), HW unknown, BeginQuorumEpoch to the other voters.
+    pub(super) fn become_leader(&mut self, i: Id) {
+        let epoch = self.server(i).epoch;
+        self.enter(i, epoch, Role::Leader);
+        let bootstrap = self.cfg.bootstrap();
+        let s = self.server(i);
+        s.leader = Some(i);
+        s.hw = None;
+        s.epoch_start = s.log.len();
+        let epoch = s.epoch;
+        let voters = latest_voters(bootstrap, &s.log);
+        let needs_voters_record = latest_voters_offset(&s.log).is_none();
+        self.s.history.leaders[epoch as usize] |= bit(i);
+        self.append(i, Kind::LeaderChange);
+        if needs_voters_record {
+            self.append(i, Kind::KRaftVersion);
+            self.append(i, Kind::Voters(voters));
+        }
+        self.tell_voters(i, Msg::BeginQuorumEpoch { epoch });
+        self.advance_hw(i);
+    }
+
+    /// Resigned: EndQuorumEpoch to the other voters of the latest set.
+    pub(super) fn resign(&mut self, i: Id) {
+        let epoch = self.server(i).epoch;
+        self.enter(i, epoch, Role::Resigned);
+        let s = self.server(i);
+        s.hw = None;
+        // Kafka's ResignedState keeps itself as the epoch's leader (fetches are answered naming it).
+        s.leader = Some(i);
+        self.tell_voters(i, Msg::EndQuorumEpoch { epoch });
+    }
+
+    /// Sends `msg` from `i` to every other voter of `i`'s latest set.
+    fn tell_voters(&mut self, i: Id, msg: Msg) {
+        let voters = latest_voters(self.cfg.bootstrap(), &self.server(i).log);
+        for v in ids(voters).filter(|&v| v != i) {
+            self.send(i, v, msg);
+        }
+    }
+
+    /// Asks every other voter of `i`'s latest set for a (pre-)vote: `request(epoch, last epoch,
+    /// LEO)` built from `i`'s epoch and log as they are now.
+    fn ask_voters(&mut self, i: Id, request: fn(u8, u8, u8) -> Msg) {
+        let s = self.server(i);
+        let msg = request(s.epoch, s.log.last_epoch(), s.log.len());
+        self.tell_voters(i, msg);
+    }
+
+    /// Restart: durable epoch, vote and log stay; a leader comes back Resigned, a replica that voted
+    /// for itself (and is a voter) Candidate, anyone else Unattached. Pending change lost unanswered.
+    pub(super) fn restart(&mut self, i: Id) {
+        let bootstrap = self.cfg.bootstrap();
+        let s = self.server(i);
+        let was_leader = matches!(s.role, Role::Leader | Role::Resigned);
+        let voted_self = s.voted_for == Some(i) && latest_voters(bootstrap, &s.log) & bit(i) != 0;
+        Self::reset_volatile(s);
+        s.hw = None;
+        if was_leader {
+            s.role = Role::Resigned;
+            s.leader = Some(i);
+        } else if voted_self {
+            s.role = Role::Candidate;
+            s.votes = bit(i);
+            self.maybe_become_leader(i);
+        } else {
+            s.role = Role::Unattached;
+        }
+    }
+
+    /// True if `s` knows no leader of its epoch and may learn one (Kafka's `maybeTransition` for the
+    /// current epoch: Unattached, Candidate, or Prospective without a known leader).
+    pub(super) fn leaderless(s: &Server) -> bool {
+        match s.role {
+            Role::Unattached | Role::Candidate => true,
+            Role::Prospective => s.leader.is_none(),
+            _ => false,
+        }
+    }
+
+    /// Answers a request of `epoch` from `c` that is older than `r`'s epoch; true if it did.
+    pub(super) fn fence_vote(&mut self, r: Id, c: Id, epoch: u8) -> bool {
+        let s = &self.s.servers[r as usize];
+        if epoch >= s.epoch {
+            return false;
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted: false,
+            error: ErrorCode::FencedLeaderEpoch,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+        true
+    }
+
+    /// KIP-996 pre-vote handling (Kafka 4.x `handleVoteRequest` with `PreVote`): a newer epoch moves
+    /// the receiver to Unattached as for any vote request; the grant rests on the log check alone
+    /// (Unattached, Prospective, or a Follower that has not fetched from its leader yet) and records
+    /// nothing. A follower that has fetched from its leader, a candidate, a leader and a resigned
+    /// leader refuse.
+    pub(super) fn on_pre_vote_request(
+        &mut self,
+        r: Id,
+        c: Id,
+        epoch: u8,
+        last_epoch: u8,
+        last_offset: u8,
+    ) {
+        if self.fence_vote(r, c, epoch) {
+            return;
+        }
+        if epoch > self.s.servers[r as usize].epoch {
+            self.become_unattached(r, epoch);
+        }
+        let log_ok = self.cfg.has(Bug::VoteIgnoresLog)
+            || log_up_to_date(last_epoch, last_offset, &self.s.servers[r as usize].log);
+        let s = &self.s.servers[r as usize];
+        let granted = log_ok
+            && match s.role {
+                Role::Unattached | Role::Prospective => true,
+                Role::Follower => !s.fetched,
+                Role::Candidate | Role::Leader | Role::Resigned => false,
+            };
+        if s.role == Role::Follower && s.fetched {
+            self.s.history.events |= event::PRE_VOTE_REFUSED_BY_FOLLOWER;
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted,
+            error: ErrorCode::None,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+    }
+
+    /// Kafka's vote handling: Unattached (and, with pre-vote, Prospective) grants if it has not voted
+    /// for another candidate, knows no leader, and the candidate's log is up to date; the vote is
+    /// recorded (durably). Everyone else refuses.
+    pub(super) fn on_vote_request(
+        &mut self,
+        r: Id,
+        c: Id,
+        epoch: u8,
+        last_epoch: u8,
+        last_offset: u8,
+    ) {
+        if self.fence_vote(r, c, epoch) {
+            return;
+        }
+        if epoch > self.s.servers[r as usize].epoch {
+            self.become_unattached(r, epoch);
+        }
+        let ignore_log = self.cfg.has(Bug::VoteIgnoresLog);
+        let s = self.server(r);
+        let granted = matches!(s.role, Role::Unattached | Role::Prospective)
+            && s.voted_for.is_none_or_eq(c)
+            && (s.voted_for.is_some() || s.leader.is_none())
+            && (ignore_log || log_up_to_date(last_epoch, last_offset, &s.log));
+        if granted {
+            s.voted_for = Some(c);
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted,
+            error: ErrorCode::None,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+    }
+}
+
+/// `voted_for` allows a vote for `c`: none yet, or already `c`.
+trait VotedFor {
+    fn is_none_or_eq(&self, c: Id) -> bool;
+}
+
+impl VotedFor for Option<Id> {
+    fn is_none_or_eq(&self, c: Id) -> bool {
+        self.is_none() || *self == Some(c)
+    }
+}

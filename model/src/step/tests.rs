@@ -1,0 +1,213 @@
+use super::*;
+
+fn model(cfg: ModelConfig) -> KraftModel {
+    KraftModel::new(cfg).unwrap()
+}
+
+#[test]
+fn elected_start_matches_the_contract_bootstrap() {
+    let m = model(ModelConfig::default());
+    let s = m.initial_state();
+    let l = &s.servers[0];
+    assert_eq!(l.role, Role::Leader);
+    assert_eq!(l.epoch, 1);
+    let kinds: Vec<Kind> = l.log.as_slice().iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![Kind::LeaderChange, Kind::KRaftVersion, Kind::Voters(0b111)]
+    );
+    assert_eq!(l.hw, Some(3));
+    for f in &s.servers[1..3] {
+        assert_eq!(
+            (f.role, f.leader, f.hw, f.log),
+            (Role::Follower, Some(0), Some(3), l.log)
+        );
+    }
+    let j = &s.servers[3];
+    assert_eq!(
+        (j.role, j.leader, j.hw, j.log),
+        (Role::Follower, Some(0), Some(3), l.log)
+    );
+    assert_eq!(
+        l.caught_up & bit(3),
+        bit(3),
+        "the joiner starts caught up as an observer"
+    );
+    assert!(s.network.is_empty());
+    assert_eq!(s.history.committed.len(), 3);
+}
+
+#[test]
+fn change_commits_and_replies_none() {
+    let m = model(ModelConfig {
+        refusal_steps: true,
+        ..ModelConfig::default()
+    });
+    let s = m.initial_state();
+    let add = Action::Change {
+        server: 0,
+        op: ChangeOp::Add(3),
+    };
+    // Only the leader accepts: a follower answers NOT_LEADER_OR_FOLLOWER.
+    let st = m
+        .step(
+            &s,
+            Action::Change {
+                server: 1,
+                op: ChangeOp::Add(3),
+            },
+        )
+        .unwrap();
+    assert_eq!(st.replies[0].error, ErrorCode::NotLeaderOrFollower);
+    assert_eq!(st.state, s);
+    let st = m.step(&s, add).unwrap();
+    assert!(st.replies.is_empty());
+    let s = st.state;
+    assert_eq!(s.servers[0].pending.map(|p| p.offset), Some(3));
+    let st = m
+        .step(
+            &s,
+            Action::Fetch {
+                replica: 1,
+                leader: 0,
+            },
+        )
+        .unwrap();
+    assert!(st.replies.is_empty(), "a majority of {{0,1,2,3}} needs 3");
+    let st = m
+        .step(
+            &st.state,
+            Action::Fetch {
+                replica: 1,
+                leader: 0,
+            },
+        )
+        .unwrap();
+    let st2 = m
+        .step(
+            &st.state,
+            Action::Fetch {
+                replica: 2,
+                leader: 0,
+            },
+        )
+        .unwrap();
+    let st2 = m
+        .step(
+            &st2.state,
+            Action::Fetch {
+                replica: 2,
+                leader: 0,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        st2.replies,
+        vec![Reply {
+            server: 0,
+            op: ChangeOp::Add(3),
+            error: ErrorCode::None
+        }]
+    );
+    assert_eq!(st2.state.servers[0].hw, Some(4));
+}
+
+/// The elected start with `extra` put in flight (kept sorted, as the model keeps it).
+fn with_in_flight(m: &KraftModel, extra: &[Envelope]) -> State {
+    let mut s = m.initial_state();
+    s.network.extend_from_slice(extra);
+    s.network.sort_unstable();
+    s
+}
+
+#[test]
+fn gc_drops_what_the_receiver_can_no_longer_use() {
+    let grant_to_leader = Envelope {
+        src: 1,
+        dst: 0,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: true,
+            error: ErrorCode::None,
+            leader: None,
+        },
+    };
+    let begin_to_follower = Envelope {
+        src: 0,
+        dst: 1,
+        msg: Msg::BeginQuorumEpoch { epoch: 1 },
+    };
+    let fetch = Action::Fetch {
+        replica: 2,
+        leader: 0,
+    };
+    // No change or crash left: follower 1 keeps leader 0 for the whole epoch, so the announcement
+    // can teach it nothing; the leader never counts a vote of its own epoch again.
+    let spent = model(ModelConfig {
+        max_changes: 0,
+        ..ModelConfig::default()
+    });
+    let s = with_in_flight(&spent, &[grant_to_leader, begin_to_follower]);
+    let next = spent.step(&s, fetch).unwrap().state;
+    assert!(next.network.is_empty(), "{:?}", next.network);
+    // A change left (it may remove server 1, which then loses its leader): the announcement stays.
+    let m = model(ModelConfig::default());
+    let s = with_in_flight(&m, &[grant_to_leader, begin_to_follower]);
+    let next = m.step(&s, fetch).unwrap().state;
+    assert_eq!(next.network, vec![begin_to_follower]);
+    // Without gc (conformance), both stay: the up-to-date follower's fetch changes nothing.
+    let plain = model(ModelConfig {
+        gc: false,
+        max_changes: 0,
+        ..ModelConfig::default()
+    });
+    let s = with_in_flight(&plain, &[grant_to_leader, begin_to_follower]);
+    assert!(plain.step(&s, fetch).is_none());
+}
+
+#[test]
+fn gc_restart_loses_responses_and_skips_no_op_restarts() {
+    let m = model(ModelConfig {
+        max_crashes: 1,
+        ..ModelConfig::default()
+    });
+    let answer = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: false,
+            error: ErrorCode::None,
+            leader: Some(0),
+        },
+    };
+    let request = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::PreVoteRequest {
+            epoch: 1,
+            last_epoch: 1,
+            last_offset: 3,
+        },
+    };
+    let s = with_in_flight(&m, &[answer, request]);
+    let next = m.step(&s, Action::Restart(1)).unwrap().state;
+    assert_eq!(next.network, vec![request], "the answer to 1 is lost");
+    assert_eq!(next.servers[1].role, Role::Unattached);
+    // A fresh server restarts into the state it is in: nothing but the crash count would change.
+    let fresh = model(ModelConfig {
+        max_crashes: 1,
+        start: Start::Fresh,
+        ..ModelConfig::default()
+    });
+    assert!(fresh
+        .step(&fresh.fresh_state(), Action::Restart(1))
+        .is_none());
+    let plain = model(ModelConfig {
+        gc: false,
+        ..fresh.cfg
+    });
+    assert!(plain
+        .step(&plain.fresh_state(), Action::Restart(1))
+        .is_some());
+}
