@@ -253,7 +253,10 @@ impl Cluster {
                 self.next_client += 1;
                 self.clients.insert(client, (server, op));
                 let req = match req {
-                    ChangeRequest::Add(r) => ClientRequest::AddRaftVoter(r),
+                    ChangeRequest::Add(r) => ClientRequest::AddRaftVoter {
+                        request: r,
+                        ack_when_committed: true,
+                    },
                     ChangeRequest::Remove(r) => ClientRequest::RemoveRaftVoter(r),
                 };
                 let now = self.tick_clock(server);

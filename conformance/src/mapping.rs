@@ -636,8 +636,10 @@ fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
     })
 }
 
-/// The records of a Fetch response as model entries.
-pub fn records_of(bytes: Option<&Bytes>) -> Result<Log, String> {
+/// The records of a Fetch response from offset `from` on, as model entries. The leader serves whole
+/// stored batches, as Kafka does, so the first may start below the fetch offset; the model's reply
+/// starts at it.
+pub fn records_of(bytes: Option<&Bytes>, from: i64) -> Result<Log, String> {
     let Some(bytes) = bytes.filter(|b| !b.is_empty()) else {
         return Ok(Log::default());
     };
@@ -645,7 +647,10 @@ pub fn records_of(bytes: Option<&Bytes>) -> Result<Log, String> {
         .map_err(|e| format!("fetched records: {e}"))?;
     let mut entries = Vec::new();
     for b in &batches {
-        for r in &b.records {
+        for (offset, r) in (b.base_offset..).zip(&b.records) {
+            if offset < from {
+                continue;
+            }
             entries.push(Entry {
                 epoch: small(b.epoch, "batch epoch")?,
                 kind: record_kind(r)?,
@@ -706,7 +711,7 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
             Some(small(p.high_watermark, "Fetch HW")?)
         },
         diverging,
-        records: records_of(p.records.as_ref())?,
+        records: records_of(p.records.as_ref(), be_i64(&echo[4..12]))?,
     })
 }
 

@@ -65,8 +65,10 @@ pub enum Command {
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum DecodeKind {
-    /// Kafka v2 record batches (a `.log` segment or `bootstrap.checkpoint`).
+    /// Kafka v2 record batches (a `.log` segment or an older `bootstrap.checkpoint`).
     Records,
+    /// A snapshot file (`<offset>-<epoch>.checkpoint`, e.g. Kafka's bootstrap snapshot).
+    Snapshot,
     /// A DescribeQuorum response body (no size prefix, no header); needs `--version`.
     DescribeQuorumResponse,
 }

@@ -39,6 +39,14 @@ impl Batch {
     }
 }
 
+/// A batch replicated from the leader, with the bytes it arrived as: one Kafka record batch exactly as the
+/// leader stored it, or `None` when the batch was cut (records below the follower's LEO dropped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replicated {
+    pub batch: Batch,
+    pub bytes: Option<Bytes>,
+}
+
 /// Errors of a log implementation.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -71,10 +79,26 @@ pub trait RaftLog {
     fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError>;
     /// Appends batches replicated from the leader; the first must start at `end_offset()`.
     fn append_as_follower(&mut self, batches: Vec<Batch>) -> Result<(), LogError>;
+    /// Appends replicated batches, storing each one's bytes unchanged when it has them (Kafka's followers
+    /// keep the leader's batches byte for byte: timestamps, keys and headers the core does not model).
+    /// The default stores the decoded batches.
+    fn append_replicated(&mut self, batches: Vec<Replicated>) -> Result<(), LogError> {
+        self.append_as_follower(batches.into_iter().map(|r| r.batch).collect())
+    }
     /// Removes every record at offset ≥ `offset`.
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError>;
     /// Whole batches holding offsets ≥ `from`, until about `max_bytes` of encoded size (at least one batch).
     fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Batch>, LogError>;
+    /// The stored bytes of whole batches holding offsets ≥ `from` (the first may start below `from`, as
+    /// Kafka serves a fetch), until about `max_bytes` (at least one batch); empty at the LEO. The default
+    /// encodes what `read` returns.
+    fn read_bytes(&self, from: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        let batches = self.read(from, max_bytes)?;
+        crate::records::encode_batches(&batches).map_err(|e| LogError::Corrupt {
+            offset: from,
+            reason: e.to_string(),
+        })
+    }
     /// Kafka's `endOffsetForEpoch`: the largest epoch ≤ `epoch` in the log and the end offset of that epoch
     /// (the base offset of the first batch of a later epoch, or the LEO). If every batch has a larger epoch,
     /// `(epoch, base offset of the first batch)` as Kafka's epoch cache answers. `None` for an empty log.
@@ -103,12 +127,24 @@ pub fn end_offset_for_epoch_in(
 }
 
 /// An in-memory [`RaftLog`]: used by tests, conformance and benchmarks. `flush` is a no-op marker.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Equality compares the batches, not the bytes a replicated batch arrived as.
+#[derive(Clone, Debug, Default)]
 pub struct MemoryLog {
     batches: Vec<Batch>,
+    /// Per batch, the bytes it was replicated as (`None`: appended as a leader, or cut).
+    raw: Vec<Option<Bytes>>,
     start_offset: i64,
     flushed: i64,
 }
+
+impl PartialEq for MemoryLog {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.batches, self.start_offset, self.flushed)
+            == (&other.batches, other.start_offset, other.flushed)
+    }
+}
+
+impl Eq for MemoryLog {}
 
 impl MemoryLog {
     pub fn new() -> Self {
@@ -189,14 +225,23 @@ impl RaftLog for MemoryLog {
         self.check_append(&batch)?;
         let base = batch.base_offset;
         self.batches.push(batch);
+        self.raw.push(None);
         Ok(base)
     }
 
     fn append_as_follower(&mut self, batches: Vec<Batch>) -> Result<(), LogError> {
+        let batches = batches
+            .into_iter()
+            .map(|batch| Replicated { batch, bytes: None })
+            .collect();
+        self.append_replicated(batches)
+    }
+
+    fn append_replicated(&mut self, batches: Vec<Replicated>) -> Result<(), LogError> {
         // Validate the whole sequence first so a bad batch leaves the log unchanged.
         let mut end = self.end_offset();
         let mut last = self.last_epoch();
-        for b in &batches {
+        for Replicated { batch: b, .. } in &batches {
             if b.records.is_empty() {
                 return Err(LogError::EmptyBatch);
             }
@@ -212,9 +257,10 @@ impl RaftLog for MemoryLog {
             end = b.next_offset();
             last = b.epoch;
         }
-        for b in batches {
-            self.check_append(&b)?;
-            self.batches.push(b);
+        for r in batches {
+            self.check_append(&r.batch)?;
+            self.batches.push(r.batch);
+            self.raw.push(r.bytes);
         }
         Ok(())
     }
@@ -232,9 +278,16 @@ impl RaftLog for MemoryLog {
         }
         let keep = self.batches.partition_point(|b| b.base_offset < offset);
         self.batches.truncate(keep);
+        self.raw.truncate(keep);
         if let Some(last) = self.batches.last_mut() {
             let len = (offset - last.base_offset) as usize;
-            last.records.truncate(len);
+            if len < last.records.len() {
+                last.records.truncate(len);
+                // A cut batch is no longer the batch it was replicated as.
+                if let Some(raw) = self.raw.last_mut() {
+                    *raw = None;
+                }
+            }
         }
         self.flushed = self.flushed.min(offset);
         Ok(())
@@ -261,6 +314,24 @@ impl RaftLog for MemoryLog {
             out.push(b.clone());
         }
         Ok(out)
+    }
+
+    fn read_bytes(&self, from: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        let batches = self.read(from, max_bytes)?;
+        let first = self.batches.partition_point(|b| b.next_offset() <= from);
+        let mut out = bytes::BytesMut::new();
+        for (batch, raw) in batches.iter().zip(&self.raw[first..]) {
+            match raw {
+                Some(raw) => out.extend_from_slice(raw),
+                None => crate::records::encode_batch_into(batch, &mut out).map_err(|e| {
+                    LogError::Corrupt {
+                        offset: batch.base_offset,
+                        reason: e.to_string(),
+                    }
+                })?,
+            }
+        }
+        Ok(out.freeze())
     }
 
     fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {

@@ -35,7 +35,9 @@ use crate::log::LogError;
 /// The metadata log partition's directory inside a data directory.
 pub const LOG_DIR_NAME: &str = "__cluster_metadata-0";
 pub const META_FILE: &str = "meta.properties";
+/// The bootstrap file older `kraft format` wrote (still read when Kafka's snapshot is absent).
 pub const BOOTSTRAP_FILE: &str = "bootstrap.checkpoint";
+pub use crate::records::BOOTSTRAP_SNAPSHOT_FILE;
 pub const QUORUM_STATE_FILE: &str = "quorum-state";
 
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +84,19 @@ impl DataDir {
     pub fn log_dir(&self) -> PathBuf {
         self.root.join(LOG_DIR_NAME)
     }
+    /// Kafka's bootstrap snapshot, which `kraft format` and `kafka-storage format` write.
     pub fn bootstrap_path(&self) -> PathBuf {
-        self.log_dir().join(BOOTSTRAP_FILE)
+        self.log_dir().join(BOOTSTRAP_SNAPSHOT_FILE)
+    }
+    /// The bootstrap file to read: Kafka's snapshot, else an older `kraft format`'s `bootstrap.checkpoint`
+    /// if only that exists.
+    pub fn bootstrap_file(&self) -> PathBuf {
+        let legacy = self.log_dir().join(BOOTSTRAP_FILE);
+        if !self.bootstrap_path().exists() && legacy.exists() {
+            legacy
+        } else {
+            self.bootstrap_path()
+        }
     }
     pub fn quorum_state_path(&self) -> PathBuf {
         self.log_dir().join(QUORUM_STATE_FILE)

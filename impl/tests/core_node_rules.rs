@@ -499,15 +499,72 @@ fn wrong_cluster_id_is_refused() {
     let mut sim = Sim::new(3, 0, 13).unwrap();
     sim.elect(1);
     sim.replicate(10);
-    let ClientRequest::AddRaftVoter(req) = sim::add_voter_request(4) else {
+    let ClientRequest::AddRaftVoter { request: req, .. } = sim::add_voter_request(4) else {
         unreachable!()
     };
     let req = req.with_cluster_id(Some(kafka_protocol::protocol::StrBytes::from_static_str(
         "other",
     )));
-    let r = sim.client(1, ClientRequest::AddRaftVoter(req));
+    let r = sim.client(
+        1,
+        ClientRequest::AddRaftVoter {
+            request: req,
+            ack_when_committed: true,
+        },
+    );
     assert_eq!(
         r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
         vec![Some(errors::INCONSISTENT_CLUSTER_ID)]
     );
+}
+
+/// KIP-1186 (AddRaftVoter v1): `AckWhenCommitted=false` is answered once the VotersRecord is appended,
+/// before it commits (Kafka's `AddVoterHandler`); no operation stays pending, and the uncommitted record
+/// still blocks the next change until it commits. `true` (and v0) answers at commit.
+#[test]
+fn add_voter_without_ack_when_committed_answers_at_append() {
+    let mut sim = Sim::new(3, 1, 2).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let ClientRequest::AddRaftVoter { request, .. } = sim::add_voter_request(4) else {
+        unreachable!()
+    };
+    let hw = sim.node(1).high_watermark();
+    let replies = sim.client(
+        1,
+        ClientRequest::AddRaftVoter {
+            request,
+            ack_when_committed: false,
+        },
+    );
+    assert_eq!(
+        replies
+            .iter()
+            .map(sim::change_error_code)
+            .collect::<Vec<_>>(),
+        vec![Some(errors::NONE)]
+    );
+    assert_eq!(
+        sim.node(1).high_watermark(),
+        hw,
+        "answered before the commit"
+    );
+    assert_eq!(
+        sim.node(1).latest_voters().ids().collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert!(sim.node(1).pending_change().is_none());
+    assert_eq!(
+        sim.client(1, sim::remove_voter_request(4))
+            .iter()
+            .map(sim::change_error_code)
+            .collect::<Vec<_>>(),
+        vec![Some(errors::REQUEST_TIMED_OUT)],
+        "the uncommitted VotersRecord blocks the next change"
+    );
+    sim.replicate(10);
+    assert!(sim.node(1).high_watermark() > hw);
+    let last = sim.client_replies.len();
+    sim.replicate(10);
+    assert_eq!(sim.client_replies.len(), last, "no second reply at commit");
 }

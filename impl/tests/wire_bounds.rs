@@ -337,7 +337,7 @@ fn write_file_seeds() {
         },
     )
     .unwrap();
-    let bootstrap = tmp.path().join("bootstrap.checkpoint");
+    let bootstrap = tmp.path().join(kraft::storage::BOOTSTRAP_SNAPSHOT_FILE);
     write_bootstrap(&bootstrap, &voter_set(&[1, 2, 3])).unwrap();
     let meta = MetaProperties {
         cluster_id: "sim-cluster".into(),

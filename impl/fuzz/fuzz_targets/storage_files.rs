@@ -1,4 +1,4 @@
-//! The files a node reads at start: quorum-state, meta.properties, the bootstrap checkpoint and a log
+//! The files a node reads at start: quorum-state, meta.properties, the bootstrap snapshot and a log
 //! segment (recovered by `FileLog::open`). Input: a selector byte, then the file's bytes. Files live in
 //! a directory on /dev/shm when it exists (tmpfs: the log's fsyncs cost nothing).
 #![no_main]
@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = MetaProperties::read(&path);
         }
         2 => {
-            let path = dir.join("bootstrap.checkpoint");
+            let path = dir.join(kraft::storage::BOOTSTRAP_SNAPSHOT_FILE);
             std::fs::write(&path, content).expect("write");
             let _ = read_bootstrap(&path);
         }

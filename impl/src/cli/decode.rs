@@ -33,6 +33,11 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
             Value::Array(batches.iter().map(batch_json).collect())
         }
+        DecodeKind::Snapshot => {
+            let snapshot = crate::records::decode_snapshot(bytes::Bytes::from(bytes))
+                .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
+            Value::Array(snapshot.batches.iter().map(snapshot_batch_json).collect())
+        }
         DecodeKind::DescribeQuorumResponse => {
             let version = args.version.ok_or_else(|| {
                 Failure::new(super::EXIT_USAGE, "--version is required for a response")
@@ -46,37 +51,37 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One batch as `{baseOffset, lastOffset, partitionLeaderEpoch, control, records}`.
-pub fn batch_json(batch: &Batch) -> Value {
+/// A snapshot batch in `batch_json`'s shape; the header and footer as `SnapshotHeader` / `SnapshotFooter`.
+pub fn snapshot_batch_json(batch: &crate::records::SnapshotBatch) -> Value {
+    use crate::records::SnapshotRecord;
     let records: Vec<Value> = batch
         .records
         .iter()
         .map(|r| match r {
-            Record::Data(value) => json!({"type": "Data", "valueSize": value.len()}),
-            Record::LeaderChange {
-                leader_id,
-                voters,
-                granting_voters,
-            } => json!({
-                "type": "LeaderChange",
-                "leaderId": leader_id,
-                "voters": voters,
-                "grantingVoters": granting_voters,
-            }),
-            Record::KRaftVersion(v) => json!({"type": "KRaftVersion", "kraftVersion": v}),
-            Record::Voters(set) => json!({
-                "type": "Voters",
-                "voters": set.nodes().map(|n| json!({
-                    "id": n.key.id,
-                    "directoryId": format_directory_id(n.key.directory_or_nil()),
-                    "endpoints": n.listeners.iter()
-                        .map(|e| format!("{}://{}:{}", e.name, e.host, e.port))
-                        .collect::<Vec<_>>(),
-                    "kraftVersion": [n.supported.min, n.supported.max],
-                })).collect::<Vec<_>>(),
-            }),
+            SnapshotRecord::Header(ts) => {
+                json!({"type": "SnapshotHeader", "lastContainedLogTimestamp": ts})
+            }
+            SnapshotRecord::Footer => json!({"type": "SnapshotFooter"}),
+            SnapshotRecord::Control(record) => record_json(record),
+            SnapshotRecord::Data(value) => json!({"type": "Data", "valueSize": value.len()}),
         })
         .collect();
+    let control = batch
+        .records
+        .iter()
+        .any(|r| !matches!(r, SnapshotRecord::Data(_)));
+    json!({
+        "baseOffset": batch.base_offset,
+        "lastOffset": batch.base_offset + batch.records.len() as i64 - 1,
+        "partitionLeaderEpoch": batch.epoch,
+        "control": control,
+        "records": records,
+    })
+}
+
+/// One batch as `{baseOffset, lastOffset, partitionLeaderEpoch, control, records}`.
+pub fn batch_json(batch: &Batch) -> Value {
+    let records: Vec<Value> = batch.records.iter().map(record_json).collect();
     let control = batch.records.iter().any(|r| !matches!(r, Record::Data(_)));
     json!({
         "baseOffset": batch.base_offset,
@@ -85,6 +90,34 @@ pub fn batch_json(batch: &Batch) -> Value {
         "control": control,
         "records": records,
     })
+}
+
+fn record_json(r: &Record) -> Value {
+    match r {
+        Record::Data(value) => json!({"type": "Data", "valueSize": value.len()}),
+        Record::LeaderChange {
+            leader_id,
+            voters,
+            granting_voters,
+        } => json!({
+            "type": "LeaderChange",
+            "leaderId": leader_id,
+            "voters": voters,
+            "grantingVoters": granting_voters,
+        }),
+        Record::KRaftVersion(v) => json!({"type": "KRaftVersion", "kraftVersion": v}),
+        Record::Voters(set) => json!({
+            "type": "Voters",
+            "voters": set.nodes().map(|n| json!({
+                "id": n.key.id,
+                "directoryId": format_directory_id(n.key.directory_or_nil()),
+                "endpoints": n.listeners.iter()
+                    .map(|e| format!("{}://{}:{}", e.name, e.host, e.port))
+                    .collect::<Vec<_>>(),
+                "kraftVersion": [n.supported.min, n.supported.max],
+            })).collect::<Vec<_>>(),
+        }),
+    }
 }
 
 /// A DescribeQuorum response in the shape of Kafka's generated `DescribeQuorumResponseDataJsonConverter`

@@ -352,7 +352,7 @@ pub async fn start_node(
 ) -> Result<Running, Failure> {
     let data = DataDir::new(&settings.data_dir);
     let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
-    let bootstrap = read_bootstrap(&data.bootstrap_path())?;
+    let bootstrap = read_bootstrap(&data.bootstrap_file())?;
     let log = FileLog::open(&data.log_dir())?;
     let state = read_quorum_state(&data.quorum_state_path())?;
     let (host, port) = parse_host_port(&settings.listener)?;

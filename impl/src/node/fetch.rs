@@ -207,21 +207,14 @@ impl<L: RaftLog> Node<L> {
         }
     }
 
-    /// Every record from `from` to the LEO, as Kafka record batches (a batch straddling `from` is cut).
+    /// The stored batches from the one holding `from` to the LEO, byte for byte as the log holds them
+    /// (Kafka's leader also serves whole batches; the fetcher skips records below its LEO).
     pub(super) fn read_suffix(&self, from: i64) -> Result<Option<Bytes>, String> {
         if from >= self.log.end_offset() {
             return Ok(None);
         }
-        let mut batches = self.log.read(from, usize::MAX).map_err(|e| e.to_string())?;
-        if let Some(first) = batches.first_mut() {
-            if first.base_offset < from {
-                let skip = (from - first.base_offset) as usize;
-                first.records.drain(..skip.min(first.records.len()));
-                first.base_offset = from;
-            }
-        }
-        batches.retain(|b| !b.records.is_empty());
-        crate::records::encode_batches(&batches)
+        self.log
+            .read_bytes(from, usize::MAX)
             .map(Some)
             .map_err(|e| e.to_string())
     }
@@ -314,25 +307,30 @@ impl<L: RaftLog> Node<L> {
     /// Appends fetched batches after the local LEO (records below it are skipped). Returns whether
     /// anything was appended.
     pub(super) fn append_fetched(&mut self, bytes: Bytes) -> Result<bool, String> {
-        let batches = crate::records::decode_batches(bytes).map_err(|e| e.to_string())?;
+        use crate::log::Replicated;
+        let batches =
+            crate::records::decode_batches_with_bytes(bytes).map_err(|e| e.to_string())?;
         let end = self.log.end_offset();
         let mut fresh = Vec::new();
-        for mut b in batches {
-            if b.next_offset() <= end {
+        for (mut batch, raw) in batches {
+            if batch.next_offset() <= end {
                 continue;
             }
-            if b.base_offset < end {
-                let skip = (end - b.base_offset) as usize;
-                b.records.drain(..skip);
-                b.base_offset = end;
+            let mut bytes = Some(raw);
+            if batch.base_offset < end {
+                // Only a cut batch loses the leader's bytes (this log was truncated inside a batch).
+                let skip = (end - batch.base_offset) as usize;
+                batch.records.drain(..skip);
+                batch.base_offset = end;
+                bytes = None;
             }
-            fresh.push(b);
+            fresh.push(Replicated { batch, bytes });
         }
         if fresh.is_empty() {
             return Ok(false);
         }
         self.log
-            .append_as_follower(fresh)
+            .append_replicated(fresh)
             .map_err(|e| e.to_string())?;
         self.log.flush().map_err(|e| e.to_string())?;
         self.load_control_records().map_err(|e| e.to_string())?;

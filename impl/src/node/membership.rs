@@ -106,6 +106,8 @@ impl Refusal {
 pub enum ChangeOutcome {
     /// The VotersRecord is below the HW → NONE.
     Committed,
+    /// AddRaftVoter v1 with `AckWhenCommitted=false`: the VotersRecord is appended → NONE (KIP-1186).
+    Appended,
     /// Refused before anything was appended.
     Refused(Refusal),
     /// The request deadline passed first (the record stays in the log) → REQUEST_TIMED_OUT.
@@ -120,7 +122,7 @@ impl ChangeOutcome {
     /// The Kafka error code the reply carries.
     pub fn error_code(self) -> i16 {
         match self {
-            ChangeOutcome::Committed => errors::NONE,
+            ChangeOutcome::Committed | ChangeOutcome::Appended => errors::NONE,
             ChangeOutcome::Refused(r) => r.error_code(),
             ChangeOutcome::TimedOut => errors::REQUEST_TIMED_OUT,
             ChangeOutcome::LeadershipLost => errors::NOT_LEADER_OR_FOLLOWER,
@@ -268,6 +270,7 @@ impl<L: RaftLog> Node<L> {
         now: Millis,
         client: ClientId,
         req: AddRaftVoterRequest,
+        ack_when_committed: bool,
         out: &mut Output,
     ) {
         let node = VoterNode {
@@ -281,7 +284,17 @@ impl<L: RaftLog> Node<L> {
             Err(r) => {
                 self.reply_change(client, ChangeKind::Add, key, ChangeOutcome::Refused(r), out)
             }
-            Ok(set) => self.append_change(now, client, ChangeKind::Add, key, set, out),
+            Ok(set) => {
+                self.append_change(now, client, ChangeKind::Add, key, set, out);
+                if !ack_when_committed {
+                    // Kafka's AddVoterHandler completes the request once the record is appended and
+                    // keeps no pending operation; the next change waits for this record's commit
+                    // (the uncommitted-VotersRecord rule).
+                    if let Some(p) = self.pending.take_if(|p| p.client == client) {
+                        self.reply_change(p.client, p.kind, p.key, ChangeOutcome::Appended, out);
+                    }
+                }
+            }
         }
     }
 

@@ -28,9 +28,13 @@
 //!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
 //!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
-//! - The leader answers a Fetch at once with every record from the fetch offset to its end (no long poll,
-//!   no size limit), and learns a replica's progress only from fetch offsets; the follower's HW in a
-//!   Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//! - The leader answers a Fetch at once with every stored batch from the one holding the fetch offset to
+//!   its end (no long poll, no size limit), and learns a replica's progress only from fetch offsets; the
+//!   follower's HW in a Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//!   Batches are served byte for byte as the log stores them and a follower stores a replicated batch as
+//!   it arrived, as Kafka does (a Kafka leader's timestamps, keys and headers survive a `kraft` leader);
+//!   only a batch a follower receives cut (its log was truncated inside that batch, which Kafka's
+//!   batch-aligned truncation never does) is re-encoded by the core, with timestamp 0 and value only.
 //! - A replica learns a leader's endpoint from BeginQuorumEpoch `LeaderEndpoints` (on its own listener
 //!   name) and from Fetch `NodeEndpoints`, as Kafka does; Vote, BeginQuorumEpoch and EndQuorumEpoch
 //!   responses' NodeEndpoints are not read (nor sent).
@@ -45,6 +49,13 @@
 //! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
 //!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
 //!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
+//! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
+//!   its control records only (no metadata records: a Kafka controller started on such a directory has no
+//!   bootstrap `metadata.version` from it), and `kraft node` needs a voter set in it, so a directory
+//!   Kafka formatted with `--no-initial-controllers` (KRaftVersion without Voters; Kafka then finds the
+//!   quorum through `controller.quorum.bootstrap.servers`) is refused: format it with `--initial-controllers`.
+//! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
+//!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
 //! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
@@ -298,7 +309,10 @@ impl<L: RaftLog> Node<L> {
                 out.client_replies
                     .push((id, ClientResponse::DescribeQuorum(resp)));
             }
-            ClientRequest::AddRaftVoter(r) => self.on_add_voter(now, id, r, &mut out),
+            ClientRequest::AddRaftVoter {
+                request,
+                ack_when_committed,
+            } => self.on_add_voter(now, id, request, ack_when_committed, &mut out),
             ClientRequest::RemoveRaftVoter(r) => self.on_remove_voter(now, id, r, &mut out),
             ClientRequest::UpdateRaftVoter(r) => self.on_update_voter(now, id, r, &mut out),
             ClientRequest::DescribeCluster { version, request } => {

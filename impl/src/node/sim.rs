@@ -101,8 +101,8 @@ pub fn add_voter_request(id: i32) -> ClientRequest {
     use kafka_protocol::messages::AddRaftVoterRequest;
     use kafka_protocol::protocol::StrBytes;
     let l = listener(id);
-    ClientRequest::AddRaftVoter(
-        AddRaftVoterRequest::default()
+    ClientRequest::AddRaftVoter {
+        request: AddRaftVoterRequest::default()
             .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
             .with_timeout_ms(2000)
             .with_voter_id(id)
@@ -111,7 +111,8 @@ pub fn add_voter_request(id: i32) -> ClientRequest {
                 .with_name(StrBytes::from_string(l.name))
                 .with_host(StrBytes::from_string(l.host))
                 .with_port(l.port)]),
-    )
+        ack_when_committed: true,
+    }
 }
 
 /// RemoveRaftVoter for simulated node `id`.

@@ -45,7 +45,12 @@ pub enum ClientRequest {
         version: i16,
         request: DescribeQuorumRequest,
     },
-    AddRaftVoter(AddRaftVoterRequest),
+    /// AddRaftVoter; `ack_when_committed` is v1's `AckWhenCommitted` (KIP-1186; true below v1): false
+    /// answers once the VotersRecord is appended, true once it is committed.
+    AddRaftVoter {
+        request: AddRaftVoterRequest,
+        ack_when_committed: bool,
+    },
     RemoveRaftVoter(RemoveRaftVoterRequest),
     UpdateRaftVoter(UpdateRaftVoterRequest),
     /// KIP-919: how Kafka's admin client finds the active controller.

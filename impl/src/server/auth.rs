@@ -78,13 +78,11 @@ pub fn check(tls: Option<&Tls>, who: &Identity, incoming: &Incoming) -> Result<(
                 )))
             }
         }
-        Incoming::Client(ClientRequest::AddRaftVoter(_) | ClientRequest::RemoveRaftVoter(_))
-            if !tls.super_users.is_empty() && !super_user() =>
-        {
-            Err(Denied(format!(
-                "membership change from {who}, which is not in super.users"
-            )))
-        }
+        Incoming::Client(
+            ClientRequest::AddRaftVoter { .. } | ClientRequest::RemoveRaftVoter(_),
+        ) if !tls.super_users.is_empty() && !super_user() => Err(Denied(format!(
+            "membership change from {who}, which is not in super.users"
+        ))),
         Incoming::Client(ClientRequest::UpdateRaftVoter(r))
             if tls.identities.is_configured()
                 && !super_user()
@@ -136,7 +134,7 @@ pub fn refused_client(request: &ClientRequest, reason: &Denied) -> Option<Client
     let code = CLUSTER_AUTHORIZATION_FAILED;
     let message = Some(StrBytes::from_string(reason.0.clone()));
     Some(match request {
-        ClientRequest::AddRaftVoter(_) => ClientResponse::AddRaftVoter(
+        ClientRequest::AddRaftVoter { .. } => ClientResponse::AddRaftVoter(
             AddRaftVoterResponse::default()
                 .with_error_code(code)
                 .with_error_message(message),
@@ -206,7 +204,10 @@ mod tests {
 
     #[test]
     fn membership_changes_only_from_super_users_when_set() {
-        let add = Incoming::Client(ClientRequest::AddRaftVoter(AddRaftVoterRequest::default()));
+        let add = Incoming::Client(ClientRequest::AddRaftVoter {
+            request: AddRaftVoterRequest::default(),
+            ack_when_committed: true,
+        });
         let t = tls(Some("CN=node-{id}"), &["CN=admin"]);
         assert_eq!(
             check(Some(&t), &Identity::Principal("CN=admin".into()), &add),

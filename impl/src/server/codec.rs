@@ -6,12 +6,11 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
-    AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest,
-    DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-    FetchResponse, MetadataRequest, MetadataResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, RequestHeader, ResponseHeader, UpdateRaftVoterRequest,
-    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest, DescribeClusterResponse,
+    EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest,
+    MetadataResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader,
+    ResponseHeader, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -130,10 +129,15 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
             request: DescribeClusterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("DescribeClusterRequest", e))?,
         }),
-        ApiKey::AddRaftVoter => Incoming::Client(ClientRequest::AddRaftVoter(
-            AddRaftVoterRequest::decode(&mut buf, version)
-                .map_err(|e| malformed("AddRaftVoterRequest", e))?,
-        )),
+        ApiKey::AddRaftVoter => {
+            let (request, ack_when_committed) =
+                crate::wire::add_raft_voter::decode_request(&mut buf, version)
+                    .map_err(|e| malformed("AddRaftVoterRequest", e))?;
+            Incoming::Client(ClientRequest::AddRaftVoter {
+                request,
+                ack_when_committed,
+            })
+        }
         ApiKey::RemoveRaftVoter => Incoming::Client(ClientRequest::RemoveRaftVoter(
             RemoveRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("RemoveRaftVoterRequest", e))?,
@@ -239,7 +243,10 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
             what: "DescribeQuorumResponse",
             reason: e.to_string(),
         }),
-        ClientResponse::AddRaftVoter(r) => encode_body("AddRaftVoterResponse", r, v, buf),
+        ClientResponse::AddRaftVoter(r) => {
+            let v = crate::wire::add_raft_voter::response_encoding_version(v);
+            encode_body("AddRaftVoterResponse", r, v, buf)
+        }
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
         ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
@@ -444,8 +451,11 @@ pub fn decode_client_response(
             })?)
         }
         Ok(ApiKey::AddRaftVoter) => ClientResponse::AddRaftVoter(
-            AddRaftVoterResponse::decode(&mut b, v)
-                .map_err(|e| malformed("AddRaftVoterResponse", e))?,
+            AddRaftVoterResponse::decode(
+                &mut b,
+                crate::wire::add_raft_voter::response_encoding_version(v),
+            )
+            .map_err(|e| malformed("AddRaftVoterResponse", e))?,
         ),
         Ok(ApiKey::RemoveRaftVoter) => ClientResponse::RemoveRaftVoter(
             RemoveRaftVoterResponse::decode(&mut b, v)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 
 use super::{sync_dir, StorageError};
-use crate::log::{Batch, LogError, RaftLog, Record};
+use crate::log::{Batch, LogError, RaftLog, Record, Replicated};
 use crate::records;
 
 /// A new segment is started once the active one reaches this size.
@@ -228,28 +228,33 @@ impl FileLog {
     }
 
     fn write_batch(&mut self, batch: &Batch) -> Result<(), LogError> {
-        let active = self.segments.len() - 1;
-        if self.segments[active].len >= self.segment_bytes {
-            self.create_segment(batch.base_offset)?;
-        }
-        let active = self.segments.len() - 1;
         let mut buf = BytesMut::new();
         records::encode_batch_into(batch, &mut buf).map_err(|e| LogError::Corrupt {
             offset: batch.base_offset,
             reason: e.to_string(),
         })?;
+        self.write_encoded(batch, &buf)
+    }
+
+    /// Writes `buf`, the Kafka record batches of `batch`, at the end of the active segment and indexes them.
+    fn write_encoded(&mut self, batch: &Batch, buf: &[u8]) -> Result<(), LogError> {
+        let active = self.segments.len() - 1;
+        if self.segments[active].len >= self.segment_bytes {
+            self.create_segment(batch.base_offset)?;
+        }
+        let active = self.segments.len() - 1;
         let segment = &mut self.segments[active];
         let start = segment.len;
         segment
             .file
-            .write_all_at(&buf, start)
+            .write_all_at(buf, start)
             .map_err(io_at(&segment.path))?;
         segment.len += buf.len() as u64;
         // A mixed data/control batch is stored as several Kafka batches: index each one.
         let mut position = 0usize;
         while position < buf.len() {
             let (base_offset, len) =
-                records::batch_frame(&buf, position).map_err(|e| LogError::Corrupt {
+                records::batch_frame(buf, position).map_err(|e| LogError::Corrupt {
                     offset: batch.base_offset,
                     reason: e.to_string(),
                 })?;
@@ -288,14 +293,18 @@ impl FileLog {
         Ok(())
     }
 
-    fn read_entry(&self, entry: &IndexEntry) -> Result<Vec<Batch>, LogError> {
+    fn read_entry_bytes(&self, entry: &IndexEntry) -> Result<Bytes, LogError> {
         let segment = &self.segments[entry.segment];
         let mut buf = vec![0u8; entry.len as usize];
         segment
             .file
             .read_exact_at(&mut buf, entry.position)
             .map_err(io_at(&segment.path))?;
-        records::decode_batches(Bytes::from(buf)).map_err(|e| LogError::Corrupt {
+        Ok(Bytes::from(buf))
+    }
+
+    fn read_entry(&self, entry: &IndexEntry) -> Result<Vec<Batch>, LogError> {
+        records::decode_batches(self.read_entry_bytes(entry)?).map_err(|e| LogError::Corrupt {
             offset: entry.base_offset,
             reason: e.to_string(),
         })
@@ -341,6 +350,22 @@ impl RaftLog for FileLog {
         }
         for batch in &batches {
             self.write_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    fn append_replicated(&mut self, batches: Vec<Replicated>) -> Result<(), LogError> {
+        let (mut end, mut last) = (self.end_offset(), self.last_epoch());
+        for r in &batches {
+            self.check_append(&r.batch, end, last)?;
+            end = r.batch.next_offset();
+            last = r.batch.epoch;
+        }
+        for r in &batches {
+            match &r.bytes {
+                Some(bytes) => self.write_encoded(&r.batch, bytes)?,
+                None => self.write_batch(&r.batch)?,
+            }
         }
         Ok(())
     }
@@ -429,6 +454,32 @@ impl RaftLog for FileLog {
             out.extend(self.read_entry(entry)?);
         }
         Ok(out)
+    }
+
+    fn read_bytes(&self, from: i64, max_bytes: usize) -> Result<Bytes, LogError> {
+        let end = self.end_offset();
+        if from < 0 || from > end {
+            return Err(LogError::OutOfRange {
+                offset: from,
+                start: 0,
+                end,
+            });
+        }
+        let first = self.index.partition_point(|e| e.next_offset <= from);
+        let mut out = BytesMut::new();
+        for entry in &self.index[first..] {
+            if !out.is_empty() && out.len() + entry.len as usize > max_bytes {
+                break;
+            }
+            let bytes = self.read_entry_bytes(entry)?;
+            // CRC and structure are checked on every read, as `read` does.
+            records::decode_batches(bytes.clone()).map_err(|e| LogError::Corrupt {
+                offset: entry.base_offset,
+                reason: e.to_string(),
+            })?;
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out.freeze())
     }
 
     fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {

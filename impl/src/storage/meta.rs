@@ -1,12 +1,13 @@
-//! `meta.properties` (the data directory's identity) and the bootstrap checkpoint written by `kraft format`.
+//! `meta.properties` (the data directory's identity) and the bootstrap snapshot written by `kraft format`
+//! (Kafka's `00000000000000000000-0000000000.checkpoint`; the older `bootstrap.checkpoint` is still read).
 
 use std::path::Path;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::{write_atomically, StorageError};
-use crate::log::{Batch, Record};
+use super::{write_atomically, StorageError, BOOTSTRAP_FILE};
+use crate::log::Record;
 use crate::node::Bootstrap;
 use crate::records;
 use crate::voter_set::VoterSet;
@@ -139,21 +140,24 @@ pub fn parse_directory_id(text: &str) -> Result<Uuid, String> {
     Ok(Uuid::from_u128(n))
 }
 
-/// Writes the bootstrap checkpoint: one control batch {KRaftVersion(1), Voters(set)}, atomically.
+/// Writes the bootstrap snapshot Kafka's `kafka-storage format --initial-controllers` writes (header,
+/// KRaftVersion(1), Voters, footer; no metadata records), atomically, stamped with the current time.
 pub fn write_bootstrap(path: &Path, voters: &VoterSet) -> Result<(), StorageError> {
-    let batch = Batch {
-        base_offset: 0,
-        epoch: 0,
-        records: vec![Record::KRaftVersion(1), Record::Voters(voters.clone())],
-    };
-    let bytes = records::encode_batches(&[batch]).map_err(|e| StorageError::Corrupt {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let bytes =
+        records::encode_bootstrap_snapshot(voters, now_ms).map_err(|e| StorageError::Corrupt {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     write_atomically(path, &bytes)
 }
 
-/// Reads the bootstrap checkpoint (CRC checked): the voter set at offset −1 with `kraft.version` 1.
+/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1. A file named
+/// `bootstrap.checkpoint` is the one control batch {KRaftVersion(1), Voters} older `kraft format` wrote;
+/// any other is a Kafka snapshot (Kafka's storage tool or `kraft format`), whose metadata records are
+/// skipped.
 pub fn read_bootstrap(path: &Path) -> Result<Bootstrap, StorageError> {
     let bytes = std::fs::read(path).map_err(|source| StorageError::Io {
         path: path.to_path_buf(),
@@ -163,17 +167,23 @@ pub fn read_bootstrap(path: &Path) -> Result<Bootstrap, StorageError> {
         path: path.to_path_buf(),
         reason,
     };
-    let batches =
-        records::decode_batches(Bytes::from(bytes)).map_err(|e| corrupt(e.to_string()))?;
-    let mut version = None;
-    let mut voters = None;
-    for record in batches.into_iter().flat_map(|b| b.records) {
-        match record {
-            Record::KRaftVersion(v) => version = Some(v),
-            Record::Voters(set) => voters = Some(set),
-            other => return Err(corrupt(format!("unexpected record {other:?}"))),
+    let (version, voters) = if path.file_name() == Some(std::ffi::OsStr::new(BOOTSTRAP_FILE)) {
+        let batches =
+            records::decode_batches(Bytes::from(bytes)).map_err(|e| corrupt(e.to_string()))?;
+        let (mut version, mut voters) = (None, None);
+        for record in batches.into_iter().flat_map(|b| b.records) {
+            match record {
+                Record::KRaftVersion(v) => version = Some(v),
+                Record::Voters(set) => voters = Some(set),
+                other => return Err(corrupt(format!("unexpected record {other:?}"))),
+            }
         }
-    }
+        (version, voters)
+    } else {
+        let snapshot =
+            records::decode_snapshot(Bytes::from(bytes)).map_err(|e| corrupt(e.to_string()))?;
+        (snapshot.kraft_version, snapshot.voters)
+    };
     match (version, voters) {
         (Some(1), Some(set)) => Ok(Bootstrap::Checkpoint(set)),
         (version, voters) => Err(corrupt(format!(
@@ -242,7 +252,7 @@ mod tests {
     #[test]
     fn bootstrap_round_trip_and_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bootstrap.checkpoint");
+        let path = dir.path().join(records::BOOTSTRAP_SNAPSHOT_FILE);
         let set = VoterSet::new([VoterNode {
             key: ReplicaKey::new(1, Uuid::from_u128(1)),
             listeners: vec![Endpoint {
@@ -254,7 +264,29 @@ mod tests {
         }])
         .unwrap();
         write_bootstrap(&path, &set).unwrap();
-        assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::Checkpoint(set));
+        assert_eq!(
+            read_bootstrap(&path).unwrap(),
+            Bootstrap::Checkpoint(set.clone())
+        );
+        // The control batch older `kraft format` wrote as bootstrap.checkpoint is still read.
+        let legacy = dir.path().join(BOOTSTRAP_FILE);
+        let batch = crate::log::Batch {
+            base_offset: 0,
+            epoch: 0,
+            records: vec![Record::KRaftVersion(1), Record::Voters(set.clone())],
+        };
+        std::fs::write(&legacy, records::encode_batches(&[batch]).unwrap()).unwrap();
+        assert_eq!(
+            read_bootstrap(&legacy).unwrap(),
+            Bootstrap::Checkpoint(set.clone())
+        );
+        // The same bytes under Kafka's name are not a snapshot (no header).
+        std::fs::copy(&legacy, &path).unwrap();
+        assert!(matches!(
+            read_bootstrap(&path),
+            Err(StorageError::Corrupt { .. })
+        ));
+        write_bootstrap(&path, &set).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;

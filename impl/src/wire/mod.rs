@@ -6,6 +6,7 @@
 //! APIs and versions, and [`schema`] for the bounds walk over Kafka's message schemas that runs before
 //! kafka-protocol decodes anything. Every failure is a [`WireError`].
 
+pub mod add_raft_voter;
 pub mod apis;
 pub mod codec;
 pub mod describe_quorum;

@@ -119,6 +119,8 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/LeaderChangeMessage.json"),
     include_str!("../../../specs/messages/VotersRecord.json"),
     include_str!("../../../specs/messages/KRaftVersionRecord.json"),
+    include_str!("../../../specs/messages/SnapshotHeaderRecord.json"),
+    include_str!("../../../specs/messages/SnapshotFooterRecord.json"),
     include_str!("../../../specs/messages/DescribeClusterRequest.json"),
     include_str!("../../../specs/messages/DescribeClusterResponse.json"),
 ];

@@ -261,7 +261,27 @@ pub fn samples() -> Vec<Sample> {
                     .with_client_software_version(StrBytes::from_static_str("0.1.0"));
                 request(&mut out, "api_versions", 18, range(18), &req);
             }
-            ClientRequest::AddRaftVoter(req) => request(&mut out, "add", 80, range(80), req),
+            ClientRequest::AddRaftVoter { request: req, .. } => {
+                request(&mut out, "add", 80, range(80), req);
+                // v1 (KIP-1186): kafka-protocol 0.18 cannot encode it; v0's frame with the version set
+                // to 1 and `AckWhenCommitted=false` before the (empty) final tagged-field section.
+                let v0 = payload(codec::request_frame(80, 0, 7, "sample", req).expect("v0 frame"));
+                assert_eq!(
+                    v0.last(),
+                    Some(&0),
+                    "no top-level tagged fields in the sample"
+                );
+                let mut v1 = v0[..v0.len() - 1].to_vec();
+                v1[2..4].copy_from_slice(&1i16.to_be_bytes());
+                v1.extend_from_slice(&[0, 0]);
+                out.push(Sample {
+                    name: format!("add_v1_{}", out.len()),
+                    side: Side::Request,
+                    api_key: 80,
+                    version: 1,
+                    payload: Bytes::from(v1),
+                });
+            }
             ClientRequest::RemoveRaftVoter(req) => request(&mut out, "remove", 81, range(81), req),
             _ => {}
         }

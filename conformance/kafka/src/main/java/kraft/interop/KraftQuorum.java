@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.stream.Collectors;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -93,6 +94,32 @@ final class KraftQuorum implements AutoCloseable {
         Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
             clusterId, "--node-id", Integer.toString(id), "--initial-controllers", initialControllers), 30);
         if (f.code() != 0) throw new IOException("kraft format of node " + id + " failed: " + f);
+        List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
+            address(id)));
+        cmd.addAll(List.of(nodeArgs));
+        nodeCommands.put(id, cmd);
+        restart(id);
+    }
+
+    /**
+     * As {@link #startJoiner}, but the data directory is formatted by Kafka's own storage tool
+     * ({@code kafka-storage format --initial-controllers}, Kafka's meta.properties and bootstrap snapshot), as a
+     * Kafka controller joining that quorum would be.
+     */
+    void startJoinerFormattedByKafka(int id, String clusterId, String initialControllers, String... nodeArgs)
+            throws Exception {
+        ports.put(id, KafkaQuorum.freePort());
+        Path config = dir.resolve("kafka-format-" + id + ".properties");
+        String bootstrap = java.util.Arrays.stream(initialControllers.split(","))
+            .map(v -> v.substring(v.indexOf('@') + 1, v.lastIndexOf(':'))).collect(Collectors.joining(","));
+        java.nio.file.Files.createDirectories(dir);
+        java.nio.file.Files.writeString(config, String.join("\n", "process.roles=controller", "node.id=" + id,
+            "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + address(id),
+            "controller.quorum.bootstrap.servers=" + bootstrap, "log.dirs=" + dataDir(id),
+            "metadata.log.dir=" + dataDir(id), ""));
+        Procs.Result f = Procs.run(Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+            "--config", config.toString(), "--initial-controllers", initialControllers), 120);
+        if (f.code() != 0) throw new IOException("kafka-storage format of kraft node " + id + " failed: " + f);
         List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
             address(id)));
         cmd.addAll(List.of(nodeArgs));

@@ -1,5 +1,6 @@
 package kraft.interop;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -8,10 +9,13 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.MutableRecordBatch;
 
 /**
  * (g) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
- * {@code kraft} node formatted with Kafka's initial controllers joins as an observer and fetches Kafka's log; Kafka's
+ * {@code kraft} node whose directory Kafka's {@code kafka-storage format --initial-controllers} formatted joins as an
+ * observer and fetches Kafka's log; Kafka's
  * {@code add-controller} makes it a voter; kill -9 of the Kafka leader: the {@code kraft} node is elected with
  * Kafka's votes (3 of 4 voters alive: every live voter took part) and replicates to the Kafka followers. Which
  * node wins is fixed by KIP-996's rules, not by luck: the Kafka controllers (3 s fetch, 6 s election timeout)
@@ -20,6 +24,8 @@ import org.apache.kafka.common.Uuid;
  * at 5 s both grant. The killed controller
  * restarts and catches up from it; kill -9 of the {@code kraft} leader: the Kafka controllers elect one of theirs;
  * the {@code kraft} node restarts and follows it. Throughout: one leader per epoch, as reported by either kind.
+ * While the {@code kraft} node leads, its log and each Kafka follower's log hold the same batches, byte for byte,
+ * below the HW (Kafka's batches it fetched as an observer kept their timestamps, keys and headers).
  */
 final class MixedScenario {
     private static final int OURS = 5;
@@ -57,8 +63,9 @@ final class MixedScenario {
         kafka.startInitial(1, 2, 3);
         int[] first = awaitLeader(kafka, ours, -1, "the Kafka controllers elect a leader");
 
-        // 1. The kraft node joins as an observer and fetches Kafka's records.
-        ours.startJoiner(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms", "1000",
+        // 1. The kraft node, its directory formatted by Kafka's kafka-storage (Kafka's meta.properties and
+        //    bootstrap snapshot), joins as an observer and fetches Kafka's records.
+        ours.startJoinerFormattedByKafka(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms", "1000",
             "--fetch-timeout-ms", "5000");
         awaitCaughtUp(kafka.address(first[0]), OURS, "the kraft observer fetches Kafka's log to the leader's end offset");
 
@@ -91,6 +98,11 @@ final class MixedScenario {
             awaitAllCaughtUp(ours.address(OURS), "Kafka followers replicate the kraft leader's log; HW = its end offset");
             scenarios.compareStatus("kraft leader with Kafka followers: describe --status", ours.address(OURS),
                 ours.address(OURS), true);
+            long hw = highWatermark(ours.address(OURS));
+            for (int id : kafka.ports.keySet()) {
+                if (id != first[0]) compareLogs("kraft leader and Kafka follower " + id, ours.segment(OURS),
+                    kafka.segment(id), hw);
+            }
         }
 
         // 5. The killed Kafka controller restarts and catches up from whoever leads now.
@@ -98,6 +110,10 @@ final class MixedScenario {
         String leaderAddress = second[0] == OURS ? ours.address(OURS) : kafka.address(second[0]);
         awaitCaughtUp(leaderAddress, first[0], "restarted Kafka controller " + first[0] + " catches up from leader "
             + second[0]);
+        if (second[0] == OURS) {
+            compareLogs("kraft leader and restarted Kafka controller " + first[0], ours.segment(OURS),
+                kafka.segment(first[0]), highWatermark(ours.address(OURS)));
+        }
 
         // 6. kill -9 of the kraft leader: the Kafka controllers elect one of theirs.
         if (second[0] == OURS) {
@@ -214,5 +230,45 @@ final class MixedScenario {
             Thread.sleep(300);
         }
         report.equal("Kafka's Admin: voters after add-controller", ids, got);
+    }
+
+    private long highWatermark(String addr) throws Exception {
+        Procs.Result s = tools.kraft("describe", "--bootstrap-controller", addr, "--status", "--timeout-ms", "3000");
+        String hw = Tools.statusFields(s.out()).get("HighWatermark");
+        return hw == null ? -1 : Long.parseLong(hw);
+    }
+
+    /** The batches of {@code file} wholly below {@code hw}, as Kafka reads them: CRC-checked, with their bytes. */
+    private static List<String> batchesBelow(Path file, long hw) throws Exception {
+        List<String> out = new ArrayList<>();
+        byte[] all = Files.readAllBytes(file);
+        int position = 0;
+        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(all)).batches()) {
+            if (batch.lastOffset() >= hw) break;
+            batch.ensureValid();
+            int size = batch.sizeInBytes();
+            out.add(batch.baseOffset() + "-" + batch.lastOffset() + " epoch " + batch.partitionLeaderEpoch()
+                + " crc " + Long.toHexString(batch.checksum()) + " bytes "
+                + java.util.HexFormat.of().formatHex(all, position, position + size));
+            position += size;
+        }
+        return out;
+    }
+
+    /** Both logs hold the same batches, byte for byte, below {@code hw} (at least one batch). */
+    private void compareLogs(String label, Path ours, Path theirs, long hw) throws Exception {
+        List<String> a = batchesBelow(ours, hw);
+        List<String> b = batchesBelow(theirs, hw);
+        report.check(label + ": the same batches below HW " + hw + " (" + a.size() + " batches, CRCs and bytes)",
+            !a.isEmpty() && a.equals(b), "first difference: " + firstDifference(a, b));
+    }
+
+    private static String firstDifference(List<String> a, List<String> b) {
+        for (int i = 0; i < Math.max(a.size(), b.size()); i++) {
+            String x = i < a.size() ? a.get(i) : "(none)";
+            String y = i < b.size() ? b.get(i) : "(none)";
+            if (!x.equals(y)) return "batch " + i + ": ours " + x + " / Kafka's " + y;
+        }
+        return "none (" + a.size() + " batches)";
     }
 }

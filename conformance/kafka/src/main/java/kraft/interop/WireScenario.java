@@ -92,10 +92,13 @@ final class WireScenario {
             report.equal("DescribeCluster v" + v + ": ClusterAuthorizedOperations without an authorizer",
                 kafkaJson.get("clusterAuthorizedOperations"), ourJson.get("clusterAuthorizedOperations"));
         }
-        records("our segment (node 1)", ours.segment(1));
-        records("our bootstrap.checkpoint (node 1)",
-            ours.dataDir(1).resolve("__cluster_metadata-0").resolve("bootstrap.checkpoint"));
-        records("Kafka's segment (controller 1)", kafka.segment(1));
+        records("our segment (node 1)", ours.segment(1), "records");
+        // The bootstrap snapshot both storage tools write (issue #13): ours read by Kafka, Kafka's by us.
+        records("our bootstrap snapshot (node 1, kraft format)", ours.dataDir(1).resolve("__cluster_metadata-0")
+            .resolve(BOOTSTRAP_SNAPSHOT), "snapshot");
+        records("Kafka's bootstrap snapshot (controller 1, kafka-storage format)", kafka.logDir(1)
+            .resolve("__cluster_metadata-0").resolve(BOOTSTRAP_SNAPSHOT), "snapshot");
+        records("Kafka's segment (controller 1)", kafka.segment(1), "records");
     }
 
     // ----- requests --------------------------------------------------------------------------------
@@ -226,7 +229,10 @@ final class WireScenario {
 
     // ----- records ---------------------------------------------------------------------------------
 
-    private void records(String what, Path file) throws Exception {
+    static final String BOOTSTRAP_SNAPSHOT = "00000000000000000000-0000000000.checkpoint";
+
+    /** Kafka's and our reading of {@code file} ({@code kind}: {@code records} or {@code snapshot}) agree. */
+    private void records(String what, Path file, String kind) throws Exception {
         byte[] bytes = Files.readAllBytes(file);
         JsonNode kafka;
         try {
@@ -238,11 +244,22 @@ final class WireScenario {
                 false, e.toString());
             return;
         }
-        Procs.Result r = tools.kraft("decode", "records", file.toString());
+        Procs.Result r = tools.kraft("decode", kind, file.toString());
         if (!report.check(what + ": our decoder parses every batch", r.code() == 0, r.toString())) return;
         // Through text, so Kafka's long/short nodes and our parsed numbers compare by value.
         report.equal(what + ": both read the same batches and records", JSON.readTree(kafka.toString()),
             JSON.readTree(r.out()));
+        if (kind.equals("snapshot")) {
+            // Kafka's own tool on the file: kafka-dump-log --cluster-metadata-decoder.
+            Procs.Result dump = Procs.run(Main.java("org.apache.kafka.tools.DumpLogSegments",
+                "--cluster-metadata-decoder", "--files", file.toString()), 120);
+            String out = dump.out();
+            report.check(what + ": kafka-dump-log --cluster-metadata-decoder reads it (snapshot 0-0, header, "
+                + "KRaftVersion, voters, footer, every batch valid)", dump.code() == 0
+                && out.contains("Snapshot end offset: 0, epoch: 0") && out.contains("SnapshotHeader")
+                && out.contains("KRaftVersion {") && out.contains("KRaftVoters {") && out.contains("SnapshotFooter")
+                && out.contains("isvalid: true") && !out.contains("isvalid: false"), dump.toString());
+        }
         report.check(what + ": has the control records under test", kafka.toString().contains("\"LeaderChange\"")
             || kafka.toString().contains("\"Voters\""), kafka.toString());
     }
@@ -268,6 +285,15 @@ final class WireScenario {
                 }
                 ControlRecordType type = ControlRecordType.parse(record.key());
                 switch (type) {
+                    case SNAPSHOT_HEADER -> {
+                        r.put("type", "SnapshotHeader");
+                        r.put("lastContainedLogTimestamp",
+                            ControlRecordUtils.deserializeSnapshotHeaderRecord(record).lastContainedLogTimestamp());
+                    }
+                    case SNAPSHOT_FOOTER -> {
+                        ControlRecordUtils.deserializeSnapshotFooterRecord(record);
+                        r.put("type", "SnapshotFooter");
+                    }
                     case LEADER_CHANGE -> {
                         LeaderChangeMessage m = ControlRecordUtils.deserializeLeaderChangeMessage(record);
                         r.put("type", "LeaderChange");

@@ -1,0 +1,176 @@
+//! A leader serves the batches it stores byte for byte: a batch a follower received from a Kafka leader
+//! (timestamps, keys, headers the core does not model) is served unchanged once that follower leads, and
+//! both log implementations keep such a batch's bytes across reads (and, for `FileLog`, a reopen).
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::records::{
+    Compression, Record as KafkaRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use kraft::log::{Batch, MemoryLog, RaftLog, Record, Replicated};
+use kraft::node::sim::{Envelope, Sim};
+use kraft::node::{Message, Role, Timer};
+use kraft::storage::FileLog;
+
+/// A data batch as Kafka's controller writes one: creation timestamps, keys, headers.
+fn kafka_style_batch(base_offset: i64, epoch: i32, values: &[&[u8]]) -> Bytes {
+    let records: Vec<KafkaRecord> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| {
+            let mut headers = kafka_protocol::indexmap::IndexMap::new();
+            headers.insert(
+                kafka_protocol::protocol::StrBytes::from_static_str("h"),
+                Some(Bytes::from_static(b"header value")),
+            );
+            KafkaRecord {
+                transactional: false,
+                delete_horizon: false,
+                control: false,
+                partition_leader_epoch: epoch,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: base_offset + i as i64,
+                // One batch with base sequence -1 (kafka-protocol derives the base from the first record).
+                sequence: i as i32 - 1,
+                timestamp: 1_764_000_000_000 + i as i64,
+                key: Some(Bytes::from(format!("key-{i}"))),
+                value: Some(Bytes::copy_from_slice(value)),
+                headers,
+            }
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encodes");
+    buf.freeze()
+}
+
+fn replicated(bytes: &Bytes) -> Vec<Replicated> {
+    kraft::records::decode_batches_with_bytes(bytes.clone())
+        .expect("decodes")
+        .into_iter()
+        .map(|(batch, raw)| Replicated {
+            batch,
+            bytes: Some(raw),
+        })
+        .collect()
+}
+
+#[test]
+fn both_logs_keep_a_replicated_batch_byte_for_byte() {
+    let kafka = kafka_style_batch(1, 1, &[b"a", b"b"]);
+    assert_eq!(
+        kraft::records::decode_batches(kafka.clone()).unwrap().len(),
+        1
+    );
+    // Our own encoding of the same records differs (timestamps 0, no keys or headers).
+    let ours = kraft::records::encode_batches(&[Batch {
+        base_offset: 1,
+        epoch: 1,
+        records: vec![
+            Record::Data(Bytes::from_static(b"a")),
+            Record::Data(Bytes::from_static(b"b")),
+        ],
+    }])
+    .unwrap();
+    assert_ne!(ours, kafka);
+
+    let mut memory = MemoryLog::new();
+    memory
+        .append_as_leader(1, vec![Record::Data(Bytes::from_static(b"x"))])
+        .unwrap();
+    memory.append_replicated(replicated(&kafka)).unwrap();
+    assert_eq!(memory.read_bytes(1, usize::MAX).unwrap(), kafka);
+    assert_eq!(
+        memory.read_bytes(2, usize::MAX).unwrap(),
+        kafka,
+        "whole batches, from the one holding the offset"
+    );
+    // A batch cut by truncation is no longer the batch it arrived as.
+    memory.truncate_to(2).unwrap();
+    assert_ne!(memory.read_bytes(1, usize::MAX).unwrap(), kafka.slice(..));
+
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut file = FileLog::open(dir.path()).unwrap();
+        file.append_as_leader(1, vec![Record::Data(Bytes::from_static(b"x"))])
+            .unwrap();
+        file.append_replicated(replicated(&kafka)).unwrap();
+        file.flush().unwrap();
+        assert_eq!(file.read_bytes(1, usize::MAX).unwrap(), kafka);
+    }
+    let file = FileLog::open(dir.path()).unwrap();
+    assert_eq!(file.end_offset(), 3);
+    assert_eq!(file.read_bytes(2, usize::MAX).unwrap(), kafka);
+    let all = file.read_bytes(0, usize::MAX).unwrap();
+    assert!(all.ends_with(&kafka));
+}
+
+/// The FetchResponse `from` sent to `to` that is in flight (removed from the network).
+fn take_fetch_response(
+    sim: &mut Sim,
+    from: i32,
+    to: i32,
+) -> kafka_protocol::messages::FetchResponse {
+    let i = sim
+        .network
+        .iter()
+        .position(|e| e.from == from && e.to == to && matches!(e.msg, Message::FetchResponse(_)))
+        .expect("a fetch response in flight");
+    match sim.network.remove(i).msg {
+        Message::FetchResponse(r) => r,
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn a_leader_serves_a_kafka_batch_it_replicated_unchanged() {
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let epoch = sim.node(1).epoch();
+    let end = sim.node(1).log().end_offset();
+    assert_eq!(sim.node(2).log().end_offset(), end);
+
+    // Node 2 fetches; the reply carries a batch as a Kafka leader would have written it.
+    let kafka = kafka_style_batch(end, epoch, &[b"k1", b"k2"]);
+    sim.fire(2, Timer::Fetch);
+    sim.deliver_all(1);
+    let mut resp = take_fetch_response(&mut sim, 1, 2);
+    resp.responses[0].partitions[0].records = Some(kafka.clone());
+    sim.network.push(Envelope {
+        from: 1,
+        to: 2,
+        msg: Message::FetchResponse(resp),
+    });
+    sim.deliver_all(10);
+    assert_eq!(sim.node(2).log().end_offset(), end + 2);
+
+    // Node 2 leads; node 3, which never saw the batch, fetches it from node 2.
+    sim.elect(2);
+    assert_eq!(sim.node(2).role(), Role::Leader);
+    let served = sim.node(2).log().read_bytes(end, usize::MAX).unwrap();
+    assert!(
+        served.starts_with(&kafka),
+        "the leader stores the batch as received"
+    );
+    sim.fire(3, Timer::Fetch);
+    sim.deliver_all(1);
+    let resp = take_fetch_response(&mut sim, 2, 3);
+    let records = resp.responses[0].partitions[0].records.clone().unwrap();
+    assert!(records.starts_with(&kafka), "served byte for byte");
+    sim.network.push(Envelope {
+        from: 2,
+        to: 3,
+        msg: Message::FetchResponse(resp),
+    });
+    sim.deliver_all(10);
+    sim.replicate(10);
+    let on_3 = sim.node(3).log().read_bytes(end, usize::MAX).unwrap();
+    assert!(on_3.starts_with(&kafka));
+    assert_eq!(on_3, sim.node(2).log().read_bytes(end, usize::MAX).unwrap());
+}
