@@ -7,10 +7,12 @@
 //! - [`harness`]: the implementation cluster driven by model actions.
 //! - [`replay`]: the lockstep replay and its divergences; [`report`] renders them.
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
+//! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
 pub mod graph;
 pub mod harness;
+pub mod kit;
 pub mod mapping;
 pub mod replay;
 pub mod report;

@@ -80,6 +80,10 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // `conformance node ...`: the black-box kit (conformance/README.md, "Test your KRaft implementation").
+    if std::env::args().nth(1).as_deref() == Some("node") {
+        return conformance::kit::main(std::env::args().skip(1));
+    }
     let cli = Cli::parse();
     let started = Instant::now();
     let mut problems: Vec<String> = Vec::new();

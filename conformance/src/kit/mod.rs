@@ -1,0 +1,403 @@
+//! The black-box kit: model traces driven over TCP against one KRaft node (`cargo run -p conformance --
+//! node ...`). See conformance/README.md, "Test your KRaft implementation".
+//!
+//! - [`encode`]: model messages ⇄ Kafka messages (the mapping plus the endpoint translation).
+//! - [`net`]: the played replicas' listeners and the client connections to the node, every wait bounded.
+//! - [`driver`]: the lockstep of model and node, and the typed divergences.
+//! - [`scenarios`]: the model paths the kit can force.
+//! - [`report`]: JSON Lines and coverage.
+
+pub mod driver;
+pub mod encode;
+pub mod net;
+pub mod report;
+pub mod scenarios;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use model::types::Id;
+use model::{FetchMode, KraftModel, ModelConfig, NetworkKind, Start};
+
+use driver::{Divergence, Kit};
+use encode::Endpoints;
+use net::Listeners;
+use report::Report;
+
+/// Model server played by the node under test.
+pub const NUT: Id = 0;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "conformance node",
+    about = "Drive one KRaft node over TCP with model traces: the kit plays the other replicas"
+)]
+pub struct KitArgs {
+    /// Scenarios to run (first-election, add-voter, follow, all). add-voter runs after
+    /// first-election on the same node.
+    #[arg(long, default_value = "all")]
+    pub scenario: Vec<String>,
+    /// Test an already running node at HOST:PORT instead of starting one. It must be formatted as
+    /// `--print-format` says (one scenario per fresh node).
+    #[arg(long)]
+    pub bootstrap: Option<String>,
+    /// With --bootstrap: the first of the three ports the kit's replicas 1, 2, 3 listen on.
+    #[arg(long, default_value_t = 19091)]
+    pub kit_port: u16,
+    /// Print the `--initial-controllers` a node under test must be formatted with, then exit.
+    #[arg(long)]
+    pub print_format: bool,
+    /// The `kraft` binary to start (default: `kit-kraft` next to this executable).
+    #[arg(long)]
+    pub kraft_bin: Option<PathBuf>,
+    /// Where started nodes keep their data and logs (default: a fresh directory under the temp dir).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// JSON Lines report file (default: none; the summary goes to stdout).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Longest wait for any answer or event of the node, in ms.
+    #[arg(long, default_value_t = 10_000)]
+    pub wait_ms: u64,
+    /// Highest DescribeQuorum version to check (kraft: 3; Kafka 4.4.0: 2).
+    #[arg(long, default_value_t = kraft::wire::describe_quorum::MAX_VERSION)]
+    pub describe_max: i16,
+}
+
+/// The model the kit runs: 3 voters and 1 joiner from a fresh start; fetches are messages (the node's
+/// fetches are its own steps); stale messages are delivered, not collected.
+pub fn model_config() -> ModelConfig {
+    ModelConfig {
+        voters: 3,
+        joiners: 1,
+        max_epoch: 3,
+        max_log: 8,
+        max_data: 0,
+        max_changes: 1,
+        max_crashes: 0,
+        max_in_flight: 32,
+        fetch: FetchMode::Async,
+        network: NetworkKind::Reliable,
+        start: Start::Fresh,
+        check_quorum: true,
+        pre_vote: model::config::IMPL_PRE_VOTE,
+        refusal_steps: false,
+        gc: false,
+        ..ModelConfig::default()
+    }
+}
+
+/// A started node process, killed when dropped.
+pub struct NodeProcess {
+    child: Child,
+    pub dir: PathBuf,
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
+    if let Some(b) = &args.kraft_bin {
+        return Ok(b.clone());
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    // Test executables live in target/<profile>/deps; the binaries one level up.
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join("kit-kraft");
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} not found (build it with `cargo build -p conformance`, or pass --kraft-bin)",
+            bin.display()
+        ))
+    }
+}
+
+/// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
+fn start_node(
+    bin: &PathBuf,
+    dir: PathBuf,
+    eps: &Endpoints,
+    (election, fetch): (u64, u64),
+) -> Result<NodeProcess, String> {
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let data = dir.join("data");
+    let status = Command::new(bin)
+        .arg("format")
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--cluster-id", crate::mapping::CLUSTER_ID, "--node-id", "0"])
+        .args(["--initial-controllers", &eps.initial_controllers(0b111)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !status.success() {
+        return Err(format!("kraft format failed: {status}"));
+    }
+    let log = std::fs::File::create(dir.join("node.log")).map_err(|e| e.to_string())?;
+    let child = Command::new(bin)
+        .arg("node")
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--listener", &format!("127.0.0.1:{}", eps.ports[0])])
+        .args(["--election-timeout-ms", &election.to_string()])
+        .args(["--fetch-timeout-ms", &fetch.to_string()])
+        .args(["--request-timeout-ms", "5000", "--seed", "1"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    Ok(NodeProcess { child, dir })
+}
+
+fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("the node does not listen on {addr} after {wait:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The outcome of one run of the kit.
+pub struct Outcome {
+    pub report: Report,
+    pub scenarios: Vec<(String, Result<(), String>)>,
+}
+
+impl Outcome {
+    pub fn divergences(&self) -> usize {
+        self.scenarios.iter().filter(|s| s.1.is_err()).count()
+    }
+}
+
+/// Runs the scenarios of `args`; `Err` only when the kit itself cannot start.
+pub fn run(args: &KitArgs) -> Result<Outcome, String> {
+    let schema = crate::schema::MessageSchema::from_file(
+        &crate::wire::default_messages_dir().join("DescribeQuorumResponse.json"),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut wanted: Vec<&str> = Vec::new();
+    for s in &args.scenario {
+        match s.as_str() {
+            "all" => wanted.extend(scenarios::ALL),
+            s if scenarios::ALL.contains(&s) => wanted
+                .push(scenarios::ALL[scenarios::ALL.iter().position(|x| *x == s).unwrap_or(0)]),
+            other => {
+                return Err(format!(
+                    "unknown scenario {other:?} (one of {:?} or all)",
+                    scenarios::ALL
+                ))
+            }
+        }
+    }
+    // add-voter continues first-election on the same node.
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    if wanted.contains(&"first-election") || wanted.contains(&"add-voter") {
+        let mut r = vec!["first-election"];
+        if wanted.contains(&"add-voter") {
+            r.push("add-voter");
+        }
+        runs.push(r);
+    }
+    if wanted.contains(&"follow") {
+        runs.push(vec!["follow"]);
+    }
+    let mut report = Report::default();
+    if let Some(p) = &args.report {
+        let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        report.out = Some(Box::new(std::io::BufWriter::new(f)));
+    }
+    let wait = Duration::from_millis(args.wait_ms);
+    let mut results = Vec::new();
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("kraft-kit-{}", std::process::id())));
+    for (n, run) in runs.iter().enumerate() {
+        let ports: Vec<(Id, u16)> = match &args.bootstrap {
+            // Port 0: any free ports (a node formatted by --print-format needs the fixed ones).
+            Some(_) if args.kit_port == 0 => (1..=3).map(|i| (i, 0)).collect(),
+            Some(_) => (1..=3)
+                .map(|i| (i, args.kit_port + u16::from(i) - 1))
+                .collect(),
+            None => (1..=3).map(|i| (i, 0)).collect(),
+        };
+        let (listeners, addrs) =
+            Listeners::bind(&ports).map_err(|e| format!("kit listeners: {e}"))?;
+        let mut eps = Endpoints { ports: vec![0; 4] };
+        for (i, a) in addrs {
+            eps.ports[i as usize] = a.port();
+        }
+        let (node_addr, process) = match &args.bootstrap {
+            Some(b) => {
+                let a: SocketAddr = b.parse().map_err(|e| format!("--bootstrap {b}: {e}"))?;
+                eps.ports[0] = a.port();
+                (a, None)
+            }
+            None => {
+                eps.ports[0] = free_port()?;
+                let bin = kraft_bin(args)?;
+                let p = start_node(
+                    &bin,
+                    work.join(format!("run{n}")),
+                    &eps,
+                    scenarios::timers(run[0]),
+                )?;
+                let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
+                    .parse()
+                    .map_err(|e| format!("{e}"))?;
+                wait_listening(a, wait)?;
+                (a, Some(p))
+            }
+        };
+        let model = KraftModel::new(model_config()).map_err(|e| e.to_string())?;
+        report.trace = run.join("+");
+        let mut kit = Kit::new(
+            model,
+            NUT,
+            eps,
+            (node_addr, listeners),
+            wait,
+            report,
+            schema.clone(),
+        );
+        let dq = 0..=args.describe_max;
+        for s in run {
+            kit.report.trace = s.to_string();
+            let r = match *s {
+                "first-election" => scenarios::first_election(&mut kit, dq.clone()),
+                "add-voter" => scenarios::add_voter(&mut kit, dq.clone()),
+                _ => scenarios::follow(&mut kit, dq.clone()),
+            };
+            let failed = r.is_err();
+            results.push((s.to_string(), r.map_err(|d: Box<Divergence>| d.to_string())));
+            if failed {
+                break;
+            }
+        }
+        report = std::mem::take(&mut kit.report);
+        drop(kit);
+        if let Some(p) = process {
+            // Keep the node's log when something diverged.
+            let dir = p.dir.clone();
+            drop(p);
+            if results.iter().all(|r| r.1.is_ok()) {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    if let Some(out) = report.out.as_mut() {
+        let _ = out.flush();
+    }
+    if args.work_dir.is_none() && results.iter().all(|r| r.1.is_ok()) {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(Outcome {
+        report,
+        scenarios: results,
+    })
+}
+
+use std::io::Write as _;
+
+/// `conformance node ...`: runs the kit and prints the summary; non-zero exit on any divergence.
+pub fn main(argv: impl Iterator<Item = String>) -> ExitCode {
+    let args = match KitArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if args.print_format {
+        let eps = Endpoints {
+            ports: vec![
+                args.bootstrap
+                    .as_deref()
+                    .and_then(|b| b.rsplit_once(':'))
+                    .and_then(|(_, p)| p.parse().ok())
+                    .unwrap_or(9093),
+                args.kit_port,
+                args.kit_port + 1,
+                args.kit_port + 2,
+            ],
+        };
+        println!("cluster id:            {}", crate::mapping::CLUSTER_ID);
+        println!("node id:               0");
+        println!(
+            "directory id:          {}",
+            kraft::storage::format_directory_id(crate::mapping::directory_id(0))
+        );
+        println!("initial controllers:   {}", eps.initial_controllers(0b111));
+        return ExitCode::SUCCESS;
+    }
+    let started = Instant::now();
+    let outcome = match run(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("kit: cannot run: {e}");
+            println!("kit: 0 scenarios, 0 steps, 0 divergences (could not run)");
+            return ExitCode::FAILURE;
+        }
+    };
+    print_summary(&outcome, started.elapsed());
+    if outcome.divergences() > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The coverage summary and the verdict line.
+pub fn print_summary(o: &Outcome, took: Duration) {
+    for (s, r) in &o.scenarios {
+        match r {
+            Ok(()) => println!("scenario {s}: ok"),
+            Err(e) => println!("scenario {s}: DIVERGENCE: {e}"),
+        }
+    }
+    println!("model transitions driven (node = the node under test, kit = a played replica):");
+    for (k, n) in &o.report.transitions {
+        println!("  {n:5}  {k}");
+    }
+    println!("RPCs on the wire (direction, message, error code):");
+    for (k, n) in &o.report.coverage {
+        println!("  {n:5}  {k}");
+    }
+    println!(
+        "kit: {} scenarios, {} steps, {} divergences ({:.1} s)",
+        o.scenarios.len(),
+        o.report.lines.len(),
+        o.divergences(),
+        took.as_secs_f64()
+    );
+}

@@ -1,0 +1,141 @@
+//! The scenarios the kit drives: model paths whose timing the kit can force.
+//!
+//! Node under test = model server 0; the kit plays voters 1 and 2 and the joiner 3 (an observer).
+
+use model::types::{Action, ChangeOp, Envelope, Id, Msg, Role};
+
+use super::driver::{Divergence, Kit};
+
+type R<T> = Result<T, Box<Divergence>>;
+
+/// Scenario names, in the order `all` runs them.
+pub const ALL: [&str; 3] = ["first-election", "add-voter", "follow"];
+
+/// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
+/// A timer the scenario waits for is short; one it must not see is far beyond the scenario's length.
+pub fn timers(scenario: &str) -> (u64, u64) {
+    match scenario {
+        "follow" => (60_000, 60_000),
+        _ => (300, 60_000),
+    }
+}
+
+/// The first in-flight message from a played replica, if any.
+fn kit_message(k: &Kit) -> Option<Envelope> {
+    k.state.network.iter().find(|e| e.src != k.nut).copied()
+}
+
+/// Delivers every message the played replicas have in flight (to each other in the model, to the node
+/// over the wire), until none is left.
+pub fn settle(k: &mut Kit) -> R<()> {
+    for _ in 0..64 {
+        let Some(env) = kit_message(k) else {
+            return Ok(());
+        };
+        if env.dst == k.nut {
+            k.deliver_to_node(env)?;
+        } else {
+            k.kit(Action::Deliver(env))?;
+        }
+    }
+    Err(Box::new(Divergence::Kit(
+        "settle: more than 64 messages".into(),
+    )))
+}
+
+/// Played replica `r` fetches from the node (request over the wire, response checked and applied).
+pub fn fetch_from_node(k: &mut Kit, r: Id) -> R<()> {
+    k.kit(Action::Fetch {
+        replica: r,
+        leader: k.nut,
+    })?;
+    let env = k
+        .state
+        .network
+        .iter()
+        .find(|e| e.src == r && e.dst == k.nut && matches!(e.msg, Msg::FetchRequest(_)))
+        .copied()
+        .ok_or_else(|| Box::new(Divergence::Kit(format!("no fetch from {r} in flight"))))?;
+    k.deliver_to_node(env)
+}
+
+/// DescribeQuorum at every version in `versions`.
+pub fn describe_all(k: &mut Kit, versions: std::ops::RangeInclusive<i16>) -> R<()> {
+    for v in versions {
+        k.describe(v)?;
+    }
+    Ok(())
+}
+
+/// The node's first election: it times out, asks the kit's replicas for pre-votes and votes, wins
+/// epoch 1, announces itself; then the kit's voters fetch until its start-of-epoch records commit.
+pub fn first_election(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
+    let me = k.nut as usize;
+    k.until(
+        "the node's election timeout, its (pre-)votes and BeginQuorumEpoch (node leads)",
+        |k| k.state.servers[me].role == Role::Leader && k.node_quiet(),
+    )?;
+    describe_all(k, dq.clone())?;
+    for _round in 0..2 {
+        for r in [1, 2] {
+            fetch_from_node(k, r)?;
+        }
+    }
+    if k.state.servers[me].hw.is_none() {
+        return Err(Box::new(Divergence::Kit(
+            "the model's leader has no HW after two rounds".into(),
+        )));
+    }
+    describe_all(k, dq)
+}
+
+/// After [`first_election`]: observer 3 catches up, AddRaftVoter(3) is sent, the voters' fetches
+/// commit it; the node's answer and DescribeQuorum (CommittedVoters from v3) are checked.
+pub fn add_voter(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
+    for _ in 0..3 {
+        fetch_from_node(k, 3)?;
+    }
+    describe_all(k, dq.clone())?;
+    k.change(ChangeOp::Add(3))?;
+    describe_all(k, dq.clone())?;
+    for _round in 0..3 {
+        for r in [1, 2, 3] {
+            fetch_from_node(k, r)?;
+        }
+    }
+    let me = k.nut as usize;
+    let committed = model::spec::committed_voters(
+        k.state.bootstrap,
+        &k.state.servers[me].log,
+        k.state.servers[me].hw,
+    );
+    if committed != Some(0b1111) {
+        return Err(Box::new(Divergence::Kit(format!(
+            "the model did not commit the addition ({committed:?})"
+        ))));
+    }
+    describe_all(k, dq)
+}
+
+/// The node follows a kit-played leader: replica 1 stands (pre-vote, vote), is elected with the
+/// node's vote, announces itself; the node fetches the leader's records and HW.
+pub fn follow(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
+    k.kit(Action::ElectionTimeout(1))?;
+    settle(k)?;
+    settle(k)?;
+    if k.state.servers[1].role != Role::Leader {
+        return Err(Box::new(Divergence::Kit(format!(
+            "replica 1 did not become leader in the model ({:?})",
+            k.state.servers[1].role
+        ))));
+    }
+    let me = k.nut as usize;
+    k.until("the node fetches the leader's records and HW", |k| {
+        let s = &k.state.servers[me];
+        s.role == Role::Follower && s.hw.is_some() && s.hw == k.state.servers[1].hw
+    })?;
+    // One more fetch shows the node applied what it was sent (its offset and epoch are checked).
+    let seen = k.node_steps;
+    k.until("the node's next fetch", |k| k.node_steps > seen)?;
+    describe_all(k, dq)
+}

@@ -1,0 +1,123 @@
+//! The black-box kit against a real `kraft node` process (the CI gate for issue #18), and against a
+//! node that answers garbage or nothing (typed divergences, no panic, no hang).
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use clap::Parser;
+use conformance::kit::{self, KitArgs};
+
+fn args(extra: &[&str]) -> KitArgs {
+    let mut v = vec!["node"];
+    v.extend_from_slice(extra);
+    KitArgs::parse_from(v)
+}
+
+#[test]
+fn kraft_node_follows_the_model_over_the_wire() {
+    let a = args(&[
+        "--kraft-bin",
+        env!("CARGO_BIN_EXE_kit-kraft"),
+        "--wait-ms",
+        "30000",
+    ]);
+    let o = kit::run(&a).expect("the kit starts");
+    for (s, r) in &o.scenarios {
+        assert!(r.is_ok(), "scenario {s}: {r:?}");
+    }
+    let names: Vec<&str> = o.scenarios.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["first-election", "add-voter", "follow"]);
+    // What the slice must have exercised: the node's own election, votes both ways, the node as leader
+    // serving fetches (including a fenced observer), as follower fetching, and a committed addition.
+    let t = &o.report.transitions;
+    for key in [
+        "ElectionTimeout at node",
+        "Deliver PreVoteRequest node→kit",
+        "Deliver VoteRequest node→kit",
+        "Deliver VoteRequest kit→node",
+        "Deliver BeginQuorumEpoch node→kit",
+        "Deliver BeginQuorumEpoch kit→node",
+        "Fetch by kit from node",
+        "Fetch by node from kit",
+        "Deliver FetchResponse FencedLeaderEpoch node→kit",
+        "Change Add at node",
+    ] {
+        assert!(t.contains_key(key), "transition {key} not driven: {t:?}");
+    }
+    assert!(o
+        .report
+        .coverage
+        .contains_key("node→kit AddRaftVoterResponse error 0"));
+    assert!(o
+        .report
+        .coverage
+        .contains_key("node→kit DescribeQuorumResponse v3 leader"));
+    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
+}
+
+/// A fake node: accepts connections and answers every request frame with `answer` (or nothing).
+fn fake_node(answer: Option<Vec<u8>>) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    if let Some(a) = &answer {
+                        let _ = s.write_all(a);
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn run_against(addr: &str, scenario: &str) -> String {
+    let a = args(&[
+        "--bootstrap",
+        addr,
+        "--kit-port",
+        "0",
+        "--scenario",
+        scenario,
+        "--wait-ms",
+        "500",
+    ]);
+    let o = kit::run(&a).expect("the kit starts");
+    assert_eq!(o.divergences(), 1, "{:?}", o.scenarios);
+    let line = o.report.lines.last().expect("a report line");
+    assert!(line.verdict.starts_with("divergence"), "{line:?}");
+    o.scenarios[0].1.clone().expect_err("diverged")
+}
+
+#[test]
+fn garbage_from_the_node_is_a_typed_divergence() {
+    // A frame of 8 bytes: correlation id 1 and four bytes that are no VoteResponse.
+    let e = run_against(
+        &fake_node(Some(vec![0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff])),
+        "follow",
+    );
+    assert!(
+        e.contains("undecodable") || e.contains("correlation"),
+        "{e}"
+    );
+    // A size prefix far beyond the kit's frame bound.
+    let e = run_against(&fake_node(Some(vec![0x7f, 0xff, 0xff, 0xff])), "follow");
+    assert!(e.contains("connection to the node"), "{e}");
+}
+
+#[test]
+fn a_silent_node_times_out() {
+    let e = run_against(&fake_node(None), "follow");
+    assert!(e.contains("no response within"), "{e}");
+    // A node that never stands for election: the kit's wait for its timer ends.
+    let e = run_against(&fake_node(None), "first-election");
+    assert!(e.contains("timed out"), "{e}");
+}
