@@ -476,6 +476,19 @@ fn a_hostile_peer_cannot_take_the_quorum_down() {
         "committed voter set changed"
     );
     let hw = d.partition.high_watermark;
+    // The HW needs only a majority; wait until every voter holds it before comparing logs below it.
+    wait_until(
+        "every voter holding the HW",
+        Duration::from_secs(30),
+        || {
+            c.describe().filter(|d| {
+                d.partition
+                    .current_voters
+                    .iter()
+                    .all(|r| r.log_end_offset >= hw)
+            })
+        },
+    );
     for (id, kib) in &rss {
         assert!(
             *kib < RSS_BOUND_KIB,
