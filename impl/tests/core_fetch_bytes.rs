@@ -174,3 +174,72 @@ fn a_leader_serves_a_kafka_batch_it_replicated_unchanged() {
     assert!(on_3.starts_with(&kafka));
     assert_eq!(on_3, sim.node(2).log().read_bytes(end, usize::MAX).unwrap());
 }
+
+#[test]
+fn a_follower_far_behind_catches_up_over_several_bounded_fetches() {
+    use kraft::node::MAX_FETCH_BYTES;
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(3);
+    let epoch = sim.node(1).epoch();
+    let end = sim.node(1).log().end_offset();
+
+    // Node 2 receives two large batches (each over half the cap) in one reply; node 3 never sees them.
+    let big = vec![7u8; MAX_FETCH_BYTES / 2 + 1024];
+    let first = kafka_style_batch(end, epoch, &[&big]);
+    let second = kafka_style_batch(end + 1, epoch, &[&big]);
+    let mut both = BytesMut::new();
+    both.extend_from_slice(&first);
+    both.extend_from_slice(&second);
+    sim.fire(2, Timer::Fetch);
+    sim.deliver_all(1);
+    let mut resp = take_fetch_response(&mut sim, 1, 2);
+    resp.responses[0].partitions[0].records = Some(both.freeze());
+    sim.network.push(Envelope {
+        from: 1,
+        to: 2,
+        msg: Message::FetchResponse(resp),
+    });
+    sim.deliver_all(10);
+    assert_eq!(sim.node(2).log().end_offset(), end + 2);
+
+    // Node 2 leads; node 3's first fetch from `end` gets the first large batch only, the next the rest.
+    sim.elect(2);
+    assert_eq!(sim.node(2).role(), Role::Leader);
+    assert!(sim.node(3).log().end_offset() <= end);
+    // The new leader's log: the two batches and its epoch's LeaderChange.
+    let leader_end = sim.node(2).log().end_offset();
+    assert!(leader_end > end + 2);
+    let mut served = Vec::new();
+    for _ in 0..8 {
+        if sim.node(3).log().end_offset() >= sim.node(2).log().end_offset() {
+            break;
+        }
+        sim.fire(3, Timer::Fetch);
+        sim.deliver_all(1);
+        let resp = take_fetch_response(&mut sim, 2, 3);
+        let records = resp.responses[0].partitions[0].records.clone();
+        let len = records.as_ref().map_or(0, |r| r.len());
+        served.push(len);
+        assert!(
+            len <= MAX_FETCH_BYTES,
+            "a reply of {len} bytes exceeds the {MAX_FETCH_BYTES}-byte cap"
+        );
+        sim.network.push(Envelope {
+            from: 2,
+            to: 3,
+            msg: Message::FetchResponse(resp),
+        });
+        sim.deliver_all(10);
+    }
+    assert_eq!(
+        sim.node(3).log().end_offset(),
+        sim.node(2).log().end_offset(),
+        "replies: {served:?}"
+    );
+    assert!(served.len() >= 2, "caught up in one reply: {served:?}");
+    assert_eq!(
+        sim.node(3).log().read_bytes(end, usize::MAX).unwrap(),
+        sim.node(2).log().read_bytes(end, usize::MAX).unwrap()
+    );
+}

@@ -11,6 +11,10 @@ use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
 use super::{Node, RoleState};
 
+/// The most record bytes one Fetch response carries (Kafka's KRaft fetch size, 8 MiB); a single larger
+/// batch is still served whole.
+pub const MAX_FETCH_BYTES: usize = 8 * 1024 * 1024;
+
 impl<L: RaftLog> Node<L> {
     pub(super) fn send_fetch(&mut self, now: Millis, out: &mut Output) {
         self.send_fetch_to(now, None, out)
@@ -207,14 +211,16 @@ impl<L: RaftLog> Node<L> {
         }
     }
 
-    /// The stored batches from the one holding `from` to the LEO, byte for byte as the log holds them
-    /// (Kafka's leader also serves whole batches; the fetcher skips records below its LEO).
+    /// The stored batches from the one holding `from` towards the LEO, byte for byte as the log holds
+    /// them (Kafka's leader also serves whole batches; the fetcher skips records below its LEO), at most
+    /// [`MAX_FETCH_BYTES`] unless the first batch alone is larger: a follower far behind catches up over
+    /// several fetches instead of one unbounded response.
     pub(super) fn read_suffix(&self, from: i64) -> Result<Option<Bytes>, String> {
         if from >= self.log.end_offset() {
             return Ok(None);
         }
         self.log
-            .read_bytes(from, usize::MAX)
+            .read_bytes(from, MAX_FETCH_BYTES)
             .map(Some)
             .map_err(|e| e.to_string())
     }

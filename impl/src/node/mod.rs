@@ -99,6 +99,7 @@ mod view;
 mod vote;
 
 pub use admin::SUPPORTED_APIS;
+pub use fetch::MAX_FETCH_BYTES;
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
 pub use types::*;
