@@ -293,6 +293,30 @@ impl FileLog {
         Ok(())
     }
 
+    /// The index entries a read from `from` returns: the batch holding `from` and those after it, within
+    /// `max_bytes` except that the first is always included (both reads share this rule).
+    fn entries_to_read(&self, from: i64, max_bytes: usize) -> Result<&[IndexEntry], LogError> {
+        let end = self.end_offset();
+        if from < 0 || from > end {
+            return Err(LogError::OutOfRange {
+                offset: from,
+                start: 0,
+                end,
+            });
+        }
+        let first = self.index.partition_point(|e| e.next_offset <= from);
+        let mut size = 0usize;
+        let mut count = 0;
+        for entry in &self.index[first..] {
+            if count > 0 && size + entry.len as usize > max_bytes {
+                break;
+            }
+            size += entry.len as usize;
+            count += 1;
+        }
+        Ok(&self.index[first..first + count])
+    }
+
     fn read_entry_bytes(&self, entry: &IndexEntry) -> Result<Bytes, LogError> {
         let segment = &self.segments[entry.segment];
         let mut buf = vec![0u8; entry.len as usize];
@@ -435,42 +459,16 @@ impl RaftLog for FileLog {
     }
 
     fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Batch>, LogError> {
-        let end = self.end_offset();
-        if from < 0 || from > end {
-            return Err(LogError::OutOfRange {
-                offset: from,
-                start: 0,
-                end,
-            });
-        }
-        let first = self.index.partition_point(|e| e.next_offset <= from);
         let mut out = Vec::new();
-        let mut size = 0usize;
-        for entry in &self.index[first..] {
-            if !out.is_empty() && size + entry.len as usize > max_bytes {
-                break;
-            }
-            size += entry.len as usize;
+        for entry in self.entries_to_read(from, max_bytes)? {
             out.extend(self.read_entry(entry)?);
         }
         Ok(out)
     }
 
     fn read_bytes(&self, from: i64, max_bytes: usize) -> Result<Bytes, LogError> {
-        let end = self.end_offset();
-        if from < 0 || from > end {
-            return Err(LogError::OutOfRange {
-                offset: from,
-                start: 0,
-                end,
-            });
-        }
-        let first = self.index.partition_point(|e| e.next_offset <= from);
         let mut out = BytesMut::new();
-        for entry in &self.index[first..] {
-            if !out.is_empty() && out.len() + entry.len as usize > max_bytes {
-                break;
-            }
+        for entry in self.entries_to_read(from, max_bytes)? {
             let bytes = self.read_entry_bytes(entry)?;
             // CRC and structure are checked on every read, as `read` does.
             records::decode_batches(bytes.clone()).map_err(|e| LogError::Corrupt {
