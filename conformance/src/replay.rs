@@ -539,6 +539,16 @@ pub fn check_content(
             ));
         }
     }
+    // The model has no clock, but one timestamp rule needs none: a replica that never fetched in this
+    // epoch (LogEndOffset -1) has never fetched or caught up either (Kafka's -1 sentinels), at every version.
+    for r in current.iter().chain(&observers) {
+        if r.1 == -1 && (r.2, r.3) != (-1, -1) {
+            return Err(format!(
+                "replica {} has LogEndOffset -1 but timestamps ({}, {}), expected (-1, -1)",
+                r.0, r.2, r.3
+            ));
+        }
+    }
     // Directory ids from v2 on: the mapping's identity of each replica.
     for r in current.iter().chain(&observers).chain(&committed) {
         let want = if version >= 2 {
