@@ -110,6 +110,26 @@ fn both_logs_keep_a_replicated_batch_byte_for_byte() {
     assert!(all.ends_with(&kafka));
 }
 
+/// One fetch round trip of `to` from `from`: `to`'s fetch timer fires, the leader answers, and the reply's
+/// records are replaced by `records` when given (a batch as a Kafka leader would have written it). Returns
+/// the records the reply carried.
+fn fetch_round(sim: &mut Sim, from: i32, to: i32, records: Option<Bytes>) -> Option<Bytes> {
+    sim.fire(to, Timer::Fetch);
+    sim.deliver_all(1);
+    let mut resp = take_fetch_response(sim, from, to);
+    if let Some(records) = records {
+        resp.responses[0].partitions[0].records = Some(records);
+    }
+    let served = resp.responses[0].partitions[0].records.clone();
+    sim.network.push(Envelope {
+        from,
+        to,
+        msg: Message::FetchResponse(resp),
+    });
+    sim.deliver_all(10);
+    served
+}
+
 /// The FetchResponse `from` sent to `to` that is in flight (removed from the network).
 fn take_fetch_response(
     sim: &mut Sim,
@@ -138,16 +158,7 @@ fn a_leader_serves_a_kafka_batch_it_replicated_unchanged() {
 
     // Node 2 fetches; the reply carries a batch as a Kafka leader would have written it.
     let kafka = kafka_style_batch(end, epoch, &[b"k1", b"k2"]);
-    sim.fire(2, Timer::Fetch);
-    sim.deliver_all(1);
-    let mut resp = take_fetch_response(&mut sim, 1, 2);
-    resp.responses[0].partitions[0].records = Some(kafka.clone());
-    sim.network.push(Envelope {
-        from: 1,
-        to: 2,
-        msg: Message::FetchResponse(resp),
-    });
-    sim.deliver_all(10);
+    fetch_round(&mut sim, 1, 2, Some(kafka.clone()));
     assert_eq!(sim.node(2).log().end_offset(), end + 2);
 
     // Node 2 leads; node 3, which never saw the batch, fetches it from node 2.
@@ -158,17 +169,8 @@ fn a_leader_serves_a_kafka_batch_it_replicated_unchanged() {
         served.starts_with(&kafka),
         "the leader stores the batch as received"
     );
-    sim.fire(3, Timer::Fetch);
-    sim.deliver_all(1);
-    let resp = take_fetch_response(&mut sim, 2, 3);
-    let records = resp.responses[0].partitions[0].records.clone().unwrap();
+    let records = fetch_round(&mut sim, 2, 3, None).unwrap();
     assert!(records.starts_with(&kafka), "served byte for byte");
-    sim.network.push(Envelope {
-        from: 2,
-        to: 3,
-        msg: Message::FetchResponse(resp),
-    });
-    sim.deliver_all(10);
     sim.replicate(10);
     let on_3 = sim.node(3).log().read_bytes(end, usize::MAX).unwrap();
     assert!(on_3.starts_with(&kafka));
@@ -191,16 +193,7 @@ fn a_follower_far_behind_catches_up_over_several_bounded_fetches() {
     let mut both = BytesMut::new();
     both.extend_from_slice(&first);
     both.extend_from_slice(&second);
-    sim.fire(2, Timer::Fetch);
-    sim.deliver_all(1);
-    let mut resp = take_fetch_response(&mut sim, 1, 2);
-    resp.responses[0].partitions[0].records = Some(both.freeze());
-    sim.network.push(Envelope {
-        from: 1,
-        to: 2,
-        msg: Message::FetchResponse(resp),
-    });
-    sim.deliver_all(10);
+    fetch_round(&mut sim, 1, 2, Some(both.freeze()));
     assert_eq!(sim.node(2).log().end_offset(), end + 2);
 
     // Node 2 leads; node 3's first fetch from `end` gets the first large batch only, the next the rest.
@@ -215,22 +208,12 @@ fn a_follower_far_behind_catches_up_over_several_bounded_fetches() {
         if sim.node(3).log().end_offset() >= sim.node(2).log().end_offset() {
             break;
         }
-        sim.fire(3, Timer::Fetch);
-        sim.deliver_all(1);
-        let resp = take_fetch_response(&mut sim, 2, 3);
-        let records = resp.responses[0].partitions[0].records.clone();
-        let len = records.as_ref().map_or(0, |r| r.len());
+        let len = fetch_round(&mut sim, 2, 3, None).map_or(0, |r| r.len());
         served.push(len);
         assert!(
             len <= MAX_FETCH_BYTES,
             "a reply of {len} bytes exceeds the {MAX_FETCH_BYTES}-byte cap"
         );
-        sim.network.push(Envelope {
-            from: 2,
-            to: 3,
-            msg: Message::FetchResponse(resp),
-        });
-        sim.deliver_all(10);
     }
     assert_eq!(
         sim.node(3).log().end_offset(),
