@@ -37,8 +37,9 @@ final class EndChecks {
         int[] l = m.awaitLeader(-1, label + ": a leader");
         String addr = m.address(l[0]);
         StringBuilder last = new StringBuilder();
-        boolean quiet = m.allCaughtUp(addr, 1, 60_000, last);
-        report.check(label + ": every running replica at the leader's end offset, HW = end offset", quiet, last.toString());
+        boolean quiet = m.allCaughtUp(addr, 1, 60_000, last, true);
+        report.check(label + ": every running replica listed by the leader and at its end offset, HW = end offset",
+            quiet, last.toString());
         MixedQuorum.Sample end = m.sample(label + ": end", l[0]);
         if (end == null) {
             report.check(label + ": the leader answers at the end", false, "leader " + l[0] + " moved");
@@ -54,6 +55,9 @@ final class EndChecks {
         for (List<String> row : m.replication(addr)) {
             if (row.size() == 7 && !row.get(0).equals("NodeId")) listed.add(Integer.parseInt(row.get(0)));
         }
+        List<Integer> missing = m.ids().stream().filter(id -> m.running(id) && !listed.contains(id)).toList();
+        report.check(label + ": every running replica is a voter or observer in leader " + l[0] + "'s DescribeQuorum "
+            + listed, missing.isEmpty(), "missing: " + missing);
         for (int id : listed) {
             if (id == l[0] || !m.running(id)) continue;
             List<String> theirs = MixedQuorum.batchesBelow(m.segment(id), hw);

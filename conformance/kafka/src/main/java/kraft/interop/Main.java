@@ -24,7 +24,7 @@ public final class Main {
         String kraft = null;
         Path work = null;
         java.util.Set<String> only = new java.util.TreeSet<>();
-        int runs = 3;
+        int runs = 2;
         long seed = 1;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {

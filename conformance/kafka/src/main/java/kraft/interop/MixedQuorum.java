@@ -165,10 +165,18 @@ final class MixedQuorum implements AutoCloseable {
      * equals it; returns false (no check) on timeout so a caller can look for a new leader.
      */
     boolean allCaughtUp(String addr, int minFollowers, long timeoutMs, StringBuilder last) throws Exception {
+        return allCaughtUp(addr, minFollowers, timeoutMs, last, false);
+    }
+
+    /** With {@code everyRunning}: also waits until every running replica is listed (a voter or an observer). */
+    boolean allCaughtUp(String addr, int minFollowers, long timeoutMs, StringBuilder last, boolean everyRunning)
+            throws Exception {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (System.currentTimeMillis() < deadline) {
             List<List<String>> rows = replication(addr);
             long leader = leo(rows, "Leader", -1);
+            boolean listed = !everyRunning || ids().stream().filter(this::running)
+                .allMatch(id -> rows.stream().anyMatch(r -> r.size() == 7 && r.get(0).equals(Integer.toString(id))));
             boolean all = leader > 0 && rows.stream().skip(1).filter(r -> r.size() == 7
                     && running(Integer.parseInt(r.get(0))))
                 .allMatch(r -> Long.parseLong(r.get(2)) == leader);
@@ -177,7 +185,7 @@ final class MixedQuorum implements AutoCloseable {
             String hw = status(addr).get("HighWatermark");
             last.setLength(0);
             last.append(rows).append(" HW ").append(hw);
-            if (all && followers >= minFollowers && Long.toString(leader).equals(hw)) return true;
+            if (all && listed && followers >= minFollowers && Long.toString(leader).equals(hw)) return true;
             Thread.sleep(300);
         }
         return false;

@@ -30,7 +30,7 @@ final class Scenarios {
     /** Scenario letters to run (empty: all); a-f share quorums and run together. */
     java.util.Set<String> only = java.util.Set.of();
     /** Scenario j: runs and the first seed. */
-    int runs = 3;
+    int runs = 2;
     long seed = 1;
 
     Scenarios(Report report, Tools tools, Path work, String kraft) {
@@ -62,6 +62,24 @@ final class Scenarios {
                 + " add-voter, votes, and is removed with kraft remove-voter");
             try {
                 new KafkaJoinsScenario(report, tools, work.resolve("joins"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("i")) {
+            report.scenario("i: mixed quorum: leader self-removal both ways (kraft remove-voter and Kafka's"
+                + " remove-controller of a Kafka leader, Kafka's remove-controller of a kraft leader)");
+            try {
+                new SelfRemovalScenario(report, tools, work.resolve("self-removal"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("j")) {
+            report.scenario("j: mixed quorum: kill -9 of the leader while a VotersRecord is uncommitted, " + runs
+                + " runs from seed " + seed + ", Kafka and kraft leaders in turn");
+            try {
+                new KillLoopScenario(report, tools, work.resolve("kill-loop"), kraft, runs, seed).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
