@@ -63,15 +63,7 @@ final class KillLoopScenario {
     private Boolean oneRun(MixedQuorum m, int r, long runSeed, int[] seats) throws Exception {
         Random rnd = new Random(runSeed);
         String tag = "j run " + r + " (seed " + runSeed + ")";
-        int[] l = m.awaitLeader(-1, tag + ": a leader");
-        boolean wantKraft = r % 2 == 1;
-        for (int steer = 0; steer < 2 && m.isKraft(l[0]) != wantKraft; steer++) {
-            int old = l[0];
-            m.kill(old);
-            l = m.awaitLeader(l[1], tag + ": after kill -9 of " + EndChecks.kind(m, old) + " leader " + old
-                + " (it is the other kind's turn)");
-            m.restart(old);
-        }
+        int[] l = m.steer(r % 2 == 1, 2, tag);
         int leader = l[0];
         String addr = m.address(leader);
         StringBuilder last = new StringBuilder();

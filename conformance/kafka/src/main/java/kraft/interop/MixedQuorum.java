@@ -8,8 +8,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.message.DescribeQuorumResponseData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.MutableRecordBatch;
+import org.apache.kafka.common.requests.AbstractRequest;
+import org.apache.kafka.common.requests.DescribeQuorumRequest;
+import org.apache.kafka.common.requests.RequestHeader;
+import org.apache.kafka.common.requests.ResponseHeader;
 
 /**
  * One quorum of both kinds (issue #13): Apache Kafka controllers ({@link KafkaQuorum}) and {@code kraft node}
@@ -28,6 +36,8 @@ final class MixedQuorum implements AutoCloseable {
     /** Every (epoch, leader) either kind reported. */
     final Map<Integer, Integer> leaders = new TreeMap<>();
     final List<Sample> samples = new ArrayList<>();
+    /** Replicas stopped with SIGSTOP now: not asked anything (they cannot answer). */
+    final java.util.Set<Integer> paused = new java.util.TreeSet<>();
 
     MixedQuorum(Report report, Tools tools, Path dir, String kraft, Map<String, String> kafkaConfig) {
         this.report = report;
@@ -75,13 +85,64 @@ final class MixedQuorum implements AutoCloseable {
         long pid = isKraft(id) ? ours.pid(id) : kafka.pid(id);
         Procs.Result r = Procs.run(List.of("kill", stop ? "-STOP" : "-CONT", Long.toString(pid)), 10);
         if (r.code() != 0) throw new IllegalStateException("kill " + (stop ? "-STOP " : "-CONT ") + pid + ": " + r);
+        if (stop) paused.add(id);
+        else paused.remove(id);
+    }
+
+    /**
+     * Until a leader of the wanted kind leads (at most {@code tries} times): kill -9 of the leader, a new leader,
+     * restart of the killed one. With the (g) timeouts a {@code kraft} node normally wins after a Kafka leader's
+     * death and a Kafka controller after a {@code kraft} leader's. Returns the leader and epoch.
+     */
+    int[] steer(boolean kraftLeader, int tries, String tag) throws Exception {
+        int[] l = awaitLeader(-1, tag + ": a leader");
+        for (int i = 0; i < tries && isKraft(l[0]) != kraftLeader; i++) {
+            int old = l[0];
+            kill(old);
+            l = awaitLeader(l[1], tag + ": after kill -9 of " + kind(old) + " leader " + old + " (to get a "
+                + (kraftLeader ? "kraft" : "Kafka") + " leader)");
+            restart(old);
+        }
+        return l;
+    }
+
+    String kind(int id) {
+        return isKraft(id) ? "kraft" : "Kafka";
+    }
+
+    /** One DescribeQuorum v2 round trip to {@code id} itself: {partition error, leader id, leader epoch}, or null. */
+    int[] describeQuorumOf(int id) {
+        String[] hostPort = address(id).split(":");
+        AbstractRequest request = new DescribeQuorumRequest.Builder(
+            DescribeQuorumRequest.singletonRequest(new TopicPartition("__cluster_metadata", 0))).build((short) 2);
+        ByteBuffer frame = request.serializeWithHeader(new RequestHeader(ApiKeys.DESCRIBE_QUORUM, (short) 2, "kraft-interop", 1));
+        try (java.net.Socket sock = new java.net.Socket(hostPort[0], Integer.parseInt(hostPort[1]))) {
+            sock.setSoTimeout(3000);
+            java.io.DataOutputStream out = new java.io.DataOutputStream(sock.getOutputStream());
+            out.writeInt(frame.remaining());
+            out.write(frame.array(), frame.arrayOffset() + frame.position(), frame.remaining());
+            out.flush();
+            java.io.DataInputStream in = new java.io.DataInputStream(sock.getInputStream());
+            int size = in.readInt();
+            if (size < 0 || size > (1 << 20)) return null;
+            byte[] payload = new byte[size];
+            in.readFully(payload);
+            ByteBuffer buf = ByteBuffer.wrap(payload);
+            ResponseHeader.parse(buf, ApiKeys.DESCRIBE_QUORUM.responseHeaderVersion((short) 2));
+            DescribeQuorumResponseData d = new DescribeQuorumResponseData(new ByteBufferAccessor(buf), (short) 2);
+            if (d.errorCode() != 0 || d.topics().isEmpty()) return new int[] {Math.max(1, d.errorCode()), -1, -1};
+            var p = d.topics().get(0).partitions().get(0);
+            return new int[] {p.errorCode(), p.leaderId(), p.leaderEpoch()};
+        } catch (java.io.IOException e) {
+            return null;
+        }
     }
 
     /** Addresses to ask: the kraft nodes first (they know the leader whichever kind leads), then Kafka's. */
     List<String> addresses() {
         List<String> out = new ArrayList<>();
-        for (int id : ours.ports.keySet()) if (ours.running(id)) out.add(ours.address(id));
-        for (int id : kafka.ports.keySet()) if (kafka.running(id)) out.add(kafka.address(id));
+        for (int id : ours.ports.keySet()) if (ours.running(id) && !paused.contains(id)) out.add(ours.address(id));
+        for (int id : kafka.ports.keySet()) if (kafka.running(id) && !paused.contains(id)) out.add(kafka.address(id));
         return out;
     }
 
@@ -105,7 +166,7 @@ final class MixedQuorum implements AutoCloseable {
             Map<String, String> f = status(addr);
             int leader = Integer.parseInt(f.getOrDefault("LeaderId", "-1"));
             int epoch = Integer.parseInt(f.getOrDefault("LeaderEpoch", "-1"));
-            if (leader < 0 || !running(leader)) continue;
+            if (leader < 0 || !running(leader) || paused.contains(leader)) continue;
             sawLeader(epoch, leader);
             return new int[] {leader, epoch};
         }

@@ -84,6 +84,15 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        if (wants("k")) {
+            report.scenario("k: mixed quorum: partitions by SIGSTOP/SIGCONT: pre-vote keeps a returning replica from"
+                + " disrupting, a paused leader is replaced and steps down, check-quorum resignation");
+            try {
+                new PartitionScenario(report, tools, work.resolve("partition"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
     }
 
     private void runSharedQuorums() throws Exception {
