@@ -140,7 +140,7 @@ final class EndChecks {
     static TreeMap<Long, List<Integer>> voterRecords(Path file, long hw) throws Exception {
         TreeMap<Long, List<Integer>> out = new TreeMap<>();
         if (!Files.exists(file)) return out;
-        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(Files.readAllBytes(file))).batches()) {
+        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(MixedQuorum.logBytes(file))).batches()) {
             if (batch.lastOffset() >= hw) break;
             if (!batch.isControlBatch()) continue;
             for (Record record : batch) {

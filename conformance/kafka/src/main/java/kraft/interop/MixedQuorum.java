@@ -146,10 +146,30 @@ final class MixedQuorum implements AutoCloseable {
         return out;
     }
 
-    /** {@code kraft describe --status} via {@code addr}: its fields, or an empty map if it failed. */
+    /**
+     * {@code kraft describe ARGS} via {@code addr}, else via each running {@code kraft} node: a Kafka controller's
+     * DescribeCluster lists only controllers registered in its metadata log, which a Kafka leader that has not
+     * yet registered itself (a log without metadata.version, scenario h) or a {@code kraft} leader is not; a
+     * {@code kraft} node lists the voters. Null if none answered.
+     */
+    private Procs.Result describe(String addr, String... args) throws Exception {
+        List<String> tries = new ArrayList<>(List.of(addr));
+        for (String a : addresses()) if (!tries.contains(a) && ours.ports.values().stream()
+                .anyMatch(p -> a.endsWith(":" + p))) tries.add(a);
+        for (String a : tries) {
+            List<String> cmd = new ArrayList<>(List.of("describe", "--bootstrap-controller", a));
+            cmd.addAll(List.of(args));
+            cmd.addAll(List.of("--timeout-ms", "3000"));
+            Procs.Result r = tools.kraft(cmd.toArray(String[]::new));
+            if (r.code() == 0) return r;
+        }
+        return null;
+    }
+
+    /** {@code kraft describe --status} via {@code addr} (see {@link #describe}): its fields, or an empty map. */
     Map<String, String> status(String addr) throws Exception {
-        Procs.Result r = tools.kraft("describe", "--bootstrap-controller", addr, "--status", "--timeout-ms", "3000");
-        return r.code() == 0 ? Tools.statusFields(r.out()) : Map.of();
+        Procs.Result r = describe(addr, "--status");
+        return r != null ? Tools.statusFields(r.out()) : Map.of();
     }
 
     /** Records (epoch, leader); a second leader for an epoch is a divergence at once. */
@@ -190,8 +210,8 @@ final class MixedQuorum implements AutoCloseable {
 
     /** Rows of {@code kraft describe --replication} via {@code addr} (NodeId, DirectoryId, LEO, ..., Status). */
     List<List<String>> replication(String addr) throws Exception {
-        Procs.Result r = tools.kraft("describe", "--bootstrap-controller", addr, "--replication", "--timeout-ms", "3000");
-        return r.code() == 0 ? Tools.table(r.out()) : List.of();
+        Procs.Result r = describe(addr, "--replication");
+        return r != null ? Tools.table(r.out()) : List.of();
     }
 
     /** The end offset of the row with this status (e.g. Leader), or of node {@code id}; -2 if absent. */
@@ -283,7 +303,7 @@ final class MixedQuorum implements AutoCloseable {
     static List<String> batchesBelow(Path file, long hw) throws Exception {
         List<String> out = new ArrayList<>();
         if (hw <= 0 || !Files.exists(file)) return out;
-        byte[] all = Files.readAllBytes(file);
+        byte[] all = logBytes(file);
         int position = 0;
         for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(all)).batches()) {
             if (batch.lastOffset() >= hw) break;
@@ -295,6 +315,21 @@ final class MixedQuorum implements AutoCloseable {
             position += size;
         }
         return out;
+    }
+
+    /**
+     * The bytes of the log whose first segment is {@code segment}: every {@code *.log} segment of its directory in
+     * offset order, back to back (Kafka rolls a segment, e.g. when a controller first leads); any other file as is.
+     */
+    static byte[] logBytes(Path segment) throws java.io.IOException {
+        if (!segment.getFileName().toString().endsWith(".log")) return Files.readAllBytes(segment);
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try (var files = Files.list(segment.getParent())) {
+            for (Path p : files.filter(f -> f.getFileName().toString().endsWith(".log")).sorted().toList()) {
+                out.write(Files.readAllBytes(p));
+            }
+        }
+        return out.toByteArray();
     }
 
     /** Both logs hold the same batches, byte for byte, below {@code hw} (at least one batch). */
