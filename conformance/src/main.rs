@@ -361,7 +361,8 @@ fn run_all(
             s.spawn(|| {
                 let mut wire =
                     wire::WireChecker::new(checker.response.clone(), checker.request.clone());
-                let (mut steps, mut content, mut refusals, mut divs) = (0u64, 0u64, 0u64, Vec::new());
+                let (mut steps, mut content, mut refusals, mut divs) =
+                    (0u64, 0u64, 0u64, Vec::new());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(t) = traces.get(i) else { break };
