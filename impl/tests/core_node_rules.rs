@@ -432,6 +432,11 @@ fn append_only_at_the_leader() {
 }
 
 fn update_request(id: i32, epoch: i32, port: u16) -> ClientRequest {
+    update_request_range(id, epoch, port, (0, 1))
+}
+
+/// UpdateRaftVoter naming `kraft.version` range `(min, max)` as the voter's supported range.
+fn update_request_range(id: i32, epoch: i32, port: u16, (min, max): (i16, i16)) -> ClientRequest {
     use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
     use kafka_protocol::messages::UpdateRaftVoterRequest;
     use kafka_protocol::protocol::StrBytes;
@@ -447,8 +452,8 @@ fn update_request(id: i32, epoch: i32, port: u16) -> ClientRequest {
                 .with_port(port)])
             .with_k_raft_version_feature(
                 KRaftVersionFeature::default()
-                    .with_min_supported_version(0)
-                    .with_max_supported_version(1),
+                    .with_min_supported_version(min)
+                    .with_max_supported_version(max),
             ),
     )
 }
@@ -492,6 +497,39 @@ fn update_voter_replies_at_once_and_blocks_changes_until_committed() {
     );
     sim.replicate(10);
     assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+}
+
+/// UpdateRaftVoter's `kraft.version` rules (Kafka's `UpdateVoterHandler`): a negative or inverted range is
+/// INVALID_REQUEST, and so is a range that excludes the finalized `kraft.version` (1 here); a range that
+/// includes it is accepted. Nothing is appended for a refusal.
+#[test]
+fn update_voter_checks_the_kraft_version_range() {
+    let mut sim = Sim::new(3, 0, 12).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let end = sim.node(1).log().end_offset();
+    for range in [(-1, 1), (0, -1), (1, 0), (0, 0), (2, 3)] {
+        let r = sim.client(1, update_request_range(2, 1, 9999, range));
+        assert_eq!(
+            r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
+            vec![Some(errors::INVALID_REQUEST)],
+            "range {range:?}"
+        );
+    }
+    assert_eq!(
+        sim.node(1).log().end_offset(),
+        end,
+        "a refusal appends nothing"
+    );
+    let r = sim.client(1, update_request_range(2, 1, 9999, (1, 1)));
+    assert_eq!(
+        r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
+        vec![Some(errors::NONE)]
+    );
+    assert_eq!(
+        sim.node(1).latest_voters().voter(2).unwrap().supported.max,
+        1
+    );
 }
 
 #[test]
