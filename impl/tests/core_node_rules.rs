@@ -342,6 +342,38 @@ fn stale_and_duplicated_fetch_responses_are_ignored() {
     );
 }
 
+/// A follower that knows the HW truncates to the diverging end offset it is sent (Kafka's
+/// `truncateToEndOffset`: the smaller of that end and its own end for the epoch), not further: here that
+/// is its HW, so the truncation is allowed, its uncommitted suffix is replaced and the logs converge.
+#[test]
+fn diverging_follower_with_a_known_hw_truncates_to_the_diverging_end() {
+    let mut sim = Sim::new(5, 0, 8).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let hw = sim.node(3).high_watermark().expect("3 knows the HW");
+    // Leader 1 appends; only follower 3 fetches it, so it stays uncommitted (2 of 5).
+    sim.append(1, &[b"lost"]).unwrap();
+    sim.fire(3, Timer::Fetch);
+    sim.deliver_all(100);
+    assert_eq!(sim.node(3).log().end_offset(), hw + 1);
+    assert_eq!(sim.node(1).high_watermark(), Some(hw));
+    sim.crash(1);
+    sim.elect(2);
+    assert_eq!(sim.leader(), Some(2));
+    sim.append(2, &[b"kept"]).unwrap();
+    assert_eq!(sim.node(3).high_watermark(), Some(hw));
+    // 3's first fetch in epoch 2 carries (offset hw + 1, epoch 1): diverging at (1, hw).
+    sim.fire(3, Timer::Fetch);
+    sim.deliver_all(100);
+    assert_eq!(
+        sim.node(3).log().end_offset(),
+        hw,
+        "truncated to the diverging end offset"
+    );
+    sim.replicate(10);
+    assert_eq!(sim.node(3).view().log, sim.node(2).view().log);
+}
+
 #[test]
 fn diverging_follower_truncates_and_its_latest_voter_set_reverts() {
     let mut sim = Sim::new(3, 1, 8).unwrap();
