@@ -342,6 +342,22 @@ fn stale_and_duplicated_fetch_responses_are_ignored() {
     );
 }
 
+/// An observer whose fetch is refused (no leader yet) asks again after the fetch interval: the fetch
+/// timer is re-armed at `now + fetch.interval`, neither left unset (the observer would never fetch
+/// again) nor due at once (a hot loop).
+#[test]
+fn refused_fetch_is_retried_after_the_fetch_interval() {
+    let mut sim = Sim::new(3, 1, 5).unwrap();
+    sim.fire(4, Timer::Fetch);
+    let sent_at = sim.clock(4);
+    assert!(!sim.node(4).outstanding_fetch_is_none());
+    sim.deliver_all(10);
+    assert!(sim.node(4).outstanding_fetch_is_none(), "answered");
+    assert_eq!(sim.node(4).leader_id(), None);
+    let interval = sim.node(4).config().fetch_interval_ms;
+    assert_eq!(sim.node(4).timers().fetch, Some(sent_at + interval));
+}
+
 /// A follower that knows the HW truncates to the diverging end offset it is sent (Kafka's
 /// `truncateToEndOffset`: the smaller of that end and its own end for the epoch), not further: here that
 /// is its HW, so the truncation is allowed, its uncommitted suffix is replaced and the logs converge.
