@@ -85,6 +85,14 @@ fn story(a: &Action) -> String {
     model::story::action(a)
 }
 
+/// A request of the node the played replica has not answered yet (hold mode).
+struct Held {
+    env: Envelope,
+    conn: u64,
+    reply: codec::Reply,
+    message: kraft::node::Message,
+}
+
 /// An operator request waiting for its answer.
 struct PendingAdmin {
     conn: NodeConn,
@@ -102,13 +110,17 @@ pub struct Kit {
     listeners: Listeners,
     conns: HashMap<Id, NodeConn>,
     corr: i32,
-    admin: Option<PendingAdmin>,
+    /// Operator requests sent and not answered yet, oldest first.
+    admin: Vec<PendingAdmin>,
     delivered: Vec<Envelope>,
     pub wait: Duration,
     pub report: Report,
     describe_schema: MessageSchema,
     /// Internal actions of the node seen so far (its timers and fetches).
     pub node_steps: u64,
+    /// Hold the node's requests until [`Kit::deliver_held`] (graph walks) instead of answering at once.
+    pub hold: bool,
+    held: Vec<Held>,
 }
 
 impl Kit {
@@ -132,12 +144,14 @@ impl Kit {
             listeners,
             conns: HashMap::new(),
             corr: 0,
-            admin: None,
+            admin: Vec::new(),
             delivered: Vec::new(),
             wait,
             report,
             describe_schema,
             node_steps: 0,
+            hold: false,
+            held: Vec::new(),
         }
     }
 
@@ -242,17 +256,40 @@ impl Kit {
             encode::name(&resp),
             encode::error_code(&resp)
         ));
-        let before = self.state.clone();
-        self.model_step(Action::Deliver(env))?;
-        let expected = Self::added(&before, &self.state, self.nut, env.src);
-        let expected: Vec<Envelope> = expected
-            .into_iter()
-            .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
-            .collect();
         let sent_key = match env.msg {
             Msg::FetchRequest(k) => Some(k),
             _ => None,
         };
+        // Kafka's controller writes its own metadata records: node-internal appends (`ClientAppend` at
+        // the node, allowed up to `max_data`; never for `kraft`). When the answer does not match the
+        // model's, the fewest appends that explain it are taken first.
+        let observed = encode::abstract_message(&self.eps, &resp, self.nut, sent_key).ok();
+        let answer_after = |kit: &Kit, k: usize| -> Option<Msg> {
+            let base = kit.appended(&kit.state, k)?;
+            let step = kit.model.step(&base, Action::Deliver(env))?;
+            match Self::added(&base, &step.state, kit.nut, env.src)
+                .iter()
+                .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [one] => Some(one.msg),
+                _ => None,
+            }
+        };
+        if observed.is_some() && answer_after(self, 0) != observed {
+            let left = self.appends_left(&self.state);
+            if let Some(k) = (1..=left).find(|&k| answer_after(self, k) == observed) {
+                self.take_appends(k)?;
+                line.action = format!("after {k} node-internal append(s): {}", line.action);
+            }
+        }
+        let before = self.state.clone();
+        self.model_step(Action::Deliver(env))?;
+        let expected: Vec<Envelope> = Self::added(&before, &self.state, self.nut, env.src)
+            .into_iter()
+            .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+            .collect();
         match expected.as_slice() {
             [] => {
                 line.expected = "no response in the model (acknowledgement left out)".into();
@@ -292,6 +329,33 @@ impl Kit {
         Ok(())
     }
 
+    /// How many more node-internal appends the model allows from `st` (`ClientAppend` at the node,
+    /// bounded by `max_data`; 0 for `kraft`, which writes no records of its own).
+    fn appends_left(&self, st: &State) -> usize {
+        usize::from(self.model.cfg.max_data.saturating_sub(st.history.data))
+    }
+
+    /// `st` after `k` node-internal appends, `None` if the model does not allow them.
+    fn appended(&self, st: &State, k: usize) -> Option<State> {
+        let mut s = st.clone();
+        for _ in 0..k {
+            s = self.model.step(&s, Action::ClientAppend(self.nut))?.state;
+        }
+        Some(s)
+    }
+
+    /// Takes `k` node-internal appends in the model (seen through a response that shows them).
+    fn take_appends(&mut self, k: usize) -> R<()> {
+        for _ in 0..k {
+            self.model_step(Action::ClientAppend(self.nut))?;
+        }
+        self.report.push(
+            Line::new("node", format!("{k} node-internal append(s)"))
+                .verdict("ok (ClientAppend at the node, shown by its answer)".into()),
+        );
+        Ok(())
+    }
+
     /// The node's internal actions that could have sent `env`: applied to the model if one did.
     fn node_action_sending(&mut self, env: &Envelope) -> Option<Action> {
         let n = self.model.cfg.servers();
@@ -300,6 +364,7 @@ impl Kit {
             Action::ElectionTimeout(me),
             Action::FetchTimeout(me),
             Action::CheckQuorumTimeout(me),
+            Action::Resign(me),
         ];
         cands.extend((0..n).map(|l| Action::Fetch {
             replica: me,
@@ -350,6 +415,27 @@ impl Kit {
                 self.report.push(line.verdict("ok".into()));
                 return Ok(());
             }
+            Incoming::Unsupported if reply.api_key == ApiKey::ApiVersions as i16 => {
+                // A newer ApiVersions than the kit's codec speaks (Kafka 4.4.0 sends v5): refused
+                // with UNSUPPORTED_VERSION and the kit's ranges, as a broker does; the client then
+                // retries with a version both speak.
+                line.action = format!(
+                    "ApiVersions v{} (connection handshake): UNSUPPORTED_VERSION, the client retries lower",
+                    reply.api_version
+                );
+                self.report.cover(format!(
+                    "node→kit ApiVersionsRequest v{} (unsupported by the kit)",
+                    reply.api_version
+                ));
+                let frame = codec::unsupported_response(&reply, api_versions())
+                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
+                line.sent = hex(&frame);
+                self.listeners
+                    .reply(conn, &frame)
+                    .map_err(|e| Box::new(Divergence::Io(e)))?;
+                self.report.push(line.verdict("ok".into()));
+                return Ok(());
+            }
             other => {
                 let d = Divergence::Unexpected {
                     observed: format!("{other:?}"),
@@ -375,7 +461,9 @@ impl Kit {
             };
             return Err(self.fail(line, d));
         }
-        let how = if self.state.network.contains(&env) {
+        let in_flight = self.state.network.iter().filter(|e| **e == env).count()
+            > self.held.iter().filter(|h| h.env == env).count();
+        let how = if in_flight {
             "in flight".to_string()
         } else if let Some(a) = self.node_action_sending(&env) {
             self.node_steps += 1;
@@ -390,7 +478,37 @@ impl Kit {
             };
             return Err(self.fail(line, d));
         };
-        line.action = format!("{how}; {}", story(&Action::Deliver(env)));
+        let held = Held {
+            env,
+            conn,
+            reply,
+            message,
+        };
+        // The node's fetches are answered at once (the graphs' fetch is one step: request, leader,
+        // response); other requests wait for the walk (`deliver_held`), in order per connection.
+        // A fetch behind a held request on its connection waits too (responses go in order).
+        let fetch = matches!(env.msg, Msg::FetchRequest(_));
+        if self.hold && (!fetch || self.held.iter().any(|h| h.conn == conn)) {
+            line.action = format!("{how}; held by the played replica");
+            self.report.push(line.verdict("ok".into()));
+            self.held.push(held);
+            return Ok(());
+        }
+        line.action = how;
+        self.answer(held, line)
+    }
+
+    /// The played replica handles the node's request `h` in the model and writes the model's answer
+    /// (the answer is delivered to the node with it).
+    fn answer(&mut self, h: Held, mut line: Line) -> R<()> {
+        let Held {
+            env,
+            conn,
+            reply,
+            message,
+        } = h;
+        let replica = env.dst;
+        line.action = format!("{}; {}", line.action, story(&Action::Deliver(env)));
         let before = self.state.clone();
         self.model_step(Action::Deliver(env))?;
         self.delivered.push(env);
@@ -426,6 +544,70 @@ impl Kit {
             self.model_step(Action::Deliver(a))?;
         }
         Ok(())
+    }
+
+    /// The held requests of the node the walk may deliver now: the oldest on each connection (a
+    /// Kafka client reads the responses of one connection in order).
+    pub fn deliverable_held(&self) -> Vec<Envelope> {
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for h in &self.held {
+            if !seen.contains(&h.conn) {
+                seen.push(h.conn);
+                out.push(h.env);
+            }
+        }
+        out
+    }
+
+    /// Delivers a held request of the node (the oldest on its connection): the played replica
+    /// handles it and answers.
+    pub fn deliver_held(&mut self, env: Envelope) -> R<()> {
+        let Some(pos) = self.held.iter().position(|h| h.env == env) else {
+            return Err(Box::new(Divergence::Kit(format!("{env:?} is not held"))));
+        };
+        let h = self.held.remove(pos);
+        let line = Line::new("kit", "deliver held request".into());
+        self.answer(h, line)
+    }
+
+    /// True when every message the model has in flight from the node has arrived at the kit.
+    pub fn all_arrived(&self) -> bool {
+        let mut held: Vec<Envelope> = self.held.iter().map(|h| h.env).collect();
+        for e in self.state.network.iter().filter(|e| e.src == self.nut) {
+            match held.iter().position(|h| h == e) {
+                Some(p) => {
+                    held.remove(p);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Serves the node until every message the model has it send has arrived and its eager internal
+    /// actions (its next fetch, a due resignation) have been seen: the node is then idle in the model
+    /// except for its timers.
+    pub fn settle_node(&mut self) -> R<()> {
+        let me = self.nut;
+        let n = self.model.cfg.servers();
+        self.until("the node's messages and eager steps (fetch, resignation)", |k| {
+            k.all_arrived()
+                && k.model.step(&k.state, Action::Resign(me)).is_none()
+                && (0..n).all(|l| {
+                    k.model
+                        .step(
+                            &k.state,
+                            Action::Fetch {
+                                replica: me,
+                                leader: l,
+                            },
+                        )
+                        .is_none()
+                })
+        })?;
+        // Whatever else already arrived is checked too.
+        self.serve_for(Duration::ZERO)
     }
 
     /// Serves the node's requests until `goal` holds of the model state (`what` names it).
@@ -472,6 +654,7 @@ impl Kit {
         let (key, frame) = match &req {
             crate::mapping::ChangeRequest::Add(r) => {
                 let mut r = r.clone();
+                r.cluster_id = self.eps.cluster();
                 // The mapping's listener names the mapping's host; the node gets the kit's real one.
                 if let (ChangeOp::Add(j), Some(l)) = (op, r.listeners.first_mut()) {
                     let e = self.eps.endpoint(j);
@@ -482,8 +665,10 @@ impl Kit {
                 (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", &r))
             }
             crate::mapping::ChangeRequest::Remove(r) => {
+                let mut r = r.clone();
+                r.cluster_id = self.eps.cluster();
                 let k = ApiKey::RemoveRaftVoter;
-                (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", r))
+                (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", &r))
             }
         };
         let frame = frame.map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
@@ -491,7 +676,7 @@ impl Kit {
             NodeConn::connect(self.node, self.wait).map_err(|e| Box::new(Divergence::Io(e)))?;
         conn.send(&frame).map_err(|e| Box::new(Divergence::Io(e)))?;
         self.report.cover(format!("kit→node {key:?}Request"));
-        self.admin = Some(PendingAdmin {
+        self.admin.push(PendingAdmin {
             conn,
             op,
             key,
@@ -513,7 +698,7 @@ impl Kit {
         let after = self.state.clone();
         let deadline = Instant::now() + self.wait;
         loop {
-            match self.describe_against(0, &[&after, &before])? {
+            match self.describe_against(0, &[&after, &before], Some(a))? {
                 (line, Ok(0)) => {
                     self.report
                         .push(line.verdict("ok (the node applied the change)".into()));
@@ -521,7 +706,8 @@ impl Kit {
                 }
                 (line, Ok(_)) if Instant::now() < deadline => {
                     drop(line);
-                    std::thread::sleep(Duration::from_millis(5));
+                    // Serve the node meanwhile (a Kafka leader asks the joining voter's ApiVersions).
+                    self.serve_for(Duration::from_millis(5))?;
                 }
                 (line, Ok(_)) => {
                     let d = Divergence::Timeout {
@@ -539,9 +725,14 @@ impl Kit {
 
     /// The model produced an operator reply: the node's answer must be there, with the same code.
     fn operator_reply(&mut self, r: Reply) -> R<()> {
+        if r.server != self.nut {
+            // A played replica's operator: nothing on the wire.
+            return Ok(());
+        }
         let mut line = Line::new("node", format!("operator reply to {:?}", r.op));
         line.expected = format!("{:?}", r.error);
-        let Some(mut p) = self.admin.take() else {
+        let found = self.admin.iter().position(|p| p.op == r.op);
+        let Some(mut p) = found.map(|i| self.admin.remove(i)) else {
             return Err(self.fail(
                 line,
                 Divergence::Kit(format!("model reply {r:?} with no request")),
@@ -596,7 +787,7 @@ impl Kit {
     /// DescribeQuorum at `version`, checked against the model's view of the node.
     pub fn describe(&mut self, version: i16) -> R<()> {
         let state = self.state.clone();
-        match self.describe_against(version, &[&state])? {
+        match self.describe_against(version, &[&state], None)? {
             (line, Ok(_)) => {
                 self.report.push(line.verdict("ok".into()));
                 Ok(())
@@ -605,11 +796,14 @@ impl Kit {
         }
     }
 
-    /// Asks DescribeQuorum once; `Ok(k)` if the answer is the model's view of the node in `states[k]`.
+    /// Asks DescribeQuorum once; `Ok(k)` if the answer is the model's view of the node in `states[k]`
+    /// (`states[0]` must be the kit's current state: node-internal appends that explain the answer
+    /// are taken in it).
     fn describe_against(
         &mut self,
         version: i16,
         states: &[&State],
+        change: Option<Action>,
     ) -> R<(Line, Result<usize, String>)> {
         let mut line = Line::new("kit", format!("DescribeQuorum v{version}"));
         let corr = self.next_corr();
@@ -627,9 +821,30 @@ impl Kit {
             Err(e) => return Err(self.fail(line, Divergence::Io(e))),
         };
         line.received = hex(&payload);
-        let views: Vec<_> = states
+        // Each state, and (Kafka) each after node-internal appends the model still allows.
+        // With an operator change (`change`: states = [after, before]), appends may also have come
+        // before the change reached the node.
+        let mut candidates: Vec<(usize, usize, State)> = Vec::new();
+        for (k, st) in states.iter().enumerate() {
+            for appends in 0..=self.appends_left(st) {
+                if let Some(s) = self.appended(st, appends) {
+                    candidates.push((k, appends, s));
+                }
+            }
+        }
+        if let (Some(a), [_, before]) = (change, states) {
+            for appends in 1..=self.appends_left(before) {
+                let first = self.appended(before, appends);
+                if let Some(step) = first.and_then(|b| self.model.step(&b, a)) {
+                    if step.replies.is_empty() {
+                        candidates.push((0, appends, step.state));
+                    }
+                }
+            }
+        }
+        let views: Vec<_> = candidates
             .iter()
-            .map(|st| {
+            .map(|(_, _, st)| {
                 model::spec::describe_quorum(
                     &self.model.cfg,
                     self.nut,
@@ -655,9 +870,24 @@ impl Kit {
         };
         self.canonical_nodes(&mut value);
         let mut why = Vec::new();
-        for (k, view) in views.iter().enumerate() {
+        for (c, view) in views.iter().enumerate() {
+            let (k, appends) = (candidates[c].0, candidates[c].1);
             match crate::replay::check_content(&value, view.as_ref(), version) {
                 Ok(()) => {
+                    if appends > 0 {
+                        // Only the first state (the kit's current one) can take appends.
+                        if k != 0 {
+                            continue;
+                        }
+                        self.state = candidates[c].2.clone();
+                        for _ in 0..appends {
+                            self.report.transition(self.nut, &Action::ClientAppend(self.nut));
+                        }
+                        self.report.push(
+                            Line::new("node", format!("{appends} node-internal append(s)"))
+                                .verdict("ok (ClientAppend at the node, shown by DescribeQuorum)".into()),
+                        );
+                    }
                     self.report.cover(format!(
                         "node→kit DescribeQuorumResponse v{version} {}",
                         if view.is_some() {
@@ -719,10 +949,18 @@ impl Kit {
     }
 }
 
-/// The ApiVersions answer of a played replica: the versions `kraft` serves (the kit speaks them).
+/// The ApiVersions answer of a played replica: the versions `kraft` serves (the kit speaks them) and
+/// the `kraft.version` range a voter supports (a Kafka leader asks a joining voter for it before it
+/// adds it).
 fn api_versions() -> kafka_protocol::messages::ApiVersionsResponse {
-    use kafka_protocol::messages::api_versions_response::ApiVersion;
-    kafka_protocol::messages::ApiVersionsResponse::default().with_api_keys(
+    use kafka_protocol::messages::api_versions_response::{ApiVersion, SupportedFeatureKey};
+    let supported = kraft::voter_set::SupportedVersions::CURRENT;
+    kafka_protocol::messages::ApiVersionsResponse::default()
+        .with_supported_features(vec![SupportedFeatureKey::default()
+            .with_name(kafka_protocol::protocol::StrBytes::from_static_str("kraft.version"))
+            .with_min_version(supported.min)
+            .with_max_version(supported.max)])
+        .with_api_keys(
         kraft::wire::apis::SERVED_APIS
             .iter()
             .map(|a| {
