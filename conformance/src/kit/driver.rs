@@ -121,6 +121,8 @@ pub struct Kit {
     /// Hold the node's requests until [`Kit::deliver_held`] (graph walks) instead of answering at once.
     pub hold: bool,
     held: Vec<Held>,
+    /// True while the model takes an operator's Change step (its replies answer that request).
+    in_change: bool,
 }
 
 impl Kit {
@@ -152,6 +154,7 @@ impl Kit {
             node_steps: 0,
             hold: false,
             held: Vec::new(),
+            in_change: false,
         }
     }
 
@@ -484,12 +487,15 @@ impl Kit {
             reply,
             message,
         };
-        // The node's fetches are answered at once (the graphs' fetch is one step: request, leader,
-        // response); other requests wait for the walk (`deliver_held`), in order per connection.
-        // A fetch behind a held request on its connection waits too (responses go in order).
+        // Hold mode (graph walks): a request waits for the walk (`deliver_held`), in order per
+        // connection. The node's fetch is answered at once if the answer is news (records, HW, an
+        // error: the played leader's state or the node's changes), else parked, as a Kafka leader
+        // parks a fetch it has nothing for (long poll); `settle_node` answers it once it is news.
         let fetch = matches!(env.msg, Msg::FetchRequest(_));
-        if self.hold && (!fetch || self.held.iter().any(|h| h.conn == conn)) {
-            line.action = format!("{how}; held by the played replica");
+        let behind = self.held.iter().any(|h| h.conn == conn);
+        if self.hold && (!fetch || behind || !self.is_news(&env)) {
+            let what = if fetch { "parked (no news)" } else { "held" };
+            line.action = format!("{how}; {what} by the played replica");
             self.report.push(line.verdict("ok".into()));
             self.held.push(held);
             return Ok(());
@@ -546,12 +552,77 @@ impl Kit {
         Ok(())
     }
 
+    /// True if the played replica's answer to the node's request `env` changes a server's state
+    /// (the answer delivered to the node included).
+    fn is_news(&self, env: &Envelope) -> bool {
+        let Some(s1) = self.model.step(&self.state, Action::Deliver(*env)) else {
+            return true;
+        };
+        let answer = Self::added(&self.state, &s1.state, env.dst, self.nut);
+        let s2 = match answer.first() {
+            Some(a) => match self.model.step(&s1.state, Action::Deliver(*a)) {
+                Some(s) => s.state,
+                None => return true,
+            },
+            None => s1.state,
+        };
+        // The node's outstanding fetch (`fetching`) changes with every answer.
+        let strip = |st: &State| {
+            let mut v = st.servers.clone();
+            v[self.nut as usize].fetching = None;
+            v
+        };
+        strip(&s2) != strip(&self.state)
+    }
+
+    /// The first parked fetch, first on its connection, whose answer is news now.
+    fn parked_news(&self) -> Option<usize> {
+        self.held.iter().enumerate().position(|(i, h)| {
+            matches!(h.env.msg, Msg::FetchRequest(_))
+                && !self.held[..i].iter().any(|x| x.conn == h.conn)
+                && self.is_news(&h.env)
+        })
+    }
+
+    /// The node's parked fetches (hold mode), to leave out of the walk's view of the state.
+    pub fn parked(&self) -> Vec<Envelope> {
+        self.held
+            .iter()
+            .filter(|h| matches!(h.env.msg, Msg::FetchRequest(_)))
+            .map(|h| h.env)
+            .collect()
+    }
+
+    /// Answers the parked fetches whose answer is news now (or that block `before` on its
+    /// connection).
+    fn answer_parked(&mut self, before: Option<Envelope>) -> R<()> {
+        loop {
+            let block = before.and_then(|b| {
+                let conn = self.held.iter().find(|h| h.env == b)?.conn;
+                self.held
+                    .iter()
+                    .take_while(|h| h.env != b)
+                    .position(|h| h.conn == conn && matches!(h.env.msg, Msg::FetchRequest(_)))
+            });
+            let news = self.parked_news();
+            let Some(pos) = block.or(news) else {
+                return Ok(());
+            };
+            let h = self.held.remove(pos);
+            self.answer(h, Line::new("kit", "answer parked fetch".into()))?;
+        }
+    }
+
     /// The held requests of the node the walk may deliver now: the oldest on each connection (a
     /// Kafka client reads the responses of one connection in order).
     pub fn deliverable_held(&self) -> Vec<Envelope> {
         let mut seen = Vec::new();
         let mut out = Vec::new();
         for h in &self.held {
+            if matches!(h.env.msg, Msg::FetchRequest(_)) {
+                // Parked: answered first when a later request on its connection is delivered.
+                continue;
+            }
             if !seen.contains(&h.conn) {
                 seen.push(h.conn);
                 out.push(h.env);
@@ -563,6 +634,10 @@ impl Kit {
     /// Delivers a held request of the node (the oldest on its connection): the played replica
     /// handles it and answers.
     pub fn deliver_held(&mut self, env: Envelope) -> R<()> {
+        if !self.held.iter().any(|h| h.env == env) {
+            return Err(Box::new(Divergence::Kit(format!("{env:?} is not held"))));
+        }
+        self.answer_parked(Some(env))?;
         let Some(pos) = self.held.iter().position(|h| h.env == env) else {
             return Err(Box::new(Divergence::Kit(format!("{env:?} is not held"))));
         };
@@ -591,6 +666,7 @@ impl Kit {
     pub fn settle_node(&mut self) -> R<()> {
         let me = self.nut;
         let n = self.model.cfg.servers();
+        self.answer_parked(None)?;
         self.until("the node's messages and eager steps (fetch, resignation)", |k| {
             k.all_arrived()
                 && k.model.step(&k.state, Action::Resign(me)).is_none()
@@ -606,8 +682,13 @@ impl Kit {
                         .is_none()
                 })
         })?;
-        // Whatever else already arrived is checked too.
-        self.serve_for(Duration::ZERO)
+        // Whatever else already arrived is checked too; a parked fetch that is news now is answered
+        // (and the node's next fetch waited for).
+        self.serve_for(Duration::ZERO)?;
+        if self.parked_news().is_some() {
+            return self.settle_node();
+        }
+        Ok(())
     }
 
     /// Serves the node's requests until `goal` holds of the model state (`what` names it).
@@ -692,7 +773,10 @@ impl Kit {
                 .verdict("ok (answer awaited)".into()),
         );
         let before = self.state.clone();
-        self.model_step(a)?;
+        self.in_change = true;
+        let stepped = self.model_step(a);
+        self.in_change = false;
+        stepped?;
         // The request is in flight until the node handles it, and other connections race with it:
         // DescribeQuorum may show the state before or after; the kit goes on once it shows after.
         let after = self.state.clone();
@@ -731,7 +815,13 @@ impl Kit {
         }
         let mut line = Line::new("node", format!("operator reply to {:?}", r.op));
         line.expected = format!("{:?}", r.error);
-        let found = self.admin.iter().position(|p| p.op == r.op);
+        // A reply within the Change step itself (a refusal) answers the request just sent; a later
+        // one (the commit) the oldest request still waiting for it.
+        let found = if self.in_change {
+            self.admin.iter().rposition(|p| p.op == r.op)
+        } else {
+            self.admin.iter().position(|p| p.op == r.op)
+        };
         let Some(mut p) = found.map(|i| self.admin.remove(i)) else {
             return Err(self.fail(
                 line,
