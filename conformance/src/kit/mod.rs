@@ -129,11 +129,21 @@ impl Drop for NodeProcess {
     }
 }
 
+/// A free port for the node under test, below the ephemeral range (the kit's own listeners take
+/// ephemeral ports, so a port handed out here and not yet bound by the node cannot be taken by a
+/// listener of a concurrent kit), spread by process id and a counter.
 fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::process::id().wrapping_mul(7919);
+    for _ in 0..200 {
+        let n = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(101));
+        let port = 20_000 + (n % 10_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free port in 20000-29999".into())
 }
 
 fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
@@ -155,6 +165,15 @@ fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
             bin.display()
         ))
     }
+}
+
+/// A fresh work directory per run (two runs in one process, e.g. concurrent tests, must not share
+/// one: a run removes its directory at the end).
+fn default_work_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("kraft-kit-{}-{n}", std::process::id()))
 }
 
 /// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
@@ -197,8 +216,26 @@ fn start_node(
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
+    wait_listening_for(addr, wait, None)
+}
+
+/// Waits until `addr` listens; with `node`, fails at once if that process exited (it could not
+/// bind, for example).
+fn wait_listening_for(
+    addr: SocketAddr,
+    wait: Duration,
+    mut node: Option<&mut NodeProcess>,
+) -> Result<(), String> {
     let deadline = Instant::now() + wait;
     loop {
+        if let Some(n) = node.as_mut() {
+            if let Ok(Some(status)) = n.child.try_wait() {
+                return Err(format!(
+                    "the node exited ({status}) before listening on {addr}; log in {}",
+                    n.dir.display()
+                ));
+            }
+        }
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
         }
@@ -268,7 +305,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     let work = args
         .work_dir
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("kraft-kit-{}", std::process::id())));
+        .unwrap_or_else(default_work_dir);
     for (n, run) in runs.iter().enumerate() {
         let ports: Vec<(Id, u16)> = match &args.bootstrap {
             // Port 0: any free ports (a node formatted by --print-format needs the fixed ones).
@@ -298,7 +335,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             None => {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
-                let p = start_node(
+                let mut p = start_node(
                     &bin,
                     work.join(format!("run{n}")),
                     &eps,
@@ -307,7 +344,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;
-                wait_listening(a, wait)?;
+                wait_listening_for(a, wait, Some(&mut p))?;
                 (a, Some(p))
             }
         };
@@ -371,7 +408,7 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
     let work = args
         .work_dir
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("kraft-kit-{}", std::process::id())));
+        .unwrap_or_else(default_work_dir);
     let mut report = Report::default();
     if let Some(p) = &args.report {
         let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -480,7 +517,7 @@ pub fn print_summary(o: &Outcome, took: Duration) {
     for (g, w) in &o.walks {
         println!(
             "walk {g}: {} paths, {} kit choices ({} distinct state-action pairs of the graph, {} \
-             distinct model states), {} paths ended by the node's timer leaving the bounds",
+             distinct model states), {} paths ended where the node's own steps left the graph's bounds",
             w.paths, w.choices, w.distinct, w.states, w.left_bounds
         );
     }

@@ -33,7 +33,7 @@ use super::driver::{Divergence, Kit};
 use super::encode::Endpoints;
 use super::net::Listeners;
 use super::report::Report;
-use super::{scenarios, start_node, wait_listening, KitArgs, NUT};
+use super::{scenarios, start_node, wait_listening_for, KitArgs, NUT};
 use crate::graph::model_fingerprint;
 use crate::schema::MessageSchema;
 use crate::sources::graph_config;
@@ -54,7 +54,8 @@ pub struct WalkOutcome {
     pub distinct: usize,
     /// Distinct model states seen at the kit's choice points.
     pub states: usize,
-    /// Paths that ended because the node's timer took the state out of the graph's bounds.
+    /// Paths that ended because the node's own steps (its timer, its messages) took the state out of
+    /// the graph's bounds.
     pub left_bounds: usize,
     /// Scenario-like results: one per path.
     pub results: Vec<(String, Result<(), String>)>,
@@ -234,7 +235,7 @@ pub fn run(
         }
         eps.ports[0] = super::free_port()?;
         let dir = work.join(format!("walk-{}-{p}", w.graph));
-        let node = start_node(
+        let mut node = start_node(
             &bin.to_path_buf(),
             dir,
             &eps,
@@ -243,7 +244,7 @@ pub fn run(
         let addr = format!("127.0.0.1:{}", eps.ports[0])
             .parse()
             .map_err(|e| format!("{e}"))?;
-        wait_listening(addr, wait)?;
+        wait_listening_for(addr, wait, Some(&mut node))?;
         let check = KraftModel::new(check_config(&plan_cfg)).map_err(|e| e.to_string())?;
         report.trace = name.clone();
         let mut kit = Kit::new(
