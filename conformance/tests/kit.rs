@@ -88,8 +88,10 @@ fn graph_walks_of_first_election_and_membership_have_no_divergence() {
     }
     let c = &o.report.coverage;
     assert!(
-        c.keys().any(|k| k.starts_with("node→kit AddRaftVoterResponse"))
-            || c.keys().any(|k| k.starts_with("node→kit RemoveRaftVoterResponse")),
+        c.keys()
+            .any(|k| k.starts_with("node→kit AddRaftVoterResponse"))
+            || c.keys()
+                .any(|k| k.starts_with("node→kit RemoveRaftVoterResponse")),
         "no operator answer: {c:?}"
     );
     assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));

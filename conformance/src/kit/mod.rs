@@ -302,10 +302,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     }
     let wait = Duration::from_millis(args.wait_ms);
     let mut results = Vec::new();
-    let work = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(default_work_dir);
+    let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
     for (n, run) in runs.iter().enumerate() {
         let ports: Vec<(Id, u16)> = match &args.bootstrap {
             // Port 0: any free ports (a node formatted by --print-format needs the fixed ones).
@@ -402,13 +399,12 @@ use std::io::Write as _;
 /// `--walk`: graph-generated paths against fresh `kraft node` processes.
 fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Outcome, String> {
     if args.bootstrap.is_some() {
-        return Err("--walk starts a fresh node per path: it cannot be used with --bootstrap".into());
+        return Err(
+            "--walk starts a fresh node per path: it cannot be used with --bootstrap".into(),
+        );
     }
     let bin = kraft_bin(args)?;
-    let work = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(default_work_dir);
+    let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
     let mut report = Report::default();
     if let Some(p) = &args.report {
         let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;

@@ -223,7 +223,11 @@ pub fn run(
         // first-election: even paths force the node's election first, odd ones never let it time out.
         // membership: the node is elected first (the graph starts there), with the short timer.
         let stands = w.graph == "membership" || p % 2 == 0;
-        let name = format!("walk {} #{p} ({})", w.graph, if stands { "node stands" } else { "kit stands" });
+        let name = format!(
+            "walk {} #{p} ({})",
+            w.graph,
+            if stands { "node stands" } else { "kit stands" }
+        );
         let (listeners, addrs) = Listeners::bind(&[(1, 0), (2, 0), (3, 0)])
             .map_err(|e| format!("kit listeners: {e}"))?;
         let mut eps = Endpoints {
@@ -257,7 +261,16 @@ pub fn run(
             schema.clone(),
         );
         let started = std::time::Instant::now();
-        let r = walk_one(&mut kit, &plan, w, stands, &mut rng, &mut covered, &mut seen, out);
+        let r = walk_one(
+            &mut kit,
+            &plan,
+            w,
+            stands,
+            &mut rng,
+            &mut covered,
+            &mut seen,
+            out,
+        );
         let name = format!("{name}, {} ms", started.elapsed().as_millis());
         *report = std::mem::take(&mut kit.report);
         drop(kit);
