@@ -425,7 +425,7 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
         outcome.paths += one.paths;
         outcome.choices += one.choices;
         outcome.left_bounds += one.left_bounds;
-        outcome.results.extend(one.results.drain(..));
+        outcome.results.append(&mut one.results);
         walks.push((g.clone(), one));
     }
     if let Some(out) = report.out.as_mut() {
