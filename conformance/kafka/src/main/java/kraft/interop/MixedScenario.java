@@ -239,7 +239,7 @@ final class MixedScenario {
     }
 
     /** The batches of {@code file} wholly below {@code hw}, as Kafka reads them: CRC-checked, with their bytes. */
-    private static List<String> batchesBelow(Path file, long hw) throws Exception {
+    static List<String> batchesBelow(Path file, long hw) throws Exception {
         List<String> out = new ArrayList<>();
         byte[] all = Files.readAllBytes(file);
         int position = 0;
@@ -263,7 +263,7 @@ final class MixedScenario {
             !a.isEmpty() && a.equals(b), "first difference: " + firstDifference(a, b));
     }
 
-    private static String firstDifference(List<String> a, List<String> b) {
+    static String firstDifference(List<String> a, List<String> b) {
         for (int i = 0; i < Math.max(a.size(), b.size()); i++) {
             String x = i < a.size() ? a.get(i) : "(none)";
             String y = i < b.size() ? b.get(i) : "(none)";

@@ -17,7 +17,8 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}). One
+ * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}), (h) the same over mutual TLS, both
+ * directions ({@link TlsMixedScenario}). One
  * Kafka quorum serves (c) and (d); (g) has its own.
  */
 final class Scenarios {
@@ -79,6 +80,7 @@ final class Scenarios {
         } catch (Exception e) {
             report.aborted(e);
         }
+        new TlsMixedScenario(report, tools, work.resolve("tls-mixed"), kraft).run();
     }
 
     // ----- (a) -------------------------------------------------------------------------------------
