@@ -38,17 +38,17 @@ import org.apache.kafka.common.requests.RequestHeader;
 import org.apache.kafka.common.requests.VoteRequest;
 
 /**
- * (h) The mixed quorum of (g) over mutual TLS (issue #19). Certificates come from {@code kraft certs} (the files
+ * (l) The mixed quorum of (g) over mutual TLS (issue #19). Certificates come from {@code kraft certs} (the files
  * {@code kraft cluster --tls} writes: one CA, {@code CN=kraft-node-<id>} per node, {@code CN=kraft-admin}); Kafka's
  * controllers have an SSL controller listener with {@code ssl.client.auth=required} (as (f)), our nodes mutual TLS
  * with {@code controller.principal.template=CN=kraft-node-{id}} (a Raft RPC must come from the certificate of the
  * id it names) and {@code super.users=User:CN=kraft-admin}.
  * <ul>
- * <li>h1: a {@code kraft} node joins a TLS Kafka quorum: (g)'s steps over TLS (joins as an observer, Kafka's
+ * <li>l1: a {@code kraft} node joins a TLS Kafka quorum: (g)'s steps over TLS (joins as an observer, Kafka's
  * {@code add-controller} over SSL, elected with Kafka's votes after kill -9 of the Kafka leader, Kafka followers
  * replicate its log byte for byte, the killed controller catches up from it, after kill -9 of the {@code kraft}
  * leader a Kafka controller leads and the restarted {@code kraft} node follows it).</li>
- * <li>h2: a Kafka controller joins a TLS {@code kraft} quorum (three {@code kraft node} processes): formatted with
+ * <li>l2: a Kafka controller joins a TLS {@code kraft} quorum (three {@code kraft node} processes): formatted with
  * {@code --no-initial-controllers}, it fetches from our leader over SSL, Kafka's {@code add-controller} (admin
  * certificate, a super user) makes it a voter, its log equals our leader's byte for byte; kill -9 of our leader:
  * 3 of 4 voters alive, so the Kafka controller takes part in the election; whoever wins, the followers of the
@@ -79,7 +79,7 @@ final class TlsMixedScenario {
         this.kraft = kraft;
     }
 
-    /** Runs (h) alone: {@code TlsMixedScenario --kraft PATH_TO_KRAFT_BINARY --work DIR} (exit 1 on a divergence). */
+    /** Runs (l) alone (also: {@code run.sh --only l}): {@code TlsMixedScenario --kraft PATH_TO_KRAFT_BINARY --work DIR} (exit 1 on a divergence). */
     public static void main(String[] args) throws Exception {
         Report report = new Report();
         Path work = Path.of(args[3]).toAbsolutePath();
@@ -91,7 +91,7 @@ final class TlsMixedScenario {
     }
 
     void run() throws Exception {
-        report.scenario("h1: mixed quorum over mutual TLS: a kraft node joins TLS Kafka controllers, is added,"
+        report.scenario("l1: mixed quorum over mutual TLS: a kraft node joins TLS Kafka controllers, is added,"
             + " is elected, leads them, follows a Kafka leader again; hostile Votes change no epoch");
         try {
             Files.createDirectories(work);
@@ -106,10 +106,10 @@ final class TlsMixedScenario {
         } catch (Exception e) {
             report.aborted(e);
         }
-        report.scenario("h2: mixed quorum over mutual TLS: a Kafka controller joins a TLS kraft quorum, is added,"
+        report.scenario("l2: mixed quorum over mutual TLS: a Kafka controller joins a TLS kraft quorum, is added,"
             + " replicates, takes part in an election; hostile Votes change no epoch");
         try {
-            if (tls == null || !Files.exists(admin)) throw new IOException("no certificates (h1 failed early)");
+            if (tls == null || !Files.exists(admin)) throw new IOException("no certificates (l1 failed early)");
             leaders = new TreeMap<>();
             kafkaJoinsKraft();
         } catch (Exception e) {
@@ -117,13 +117,13 @@ final class TlsMixedScenario {
         }
     }
 
-    // ----- h1 ----------------------------------------------------------------------------------------
+    // ----- l1 ----------------------------------------------------------------------------------------
 
     private void kraftJoinsKafka() throws Exception {
         Map<String, String> slow = Map.of("controller.quorum.election.timeout.ms", "6000",
             "controller.quorum.fetch.timeout.ms", "3000");
-        try (KafkaQuorum kafka = new KafkaQuorum(work.resolve("h1-kafka"), slow);
-             KraftQuorum ours = new KraftQuorum(work.resolve("h1-kraft"), kraft)) {
+        try (KafkaQuorum kafka = new KafkaQuorum(work.resolve("l1-kafka"), slow);
+             KraftQuorum ours = new KraftQuorum(work.resolve("l1-kraft"), kraft)) {
             try {
                 kafka.extraConfig = this::kafkaSsl;
                 kafka.startInitial(1, 2, 3);
@@ -183,17 +183,17 @@ final class TlsMixedScenario {
                     + third[0] + " to its end offset");
                 report.check("one leader per epoch, as either kind reported it " + leaders, true, "");
             } finally {
-                report.check("TLS Kafka controllers still running at the end of h1", kafka.allAlive(), "see " + kafka.dir);
-                report.check("the TLS kraft node still running at the end of h1", ours.allAlive(), "see " + ours.dir);
+                report.check("TLS Kafka controllers still running at the end of l1", kafka.allAlive(), "see " + kafka.dir);
+                report.check("the TLS kraft node still running at the end of l1", ours.allAlive(), "see " + ours.dir);
             }
         }
     }
 
-    // ----- h2 ----------------------------------------------------------------------------------------
+    // ----- l2 ----------------------------------------------------------------------------------------
 
     private void kafkaJoinsKraft() throws Exception {
-        try (KafkaQuorum kafka = new KafkaQuorum(work.resolve("h2-kafka"));
-             KraftQuorum ours = new KraftQuorum(work.resolve("h2-kraft"), kraft)) {
+        try (KafkaQuorum kafka = new KafkaQuorum(work.resolve("l2-kafka"));
+             KraftQuorum ours = new KraftQuorum(work.resolve("l2-kraft"), kraft)) {
             try {
                 ours.startInitialNodes(kafka.clusterId, id -> kraftTls(id), 1, 2, 3);
                 int[] first = awaitLeader(kafka, ours, -1, "the TLS kraft nodes elect a leader");
@@ -242,8 +242,8 @@ final class TlsMixedScenario {
                 }
                 report.check("one leader per epoch, as either kind reported it " + leaders, true, "");
             } finally {
-                report.check("the TLS Kafka controller still running at the end of h2", kafka.allAlive(), "see " + kafka.dir);
-                report.check("TLS kraft nodes still running at the end of h2", ours.allAlive(), "see " + ours.dir);
+                report.check("the TLS Kafka controller still running at the end of l2", kafka.allAlive(), "see " + kafka.dir);
+                report.check("TLS kraft nodes still running at the end of l2", ours.allAlive(), "see " + ours.dir);
             }
         }
     }
@@ -498,9 +498,9 @@ final class TlsMixedScenario {
     }
 
     private void compareLogs(String label, Path ours, Path theirs, long hw) throws Exception {
-        List<String> a = MixedScenario.batchesBelow(ours, hw);
-        List<String> b = MixedScenario.batchesBelow(theirs, hw);
+        List<String> a = MixedQuorum.batchesBelow(ours, hw);
+        List<String> b = MixedQuorum.batchesBelow(theirs, hw);
         report.check(label + ": the same batches below HW " + hw + " (" + a.size() + " batches, CRCs and bytes)",
-            !a.isEmpty() && a.equals(b), "first difference: " + MixedScenario.firstDifference(a, b));
+            !a.isEmpty() && a.equals(b), "first difference: " + MixedQuorum.firstDifference(a, b));
     }
 }
