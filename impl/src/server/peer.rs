@@ -119,8 +119,12 @@ impl PeerTask {
             if let Ok(mut q) = c.inflight.lock() {
                 q.push_back((correlation, api_key, api_version));
             }
-            let write =
-                tokio::time::timeout(self.config.io_timeout, c.writer.write_all(&frame)).await;
+            // Flushed: over TLS a record can otherwise stay in rustls' buffer (see `conn.rs`).
+            let sent = async {
+                c.writer.write_all(&frame).await?;
+                c.writer.flush().await
+            };
+            let write = tokio::time::timeout(self.config.io_timeout, sent).await;
             if !matches!(write, Ok(Ok(()))) {
                 tracing::debug!(
                     peer = self.peer,
