@@ -8,4 +8,4 @@ set -euo pipefail
 prepare_harness "kafka interop" debug
 work="$(mktemp -d "${TMPDIR:-/tmp}/kafka-interop.XXXXXX")"
 exec java -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-    -cp "$classpath" kraft.interop.Main --kraft "$kraft_bin" --work "$work"
+    -cp "$classpath" kraft.interop.Main --kraft "$kraft_bin" --work "$work" "$@"

@@ -20,7 +20,10 @@ import org.apache.kafka.common.Uuid;
  */
 final class KafkaQuorum implements AutoCloseable {
     final Path dir;
-    final String clusterId = Uuid.randomUuid().toString();
+    /** Kafka's cluster id; a controller joining another quorum takes that quorum's. */
+    String clusterId = Uuid.randomUuid().toString();
+    /** {@code controller.quorum.bootstrap.servers}; null: the initial voters' addresses. */
+    String bootstrapServers;
     final Map<Integer, Integer> ports = new LinkedHashMap<>();
     final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
     private final Map<Integer, Process> processes = new LinkedHashMap<>();
@@ -115,6 +118,7 @@ final class KafkaQuorum implements AutoCloseable {
 
     /** Formats (no initial controllers) and starts a controller that joins as an observer. */
     void startObserver(int id) throws Exception {
+        Files.createDirectories(dir);
         ports.put(id, freePort());
         writeConfig(id);
         format(id, "--no-initial-controllers");
@@ -129,8 +133,8 @@ final class KafkaQuorum implements AutoCloseable {
         p.setProperty("controller.listener.names", "CONTROLLER");
         p.setProperty("listeners", "CONTROLLER://127.0.0.1:" + ports.get(id));
         p.setProperty("listener.security.protocol.map", "CONTROLLER:PLAINTEXT");
-        p.setProperty("controller.quorum.bootstrap.servers",
-            bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
+        p.setProperty("controller.quorum.bootstrap.servers", bootstrapServers != null ? bootstrapServers
+            : bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
         p.setProperty("log.dirs", logDir(id).toString());
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");

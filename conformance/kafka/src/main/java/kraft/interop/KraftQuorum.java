@@ -90,7 +90,7 @@ final class KraftQuorum implements AutoCloseable {
      * storage tool was given them) and runs it with {@code nodeArgs} (e.g. timeouts): it starts as an observer.
      */
     void startJoiner(int id, String clusterId, String initialControllers, String... nodeArgs) throws Exception {
-        ports.put(id, KafkaQuorum.freePort());
+        reservePort(id);
         Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
             clusterId, "--node-id", Integer.toString(id), "--initial-controllers", initialControllers), 30);
         if (f.code() != 0) throw new IOException("kraft format of node " + id + " failed: " + f);
@@ -108,7 +108,7 @@ final class KraftQuorum implements AutoCloseable {
      */
     void startJoinerFormattedByKafka(int id, String clusterId, String initialControllers, String... nodeArgs)
             throws Exception {
-        ports.put(id, KafkaQuorum.freePort());
+        reservePort(id);
         Path config = dir.resolve("kafka-format-" + id + ".properties");
         String bootstrap = java.util.Arrays.stream(initialControllers.split(","))
             .map(v -> v.substring(v.indexOf('@') + 1, v.lastIndexOf(':'))).collect(Collectors.joining(","));
@@ -125,6 +125,17 @@ final class KraftQuorum implements AutoCloseable {
         cmd.addAll(List.of(nodeArgs));
         nodeCommands.put(id, cmd);
         restart(id);
+    }
+
+    /** Picks node {@code id}'s port now (e.g. to name it in an initial voter set) unless it has one. */
+    int reservePort(int id) throws IOException {
+        if (!ports.containsKey(id)) ports.put(id, KafkaQuorum.freePort());
+        return ports.get(id);
+    }
+
+    /** The process id of node {@code id} (started with {@link #startJoiner}). */
+    long pid(int id) {
+        return nodes.get(id).pid();
     }
 
     Path nodeLog(int id) {

@@ -10,7 +10,9 @@ import java.util.stream.Stream;
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
- * Apache Kafka as the oracle (issue #12). Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}.
+ * Apache Kafka as the oracle (issue #12). Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}, plus
+ * {@code --only h,j} (scenario letters; a-f run together), {@code --runs N} and {@code --seed S} (scenario j's
+ * kill loop: N runs, seeds S, S+1, ...).
  * Runs every scenario, prints one check per line and ends with
  * {@code kafka interop: S scenarios, C checks, D divergences (Apache Kafka V)}; exits 1 iff D > 0.
  * Work directories (with every controller's log) are deleted on success and kept on failure.
@@ -21,15 +23,21 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         String kraft = null;
         Path work = null;
+        java.util.Set<String> only = new java.util.TreeSet<>();
+        int runs = 2;
+        long seed = 1;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--kraft" -> kraft = args[i + 1];
                 case "--work" -> work = Path.of(args[i + 1]).toAbsolutePath();
+                case "--only" -> only.addAll(List.of(args[i + 1].split(",")));
+                case "--runs" -> runs = Integer.parseInt(args[i + 1]);
+                case "--seed" -> seed = Long.parseLong(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         if (kraft == null || work == null) {
-            System.err.println("usage: Main --kraft PATH_TO_KRAFT_BINARY --work DIR");
+            System.err.println("usage: Main --kraft PATH_TO_KRAFT_BINARY --work DIR [--only a,g,...] [--runs N] [--seed S]");
             System.exit(2);
         }
         Files.createDirectories(work);
@@ -40,6 +48,9 @@ public final class Main {
         Report report = new Report();
         Tools tools = new Tools(kraft);
         Scenarios scenarios = new Scenarios(report, tools, work, kraft);
+        scenarios.only = only;
+        scenarios.runs = runs;
+        scenarios.seed = seed;
         scenarios.runAll();
         int divergences = report.divergenceCount();
         if (divergences == 0) {

@@ -27,6 +27,11 @@ final class Scenarios {
     private final Tools tools;
     private final Path work;
     private final String kraft;
+    /** Scenario letters to run (empty: all); a-f share quorums and run together. */
+    java.util.Set<String> only = java.util.Set.of();
+    /** Scenario j: runs and the first seed. */
+    int runs = 2;
+    long seed = 1;
 
     Scenarios(Report report, Tools tools, Path work, String kraft) {
         this.report = report;
@@ -35,7 +40,62 @@ final class Scenarios {
         this.kraft = kraft;
     }
 
+    private boolean wants(String... letters) {
+        if (only.isEmpty()) return true;
+        for (String l : letters) if (only.contains(l)) return true;
+        return false;
+    }
+
     void runAll() throws Exception {
+        if (wants("a", "b", "c", "d", "e", "f")) runSharedQuorums();
+        if (wants("g")) {
+            report.scenario("g: mixed quorum: a kraft node joins Apache Kafka controllers, is added, is elected, leads"
+                + " them, and follows a Kafka leader again");
+            try {
+                new MixedScenario(report, tools, this, work.resolve("mixed"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("h")) {
+            report.scenario("h: mixed quorum: an Apache Kafka controller joins a kraft-led quorum, is added with kraft"
+                + " add-voter, votes, and is removed with kraft remove-voter");
+            try {
+                new KafkaJoinsScenario(report, tools, work.resolve("joins"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("i")) {
+            report.scenario("i: mixed quorum: leader self-removal both ways (kraft remove-voter and Kafka's"
+                + " remove-controller of a Kafka leader, Kafka's remove-controller of a kraft leader)");
+            try {
+                new SelfRemovalScenario(report, tools, work.resolve("self-removal"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("j")) {
+            report.scenario("j: mixed quorum: kill -9 of the leader while a VotersRecord is uncommitted, " + runs
+                + " runs from seed " + seed + ", Kafka and kraft leaders in turn");
+            try {
+                new KillLoopScenario(report, tools, work.resolve("kill-loop"), kraft, runs, seed).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("k")) {
+            report.scenario("k: mixed quorum: partitions by SIGSTOP/SIGCONT: pre-vote keeps a returning replica from"
+                + " disrupting, a paused leader is replaced and steps down, check-quorum resignation");
+            try {
+                new PartitionScenario(report, tools, work.resolve("partition"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+    }
+
+    private void runSharedQuorums() throws Exception {
         try (KraftQuorum ours = new KraftQuorum(work.resolve("kraft"), kraft)) {
             report.scenario("a: kafka-metadata-quorum and Admin against a kraft quorum, from any one node");
             try {
@@ -71,13 +131,6 @@ final class Scenarios {
             String log = Files.readString(ours.log());
             report.check("kraft cluster's log in a file has no ANSI colour codes", !log.isEmpty()
                 && !log.contains("\u001b["), ours.log() + " (" + log.length() + " chars)");
-        }
-        report.scenario("g: mixed quorum: a kraft node joins Apache Kafka controllers, is added, is elected, leads"
-            + " them, and follows a Kafka leader again");
-        try {
-            new MixedScenario(report, tools, this, work.resolve("mixed"), kraft).run();
-        } catch (Exception e) {
-            report.aborted(e);
         }
     }
 
@@ -184,7 +237,7 @@ final class Scenarios {
     private static final Pattern ID = Pattern.compile("\\{\"id\": (\\d+),");
 
     /** The ids of a printed replica list such as {@code [{"id": 1, ...}, {"id": 2, ...}]}. */
-    private static List<Integer> ids(String list) {
+    static List<Integer> ids(String list) {
         List<Integer> out = new java.util.ArrayList<>();
         if (list == null) return out;
         var m = ID.matcher(list);
