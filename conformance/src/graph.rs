@@ -38,6 +38,7 @@ use model::{KraftModel, ModelConfig};
 use stateright::Model;
 
 use crate::harness::{Cluster, NodeHook};
+use crate::refusal;
 use crate::replay::{self, After, Counts, Divergence, DivergenceKind, TraceSpec};
 use crate::wire::WireChecker;
 
@@ -92,6 +93,8 @@ pub struct GraphOutcome {
     pub encodings: u64,
     /// Distinct DescribeQuorum encodings through every decoder.
     pub wire_checked: u64,
+    /// Refused membership requests whose reasons were compared.
+    pub refusals: u64,
     /// Divergences found (the search stops at `max_divergences`).
     pub divergences: Vec<Divergence>,
     /// True if the whole graph was explored (no divergence and no `max_states` stopped it).
@@ -456,6 +459,7 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
         out.multi += t.multi;
         out.capped += t.capped;
         out.encodings += t.counts.encodings;
+        out.refusals += t.counts.refusals;
         out.wire_checked += checked;
         paths.extend(t.paths);
     }
@@ -578,6 +582,8 @@ fn expand(
                 continue;
             }
         };
+        let mut refused = Vec::new();
+        refusal::of_model_step(&model.cfg, &job.state, &a, &step.replies, &mut refused);
         let (mut state, mut replies) = (step.state, step.replies);
         // A due Resign is part of the implementation's input that made it due (see `mapping`): the
         // intermediate model state is visited, and the comparison is after the Resign.
@@ -600,6 +606,8 @@ fn expand(
             state: &state,
             model_replies: &replies,
             impl_replies: &applied.replies,
+            model_refusals: &refused,
+            impl_refusals: &applied.refusals,
         };
         let r = replay::compare(
             model,

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kraft::log::MemoryLog;
 use kraft::node::{
-    ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis, Node, Output,
-    Timer,
+    ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
+    Node, Output, Timer,
 };
 use model::types::{Action, ChangeOp, Envelope, Id, Mask, Reply};
 use model::{FetchMode, NetworkKind};
 
 use crate::mapping::{self, ChangeRequest};
+use crate::refusal::{self, Refused};
 
 /// Called on every node the harness builds (also after a restart): the mutation check uses it to switch
 /// on `kraft`'s test-only faults, which only exist when `kraft/faults` is enabled (a dev-dependency
@@ -34,6 +35,8 @@ pub struct InFlight {
 pub struct Applied {
     /// Operator replies, mapped to the model's form.
     pub replies: Vec<Reply>,
+    /// The refused ones among them, with the implementation's reason.
+    pub refusals: Vec<Refused>,
 }
 
 /// The implementation cluster. Cloning is cheap: nodes and messages are shared (`Arc`) and a node is
@@ -132,6 +135,20 @@ impl Cluster {
             let error = mapping::error_code(code)
                 .ok_or_else(|| format!("reply error code {code} has no model counterpart"))?;
             applied.replies.push(Reply { server, op, error });
+            if code != 0 {
+                // The reply on the wire carries the code; the node keeps the typed outcome of the
+                // last reply it built, which must be this one (one refusal per input).
+                let last = self.nodes[i as usize].last_change_reply();
+                let Some(r) = last.filter(|r| r.client.0 == client.0) else {
+                    return Err(format!(
+                        "node {i}: no typed outcome for the reply to {client:?}"
+                    ));
+                };
+                if let ChangeOutcome::Refused(reason) = r.outcome {
+                    let reason = refusal::reason(reason)?;
+                    applied.refusals.push(Refused { server, op, reason });
+                }
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! - [`schema`]: an interpreter of Kafka message JSON schemas (`specs/messages`), independent of `kraft`.
 //! - [`wire`]: DescribeQuorum encodings checked by three decoders.
 //! - [`mapping`]: model ⇄ implementation, both ways (its doc comment is the mapping's definition).
+//! - [`refusal`]: refusal reasons, model ⇄ implementation (compared with the codes).
 //! - [`harness`]: the implementation cluster driven by model actions.
 //! - [`replay`]: the lockstep replay and its divergences; [`report`] renders them.
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
@@ -14,6 +15,7 @@ pub mod graph;
 pub mod harness;
 pub mod kit;
 pub mod mapping;
+pub mod refusal;
 pub mod replay;
 pub mod report;
 pub mod schema;

@@ -128,6 +128,7 @@ fn main() -> ExitCode {
         None => v,
     };
     let (mut graph_transitions, mut graph_states, mut graph_encodings) = (0u64, 0u64, 0u64);
+    let mut graph_refusals = 0u64;
     let mut graph_divergences = Vec::new();
     let mut covered = Vec::new();
     if wants(Source::Graph) {
@@ -172,6 +173,7 @@ fn main() -> ExitCode {
                     graph_transitions += g.transitions;
                     graph_states += g.states;
                     graph_encodings += g.encodings;
+                    graph_refusals += g.refusals;
                     encodings_wire += g.wire_checked;
                     if g.complete && g.divergences.is_empty() {
                         covered.push(sources::graph_label(name, &cfg));
@@ -241,6 +243,7 @@ fn main() -> ExitCode {
     let opts = Options::default();
     let outcome = run_all(&traces, &checker, &opts, cli.threads.max(1));
     let outcome_content = outcome.content;
+    let refusals = outcome.refusals + graph_refusals;
     let mut divergences = outcome.divergences;
     let (mut steps, mut encodings, mut count) =
         (outcome.steps, outcome.encodings, traces.len() as u64);
@@ -310,7 +313,8 @@ fn main() -> ExitCode {
     };
     println!(
         "conformance: {graph_transitions} transitions of {graph_states} model states (100% of the graph at {bounds}), \
-         {count} walks, {encodings} DescribeQuorum encodings checked, {d} divergences"
+         {count} walks, {encodings} DescribeQuorum encodings checked, {refusals} refusal reasons compared, \
+         {d} divergences"
     );
     divergences.clear();
     if d > 0 || !problems.is_empty() {
@@ -330,6 +334,8 @@ struct Outcome {
     encodings: u64,
     /// DescribeQuorum responses checked against the model (every node, version and state).
     content: u64,
+    /// Refusal reasons compared.
+    refusals: u64,
     divergences: Vec<replay::Divergence>,
 }
 
@@ -347,6 +353,7 @@ fn run_all(
         steps: 0,
         encodings: 0,
         content: 0,
+        refusals: 0,
         divergences: Vec::new(),
     });
     std::thread::scope(|s| {
@@ -354,7 +361,8 @@ fn run_all(
             s.spawn(|| {
                 let mut wire =
                     wire::WireChecker::new(checker.response.clone(), checker.request.clone());
-                let (mut steps, mut content, mut divs) = (0u64, 0u64, Vec::new());
+                let (mut steps, mut content, mut refusals, mut divs) =
+                    (0u64, 0u64, 0u64, Vec::new());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(t) = traces.get(i) else { break };
@@ -362,6 +370,7 @@ fn run_all(
                         Ok(c) => {
                             steps += c.steps;
                             content += c.encodings;
+                            refusals += c.refusals;
                         }
                         Err(d) => {
                             steps += d.step as u64;
@@ -373,6 +382,7 @@ fn run_all(
                 tot.steps += steps;
                 tot.encodings += wire.checked;
                 tot.content += content;
+                tot.refusals += refusals;
                 tot.divergences.extend(divs);
             });
         }

@@ -14,6 +14,7 @@ use model::{FetchMode, KraftModel, ModelConfig, Start};
 
 use crate::harness::{Cluster, NodeHook};
 use crate::mapping::{self, Abstract};
+use crate::refusal::{self, Refused};
 use crate::schema::{StructValue, Value};
 use crate::wire::{partitions, replicas, WireChecker};
 
@@ -51,6 +52,11 @@ pub enum DivergenceKind {
         model: Box<Abstract>,
         implementation: Result<Box<Abstract>, String>,
     },
+    /// Equal replies, but a refused membership request was refused by different rules.
+    Refusals {
+        model: Vec<Refused>,
+        implementation: Vec<Refused>,
+    },
     /// The messages in flight differ.
     Network {
         model: Vec<Envelope>,
@@ -85,6 +91,8 @@ pub struct Counts {
     pub steps: u64,
     /// DescribeQuorum responses (node × version × state) checked against the model.
     pub encodings: u64,
+    /// Refused membership requests whose reasons were compared.
+    pub refusals: u64,
 }
 
 /// Replay knobs.
@@ -184,7 +192,7 @@ fn replay_full(
         counts: Counts::default(),
     };
     let mut state = model.fresh_state();
-    r.compare(0, None, &model, &state, &[], &[])?;
+    r.compare(0, None, &model, &state, (&[], &[]), (&[], &[]))?;
     let mut step_no = 0;
     for a in &prefix {
         // `initial_state` skips prefix actions that change nothing; so does the replay.
@@ -192,6 +200,8 @@ fn replay_full(
             continue;
         };
         step_no += 1;
+        let mut refused = Vec::new();
+        refusal::of_model_step(&prefix_model.cfg, &state, a, &step.replies, &mut refused);
         let applied = r.cluster.apply(a, FetchMode::Sync).map_err(|e| {
             r.divergence(
                 step_no,
@@ -205,8 +215,8 @@ fn replay_full(
             Some(*a),
             &prefix_model,
             &step.state,
-            &step.replies,
-            &applied.replies,
+            (&step.replies, &applied.replies),
+            (&refused, &applied.refusals),
         )?;
         state = step.state;
     }
@@ -215,6 +225,7 @@ fn replay_full(
     }
     // Replies of a step whose comparison waits for the Resign that must follow it.
     let (mut held_model, mut held_impl) = (Vec::new(), Vec::new());
+    let (mut refused_model, mut refused_impl) = (Vec::new(), Vec::new());
     for (k, a) in spec.actions.iter().enumerate() {
         step_no += 1;
         let Some(step) = model.step(&state, *a) else {
@@ -243,8 +254,10 @@ fn replay_full(
                 Some(&step.state),
             )
         })?;
+        refusal::of_model_step(&model.cfg, &state, a, &step.replies, &mut refused_model);
         held_model.extend(step.replies);
         held_impl.extend(applied.replies);
+        refused_impl.extend(applied.refusals);
         let resign_next = matches!(spec.actions.get(k + 1), Some(Action::Resign(i))
             if model.resign_due(&step.state.servers[*i as usize], *i));
         if resign_next {
@@ -256,11 +269,13 @@ fn replay_full(
                 Some(*a),
                 &model,
                 &step.state,
-                &held_model,
-                &held_impl,
+                (&held_model, &held_impl),
+                (&refused_model, &refused_impl),
             )?;
             held_model.clear();
             held_impl.clear();
+            refused_model.clear();
+            refused_impl.clear();
         }
         state = step.state;
     }
@@ -293,8 +308,8 @@ impl Replay<'_> {
         action: Option<Action>,
         model: &KraftModel,
         state: &State,
-        model_replies: &[Reply],
-        impl_replies: &[Reply],
+        (model_replies, impl_replies): (&[Reply], &[Reply]),
+        (model_refusals, impl_refusals): (&[Refused], &[Refused]),
     ) -> Result<(), Box<Divergence>> {
         self.counts.steps += u64::from(action.is_some());
         let mut after = After {
@@ -302,6 +317,8 @@ impl Replay<'_> {
             state,
             model_replies,
             impl_replies,
+            model_refusals,
+            impl_refusals,
         };
         let r = compare(
             model,
@@ -321,6 +338,9 @@ pub struct After<'a> {
     pub state: &'a State,
     pub model_replies: &'a [Reply],
     pub impl_replies: &'a [Reply],
+    /// The refused requests among the replies, with each side's reason.
+    pub model_refusals: &'a [Refused],
+    pub impl_refusals: &'a [Refused],
 }
 
 /// Everything compared after a step: every server's abstract state, the operator replies, the messages
@@ -386,6 +406,19 @@ pub fn compare(
         i.sort_by_key(|r| (r.server, r.op, r.error));
         if m != i {
             return Err(DivergenceKind::Replies {
+                model: m,
+                implementation: i,
+            });
+        }
+    }
+    counts.refusals += after.model_refusals.len() as u64;
+    if after.model_refusals != after.impl_refusals {
+        let mut m = after.model_refusals.to_vec();
+        let mut i = after.impl_refusals.to_vec();
+        m.sort();
+        i.sort();
+        if m != i {
+            return Err(DivergenceKind::Refusals {
                 model: m,
                 implementation: i,
             });

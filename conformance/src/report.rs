@@ -58,6 +58,14 @@ pub fn render(d: &Divergence) -> String {
             let _ = writeln!(out, "    model:          {model:?}");
             let _ = writeln!(out, "    implementation: {implementation:?}");
         }
+        DivergenceKind::Refusals {
+            model,
+            implementation,
+        } => {
+            let _ = writeln!(out, "  equal codes, different refusal reasons:");
+            let _ = writeln!(out, "    model:          {model:?}");
+            let _ = writeln!(out, "    implementation: {implementation:?}");
+        }
         DivergenceKind::State {
             server,
             model,
@@ -162,6 +170,7 @@ pub fn headline(d: &Divergence) -> String {
         DivergenceKind::ModelRefused => "model refused the action".into(),
         DivergenceKind::RecordedState => "recorded state differs".into(),
         DivergenceKind::Replies { .. } => "replies differ".into(),
+        DivergenceKind::Refusals { .. } => "refusal reasons differ".into(),
         DivergenceKind::State {
             server,
             model,

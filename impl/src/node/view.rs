@@ -151,6 +151,12 @@ impl<L: RaftLog> Node<L> {
         self.pending.as_ref()
     }
 
+    /// The last Add/Remove reply this node built, with its typed outcome (the reply on the wire carries
+    /// only the code; conformance compares the refusal reason).
+    pub fn last_change_reply(&self) -> Option<&ChangeReply> {
+        self.last_change_reply.as_ref()
+    }
+
     pub fn leader_state(&self) -> Option<&LeaderState> {
         match &self.role {
             RoleState::Leader(l) => Some(l),

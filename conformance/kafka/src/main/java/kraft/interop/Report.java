@@ -10,8 +10,16 @@ final class Report {
     private int checks;
     private final List<String> divergences = new ArrayList<>();
     private String scenario = "(none)";
+    private long started = -1;
+
+    /** Prints the wall-clock time of the scenario that just ended, if any (for the README's cost line). */
+    private void endScenario() {
+        if (started >= 0) System.out.printf("   (%.1f s)%n", (System.currentTimeMillis() - started) / 1000.0);
+        started = System.currentTimeMillis();
+    }
 
     void scenario(String name) {
+        endScenario();
         scenarios++;
         scenario = name;
         System.out.println("== scenario " + name);
@@ -45,6 +53,7 @@ final class Report {
     }
 
     String summary(String kafkaVersion) {
+        endScenario();
         StringBuilder out = new StringBuilder();
         for (String d : divergences) out.append("divergence: ").append(d).append('\n');
         out.append(String.format("kafka interop: %d scenarios, %d checks, %d divergences (Apache Kafka %s)",
