@@ -55,6 +55,48 @@ fn kraft_node_follows_the_model_over_the_wire() {
     assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
 }
 
+/// Paths generated from the model's first-election and membership graphs (6 each, seed 1), each
+/// against a fresh `kraft node`: 0 divergences, and the membership walks reach the node's operator
+/// answers (AddRaftVoter / RemoveRaftVoter, refusals included) and DescribeQuorum v3.
+#[test]
+fn graph_walks_of_first_election_and_membership_have_no_divergence() {
+    let a = args(&[
+        "--kraft-bin",
+        env!("CARGO_BIN_EXE_kit-kraft"),
+        "--wait-ms",
+        "30000",
+        "--walk",
+        "first-election",
+        "--walk",
+        "membership",
+        "--walk-paths",
+        "6",
+    ]);
+    let o = kit::run(&a).expect("the kit starts");
+    for (s, r) in &o.scenarios {
+        assert!(r.is_ok(), "{s}: {r:?}");
+    }
+    assert_eq!(o.scenarios.len(), 12);
+    assert_eq!(o.walks.len(), 2);
+    for (g, w) in &o.walks {
+        assert_eq!(w.paths, 6, "{g}");
+        assert!(w.choices > 0 && w.distinct > 0, "{g}: {w:?}");
+    }
+    let t = &o.report.transitions;
+    for key in ["ElectionTimeout at node", "Fetch by kit from node"] {
+        assert!(t.contains_key(key), "transition {key} not driven: {t:?}");
+    }
+    let c = &o.report.coverage;
+    assert!(
+        c.keys()
+            .any(|k| k.starts_with("node→kit AddRaftVoterResponse"))
+            || c.keys()
+                .any(|k| k.starts_with("node→kit RemoveRaftVoterResponse")),
+        "no operator answer: {c:?}"
+    );
+    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
+}
+
 /// A fake node: accepts connections and answers every request frame with `answer` (or nothing).
 fn fake_node(answer: Option<Vec<u8>>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -30,13 +30,16 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kraft::node::{ClientRequest, ClientResponse};
 use kraft::server::codec::{self, Incoming};
-use model::types::{Action, ChangeOp, Envelope, Id, Msg, Reply, State};
+use model::types::{Action, ChangeOp, Envelope, Id, Msg, State};
 use model::KraftModel;
 
 use super::encode::{self, Endpoints};
 use super::net::{Listeners, NodeConn};
 use super::report::{Line, Report};
 use crate::schema::MessageSchema;
+
+mod client;
+mod hold;
 
 /// A divergence of the node from the model, or a reason the kit could not go on. Never a panic.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +88,14 @@ fn story(a: &Action) -> String {
     model::story::action(a)
 }
 
+/// A request of the node the played replica has not answered yet (hold mode).
+struct Held {
+    env: Envelope,
+    conn: u64,
+    reply: codec::Reply,
+    message: kraft::node::Message,
+}
+
 /// An operator request waiting for its answer.
 struct PendingAdmin {
     conn: NodeConn,
@@ -102,13 +113,19 @@ pub struct Kit {
     listeners: Listeners,
     conns: HashMap<Id, NodeConn>,
     corr: i32,
-    admin: Option<PendingAdmin>,
+    /// Operator requests sent and not answered yet, oldest first.
+    admin: Vec<PendingAdmin>,
     delivered: Vec<Envelope>,
     pub wait: Duration,
     pub report: Report,
     describe_schema: MessageSchema,
     /// Internal actions of the node seen so far (its timers and fetches).
     pub node_steps: u64,
+    /// Hold the node's requests until [`Kit::deliver_held`] (graph walks) instead of answering at once.
+    pub hold: bool,
+    held: Vec<Held>,
+    /// True while the model takes an operator's Change step (its replies answer that request).
+    in_change: bool,
 }
 
 impl Kit {
@@ -132,12 +149,15 @@ impl Kit {
             listeners,
             conns: HashMap::new(),
             corr: 0,
-            admin: None,
+            admin: Vec::new(),
             delivered: Vec::new(),
             wait,
             report,
             describe_schema,
             node_steps: 0,
+            hold: false,
+            held: Vec::new(),
+            in_change: false,
         }
     }
 
@@ -242,17 +262,40 @@ impl Kit {
             encode::name(&resp),
             encode::error_code(&resp)
         ));
-        let before = self.state.clone();
-        self.model_step(Action::Deliver(env))?;
-        let expected = Self::added(&before, &self.state, self.nut, env.src);
-        let expected: Vec<Envelope> = expected
-            .into_iter()
-            .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
-            .collect();
         let sent_key = match env.msg {
             Msg::FetchRequest(k) => Some(k),
             _ => None,
         };
+        // Kafka's controller writes its own metadata records: node-internal appends (`ClientAppend` at
+        // the node, allowed up to `max_data`; never for `kraft`). When the answer does not match the
+        // model's, the fewest appends that explain it are taken first.
+        let observed = encode::abstract_message(&self.eps, &resp, self.nut, sent_key).ok();
+        let answer_after = |kit: &Kit, k: usize| -> Option<Msg> {
+            let base = kit.appended(&kit.state, k)?;
+            let step = kit.model.step(&base, Action::Deliver(env))?;
+            match Self::added(&base, &step.state, kit.nut, env.src)
+                .iter()
+                .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [one] => Some(one.msg),
+                _ => None,
+            }
+        };
+        if observed.is_some() && answer_after(self, 0) != observed {
+            let left = self.appends_left(&self.state);
+            if let Some(k) = (1..=left).find(|&k| answer_after(self, k) == observed) {
+                self.take_appends(k)?;
+                line.action = format!("after {k} node-internal append(s): {}", line.action);
+            }
+        }
+        let before = self.state.clone();
+        self.model_step(Action::Deliver(env))?;
+        let expected: Vec<Envelope> = Self::added(&before, &self.state, self.nut, env.src)
+            .into_iter()
+            .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+            .collect();
         match expected.as_slice() {
             [] => {
                 line.expected = "no response in the model (acknowledgement left out)".into();
@@ -292,6 +335,33 @@ impl Kit {
         Ok(())
     }
 
+    /// How many more node-internal appends the model allows from `st` (`ClientAppend` at the node,
+    /// bounded by `max_data`; 0 for `kraft`, which writes no records of its own).
+    fn appends_left(&self, st: &State) -> usize {
+        usize::from(self.model.cfg.max_data.saturating_sub(st.history.data))
+    }
+
+    /// `st` after `k` node-internal appends, `None` if the model does not allow them.
+    fn appended(&self, st: &State, k: usize) -> Option<State> {
+        let mut s = st.clone();
+        for _ in 0..k {
+            s = self.model.step(&s, Action::ClientAppend(self.nut))?.state;
+        }
+        Some(s)
+    }
+
+    /// Takes `k` node-internal appends in the model (seen through a response that shows them).
+    fn take_appends(&mut self, k: usize) -> R<()> {
+        for _ in 0..k {
+            self.model_step(Action::ClientAppend(self.nut))?;
+        }
+        self.report.push(
+            Line::new("node", format!("{k} node-internal append(s)"))
+                .verdict("ok (ClientAppend at the node, shown by its answer)".into()),
+        );
+        Ok(())
+    }
+
     /// The node's internal actions that could have sent `env`: applied to the model if one did.
     fn node_action_sending(&mut self, env: &Envelope) -> Option<Action> {
         let n = self.model.cfg.servers();
@@ -300,6 +370,7 @@ impl Kit {
             Action::ElectionTimeout(me),
             Action::FetchTimeout(me),
             Action::CheckQuorumTimeout(me),
+            Action::Resign(me),
         ];
         cands.extend((0..n).map(|l| Action::Fetch {
             replica: me,
@@ -350,6 +421,27 @@ impl Kit {
                 self.report.push(line.verdict("ok".into()));
                 return Ok(());
             }
+            Incoming::Unsupported if reply.api_key == ApiKey::ApiVersions as i16 => {
+                // A newer ApiVersions than the kit's codec speaks (Kafka 4.4.0 sends v5): refused
+                // with UNSUPPORTED_VERSION and the kit's ranges, as a broker does; the client then
+                // retries with a version both speak.
+                line.action = format!(
+                    "ApiVersions v{} (connection handshake): UNSUPPORTED_VERSION, the client retries lower",
+                    reply.api_version
+                );
+                self.report.cover(format!(
+                    "node→kit ApiVersionsRequest v{} (unsupported by the kit)",
+                    reply.api_version
+                ));
+                let frame = codec::unsupported_response(&reply, api_versions())
+                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
+                line.sent = hex(&frame);
+                self.listeners
+                    .reply(conn, &frame)
+                    .map_err(|e| Box::new(Divergence::Io(e)))?;
+                self.report.push(line.verdict("ok".into()));
+                return Ok(());
+            }
             other => {
                 let d = Divergence::Unexpected {
                     observed: format!("{other:?}"),
@@ -375,7 +467,9 @@ impl Kit {
             };
             return Err(self.fail(line, d));
         }
-        let how = if self.state.network.contains(&env) {
+        let in_flight = self.state.network.iter().filter(|e| **e == env).count()
+            > self.held.iter().filter(|h| h.env == env).count();
+        let how = if in_flight {
             "in flight".to_string()
         } else if let Some(a) = self.node_action_sending(&env) {
             self.node_steps += 1;
@@ -390,7 +484,40 @@ impl Kit {
             };
             return Err(self.fail(line, d));
         };
-        line.action = format!("{how}; {}", story(&Action::Deliver(env)));
+        let held = Held {
+            env,
+            conn,
+            reply,
+            message,
+        };
+        // Hold mode (graph walks): a request waits for the walk (`deliver_held`), in order per
+        // connection. The node's fetch is answered at once if the answer is news (records, HW, an
+        // error: the played leader's state or the node's changes), else parked, as a Kafka leader
+        // parks a fetch it has nothing for (long poll); `settle_node` answers it once it is news.
+        let fetch = matches!(env.msg, Msg::FetchRequest(_));
+        let behind = self.held.iter().any(|h| h.conn == conn);
+        if self.hold && (!fetch || behind || !self.is_news(&env)) {
+            let what = if fetch { "parked (no news)" } else { "held" };
+            line.action = format!("{how}; {what} by the played replica");
+            self.report.push(line.verdict("ok".into()));
+            self.held.push(held);
+            return Ok(());
+        }
+        line.action = how;
+        self.answer(held, line)
+    }
+
+    /// The played replica handles the node's request `h` in the model and writes the model's answer
+    /// (the answer is delivered to the node with it).
+    fn answer(&mut self, h: Held, mut line: Line) -> R<()> {
+        let Held {
+            env,
+            conn,
+            reply,
+            message,
+        } = h;
+        let replica = env.dst;
+        line.action = format!("{}; {}", line.action, story(&Action::Deliver(env)));
         let before = self.state.clone();
         self.model_step(Action::Deliver(env))?;
         self.delivered.push(env);
@@ -462,275 +589,30 @@ impl Kit {
         }
         Ok(())
     }
-
-    /// An operator change sent to the node; answered when the model's step produces the reply.
-    pub fn change(&mut self, op: ChangeOp) -> R<()> {
-        let Some(req) = crate::mapping::change_request(op) else {
-            return Err(Box::new(Divergence::Kit(format!("{op:?} has no request"))));
-        };
-        let corr = self.next_corr();
-        let (key, frame) = match &req {
-            crate::mapping::ChangeRequest::Add(r) => {
-                let mut r = r.clone();
-                // The mapping's listener names the mapping's host; the node gets the kit's real one.
-                if let (ChangeOp::Add(j), Some(l)) = (op, r.listeners.first_mut()) {
-                    let e = self.eps.endpoint(j);
-                    l.host = kafka_protocol::protocol::StrBytes::from_string(e.host);
-                    l.port = e.port;
-                }
-                let k = ApiKey::AddRaftVoter;
-                (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", &r))
-            }
-            crate::mapping::ChangeRequest::Remove(r) => {
-                let k = ApiKey::RemoveRaftVoter;
-                (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", r))
-            }
-        };
-        let frame = frame.map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-        let mut conn =
-            NodeConn::connect(self.node, self.wait).map_err(|e| Box::new(Divergence::Io(e)))?;
-        conn.send(&frame).map_err(|e| Box::new(Divergence::Io(e)))?;
-        self.report.cover(format!("kit→node {key:?}Request"));
-        self.admin = Some(PendingAdmin {
-            conn,
-            op,
-            key,
-            sent: hex(&frame),
-        });
-        let a = Action::Change {
-            server: self.nut,
-            op,
-        };
-        self.report.push(
-            Line::new("kit", story(&a))
-                .with_sent(hex(&frame))
-                .verdict("ok (answer awaited)".into()),
-        );
-        let before = self.state.clone();
-        self.model_step(a)?;
-        // The request is in flight until the node handles it, and other connections race with it:
-        // DescribeQuorum may show the state before or after; the kit goes on once it shows after.
-        let after = self.state.clone();
-        let deadline = Instant::now() + self.wait;
-        loop {
-            match self.describe_against(0, &[&after, &before])? {
-                (line, Ok(0)) => {
-                    self.report
-                        .push(line.verdict("ok (the node applied the change)".into()));
-                    return Ok(());
-                }
-                (line, Ok(_)) if Instant::now() < deadline => {
-                    drop(line);
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                (line, Ok(_)) => {
-                    let d = Divergence::Timeout {
-                        waiting_for: format!("the node to apply {}", story(&a)),
-                        waited_ms: self.wait.as_millis(),
-                    };
-                    return Err(self.fail(line, d));
-                }
-                (line, Err(reason)) => {
-                    return Err(self.fail(line, Divergence::Describe { version: 0, reason }))
-                }
-            }
-        }
-    }
-
-    /// The model produced an operator reply: the node's answer must be there, with the same code.
-    fn operator_reply(&mut self, r: Reply) -> R<()> {
-        let mut line = Line::new("node", format!("operator reply to {:?}", r.op));
-        line.expected = format!("{:?}", r.error);
-        let Some(mut p) = self.admin.take() else {
-            return Err(self.fail(
-                line,
-                Divergence::Kit(format!("model reply {r:?} with no request")),
-            ));
-        };
-        line.sent = std::mem::take(&mut p.sent);
-        if p.op != r.op || r.server != self.nut {
-            return Err(self.fail(
-                line,
-                Divergence::Kit(format!("model reply {r:?} for another request")),
-            ));
-        }
-        let payload = match p.conn.recv() {
-            Ok(b) => b,
-            Err(e) => {
-                let d = Divergence::Timeout {
-                    waiting_for: format!("the {:?} response ({e})", p.key),
-                    waited_ms: p.conn.timeout.as_millis(),
-                };
-                return Err(self.fail(line, d));
-            }
-        };
-        line.received = hex(&payload);
-        let code = codec::response_body(payload, p.key as i16, 0)
-            .map_err(|e| e.to_string())
-            .and_then(|(_, b)| {
-                codec::decode_client_response(b, p.key as i16, 0).map_err(|e| e.to_string())
-            })
-            .map(|resp| match resp {
-                ClientResponse::AddRaftVoter(r) => r.error_code,
-                ClientResponse::RemoveRaftVoter(r) => r.error_code,
-                _ => -1,
-            });
-        let code = match code {
-            Ok(c) => c,
-            Err(e) => return Err(self.fail(line, Divergence::Decode(e))),
-        };
-        self.report
-            .cover(format!("node→kit {:?}Response error {code}", p.key));
-        line.observed = format!("{:?}", crate::mapping::error_code(code));
-        if code != r.error.code() {
-            let d = Divergence::Mismatch {
-                expected: line.expected.clone(),
-                observed: format!("error code {code}"),
-            };
-            return Err(self.fail(line, d));
-        }
-        self.report.push(line.verdict("ok".into()));
-        Ok(())
-    }
-
-    /// DescribeQuorum at `version`, checked against the model's view of the node.
-    pub fn describe(&mut self, version: i16) -> R<()> {
-        let state = self.state.clone();
-        match self.describe_against(version, &[&state])? {
-            (line, Ok(_)) => {
-                self.report.push(line.verdict("ok".into()));
-                Ok(())
-            }
-            (line, Err(reason)) => Err(self.fail(line, Divergence::Describe { version, reason })),
-        }
-    }
-
-    /// Asks DescribeQuorum once; `Ok(k)` if the answer is the model's view of the node in `states[k]`.
-    fn describe_against(
-        &mut self,
-        version: i16,
-        states: &[&State],
-    ) -> R<(Line, Result<usize, String>)> {
-        let mut line = Line::new("kit", format!("DescribeQuorum v{version}"));
-        let corr = self.next_corr();
-        let frame = kraft::server::client::describe_frame(
-            version,
-            corr,
-            &kraft::wire::describe_quorum::DescribeQuorumRequest::for_metadata_partition(),
-        )
-        .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-        line.sent = hex(&frame);
-        let mut conn =
-            NodeConn::connect(self.node, self.wait).map_err(|e| Box::new(Divergence::Io(e)))?;
-        let payload = match conn.send(&frame).and_then(|_| conn.recv()) {
-            Ok(p) => p,
-            Err(e) => return Err(self.fail(line, Divergence::Io(e))),
-        };
-        line.received = hex(&payload);
-        let views: Vec<_> = states
-            .iter()
-            .map(|st| {
-                model::spec::describe_quorum(
-                    &self.model.cfg,
-                    self.nut,
-                    &st.servers[self.nut as usize],
-                )
-            })
-            .collect();
-        line.expected = views
-            .iter()
-            .map(|v| format!("{v:?}"))
-            .collect::<Vec<_>>()
-            .join(" or ");
-        let value = codec::response_body(payload, ApiKey::DescribeQuorum as i16, version)
-            .map_err(|e| e.to_string())
-            .and_then(|(_, body)| {
-                self.describe_schema
-                    .decode(&body, version)
-                    .map_err(|e| e.to_string())
-            });
-        let mut value = match value {
-            Ok(v) => v,
-            Err(e) => return Ok((line, Err(e))),
-        };
-        self.canonical_nodes(&mut value);
-        let mut why = Vec::new();
-        for (k, view) in views.iter().enumerate() {
-            match crate::replay::check_content(&value, view.as_ref(), version) {
-                Ok(()) => {
-                    self.report.cover(format!(
-                        "node→kit DescribeQuorumResponse v{version} {}",
-                        if view.is_some() {
-                            "leader"
-                        } else {
-                            "non-leader"
-                        }
-                    ));
-                    line.observed = format!("as the model's state {k}");
-                    return Ok((line, Ok(k)));
-                }
-                Err(e) => why.push(e),
-            }
-        }
-        Ok((line, Err(why.join("; or: "))))
-    }
-
-    /// Rewrites the `Nodes` listeners of a DescribeQuorum value from the kit's endpoints to the
-    /// mapping's (see `encode`).
-    fn canonical_nodes(&self, value: &mut crate::schema::StructValue) {
-        use crate::schema::Value;
-        for (name, v) in &mut value.fields {
-            let (true, Value::Array(Some(nodes))) = (name == "Nodes", v) else {
-                continue;
-            };
-            for n in nodes {
-                let Value::Struct(n) = n else { continue };
-                let Some(id) = n.int("NodeId").and_then(|i| Id::try_from(i).ok()) else {
-                    continue;
-                };
-                if id as usize >= self.eps.ports.len() {
-                    continue;
-                }
-                let real = self.eps.endpoint(id);
-                let canon = crate::mapping::endpoint(id);
-                for (f, lv) in &mut n.fields {
-                    let (true, Value::Array(Some(ls))) = (f == "Listeners", lv) else {
-                        continue;
-                    };
-                    for l in ls {
-                        let Value::Struct(l) = l else { continue };
-                        let is_real = l.get("Host")
-                            == Some(&Value::String(Some(real.host.clone())))
-                            && l.int("Port") == Some(i64::from(real.port));
-                        if !is_real {
-                            continue;
-                        }
-                        for (lf, x) in &mut l.fields {
-                            match lf.as_str() {
-                                "Host" => *x = Value::String(Some(canon.host.clone())),
-                                "Port" => *x = Value::Int(i64::from(canon.port)),
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
 }
 
-/// The ApiVersions answer of a played replica: the versions `kraft` serves (the kit speaks them).
+/// The ApiVersions answer of a played replica: the versions `kraft` serves (the kit speaks them) and
+/// the `kraft.version` range a voter supports (a Kafka leader asks a joining voter for it before it
+/// adds it).
 fn api_versions() -> kafka_protocol::messages::ApiVersionsResponse {
-    use kafka_protocol::messages::api_versions_response::ApiVersion;
-    kafka_protocol::messages::ApiVersionsResponse::default().with_api_keys(
-        kraft::wire::apis::SERVED_APIS
-            .iter()
-            .map(|a| {
-                ApiVersion::default()
-                    .with_api_key(a.key as i16)
-                    .with_min_version(a.min)
-                    .with_max_version(a.max)
-            })
-            .collect(),
-    )
+    use kafka_protocol::messages::api_versions_response::{ApiVersion, SupportedFeatureKey};
+    let supported = kraft::voter_set::SupportedVersions::CURRENT;
+    kafka_protocol::messages::ApiVersionsResponse::default()
+        .with_supported_features(vec![SupportedFeatureKey::default()
+            .with_name(kafka_protocol::protocol::StrBytes::from_static_str(
+                "kraft.version",
+            ))
+            .with_min_version(supported.min)
+            .with_max_version(supported.max)])
+        .with_api_keys(
+            kraft::wire::apis::SERVED_APIS
+                .iter()
+                .map(|a| {
+                    ApiVersion::default()
+                        .with_api_key(a.key as i16)
+                        .with_min_version(a.min)
+                        .with_max_version(a.max)
+                })
+                .collect(),
+        )
 }

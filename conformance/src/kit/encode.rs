@@ -26,10 +26,13 @@ const TOPIC: &str = "__cluster_metadata";
 /// Kafka's `Uuid.METADATA_TOPIC_ID` (Fetch v13+ names the topic by id).
 const TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(1);
 
-/// The real listeners of every replica of the run (index = model id).
+/// The run's identity on the wire: the real listener of every replica (index = model id) and the
+/// cluster id every request carries (Kafka refuses a request whose cluster id is not its own with
+/// INCONSISTENT_CLUSTER_ID, and formats only a base64 UUID).
 #[derive(Clone, Debug)]
 pub struct Endpoints {
     pub ports: Vec<u16>,
+    pub cluster_id: String,
 }
 
 impl Endpoints {
@@ -133,8 +136,10 @@ impl Endpoints {
     }
 }
 
-fn cluster() -> Option<StrBytes> {
-    Some(StrBytes::from_static_str(mapping::CLUSTER_ID))
+impl Endpoints {
+    pub fn cluster(&self) -> Option<StrBytes> {
+        Some(StrBytes::from_string(self.cluster_id.clone()))
+    }
 }
 
 fn topic() -> TopicName {
@@ -165,7 +170,7 @@ pub fn request(
             last_offset,
         } => Message::VoteRequest(
             VoteRequest::default()
-                .with_cluster_id(cluster())
+                .with_cluster_id(eps.cluster())
                 .with_voter_id(BrokerId(to.id))
                 .with_topics(vec![vote_request::TopicData::default()
                     .with_topic_name(topic())
@@ -183,7 +188,7 @@ pub fn request(
             use begin_quorum_epoch_request::{LeaderEndpoint, PartitionData, TopicData};
             Message::BeginQuorumEpochRequest(
                 BeginQuorumEpochRequest::default()
-                    .with_cluster_id(cluster())
+                    .with_cluster_id(eps.cluster())
                     .with_voter_id(BrokerId(to.id))
                     .with_topics(vec![TopicData::default()
                         .with_topic_name(topic())
@@ -202,7 +207,7 @@ pub fn request(
             use end_quorum_epoch_request::{LeaderEndpoint, PartitionData, TopicData};
             Message::EndQuorumEpochRequest(
                 EndQuorumEpochRequest::default()
-                    .with_cluster_id(cluster())
+                    .with_cluster_id(eps.cluster())
                     .with_topics(vec![TopicData::default()
                         .with_topic_name(topic())
                         .with_partitions(vec![PartitionData::default()
@@ -217,7 +222,7 @@ pub fn request(
         }
         Msg::FetchRequest(k) => Message::FetchRequest(
             FetchRequest::default()
-                .with_cluster_id(cluster())
+                .with_cluster_id(eps.cluster())
                 .with_replica_state(
                     fetch_request::ReplicaState::default().with_replica_id(BrokerId(me.id)),
                 )

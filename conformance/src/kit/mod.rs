@@ -12,6 +12,7 @@ pub mod encode;
 pub mod net;
 pub mod report;
 pub mod scenarios;
+pub mod walk;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,6 +63,29 @@ pub struct KitArgs {
     /// Longest wait for any answer or event of the node, in ms.
     #[arg(long, default_value_t = 10_000)]
     pub wait_ms: u64,
+    /// The cluster id the node is formatted with and every request carries (Kafka needs a base64
+    /// UUID, e.g. `a3JhZnQta2l0LWNsdXN0ZQ`; default: the mapping's).
+    #[arg(long, default_value = crate::mapping::CLUSTER_ID)]
+    pub cluster_id: String,
+    /// Walk graph GRAPH of the model (`first-election`, `membership`) instead of the scenarios: paths
+    /// generated from the model's state graph, restricted to what the kit can force, one fresh
+    /// `kraft node` per path (not with --bootstrap). Repeatable.
+    #[arg(long)]
+    pub walk: Vec<String>,
+    /// Paths per walked graph.
+    #[arg(long, default_value_t = 8)]
+    pub walk_paths: usize,
+    /// Kit choices per path at most.
+    #[arg(long, default_value_t = 30)]
+    pub walk_steps: usize,
+    /// Seed of the walks' choices.
+    #[arg(long, default_value_t = 1)]
+    pub walk_seed: u64,
+    /// Records the node may write on its own while it leads (a Kafka controller writes its bootstrap
+    /// metadata): accepted as `ClientAppend` steps of the node, the model's data records, when an
+    /// answer shows them. 0 (the default) for a node that writes none, such as `kraft`.
+    #[arg(long, default_value_t = 0)]
+    pub node_appends: u8,
     /// Highest DescribeQuorum version to check (kraft: 3; Kafka 4.4.0: 2).
     #[arg(long, default_value_t = kraft::wire::describe_quorum::MAX_VERSION)]
     pub describe_max: i16,
@@ -69,13 +93,15 @@ pub struct KitArgs {
 
 /// The model the kit runs: 3 voters and 1 joiner from a fresh start; fetches are messages (the node's
 /// fetches are its own steps); stale messages are delivered, not collected.
-pub fn model_config() -> ModelConfig {
+/// `node_appends`: records the node may write on its own as leader (`ClientAppend` at the node; a
+/// Kafka controller writes its metadata; 0 for `kraft`).
+pub fn model_config(node_appends: u8) -> ModelConfig {
     ModelConfig {
         voters: 3,
         joiners: 1,
         max_epoch: 3,
-        max_log: 8,
-        max_data: 0,
+        max_log: (8 + node_appends).min(model::types::MAX_LOG as u8),
+        max_data: node_appends,
         max_changes: 1,
         max_crashes: 0,
         max_in_flight: 32,
@@ -103,11 +129,21 @@ impl Drop for NodeProcess {
     }
 }
 
+/// A free port for the node under test, below the ephemeral range (the kit's own listeners take
+/// ephemeral ports, so a port handed out here and not yet bound by the node cannot be taken by a
+/// listener of a concurrent kit), spread by process id and a counter.
 fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::process::id().wrapping_mul(7919);
+    for _ in 0..200 {
+        let n = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(101));
+        let port = 20_000 + (n % 10_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free port in 20000-29999".into())
 }
 
 fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
@@ -131,6 +167,15 @@ fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
     }
 }
 
+/// A fresh work directory per run (two runs in one process, e.g. concurrent tests, must not share
+/// one: a run removes its directory at the end).
+fn default_work_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("kraft-kit-{}-{n}", std::process::id()))
+}
+
 /// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
 fn start_node(
     bin: &PathBuf,
@@ -145,7 +190,7 @@ fn start_node(
         .arg("format")
         .arg("--data-dir")
         .arg(&data)
-        .args(["--cluster-id", crate::mapping::CLUSTER_ID, "--node-id", "0"])
+        .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
         .args(["--initial-controllers", &eps.initial_controllers(0b111)])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -171,8 +216,26 @@ fn start_node(
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
+    wait_listening_for(addr, wait, None)
+}
+
+/// Waits until `addr` listens; with `node`, fails at once if that process exited (it could not
+/// bind, for example).
+fn wait_listening_for(
+    addr: SocketAddr,
+    wait: Duration,
+    mut node: Option<&mut NodeProcess>,
+) -> Result<(), String> {
     let deadline = Instant::now() + wait;
     loop {
+        if let Some(n) = node.as_mut() {
+            if let Ok(Some(status)) = n.child.try_wait() {
+                return Err(format!(
+                    "the node exited ({status}) before listening on {addr}; log in {}",
+                    n.dir.display()
+                ));
+            }
+        }
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
         }
@@ -187,6 +250,8 @@ fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
 pub struct Outcome {
     pub report: Report,
     pub scenarios: Vec<(String, Result<(), String>)>,
+    /// Per walked graph (`--walk`): its totals.
+    pub walks: Vec<(String, walk::WalkOutcome)>,
 }
 
 impl Outcome {
@@ -201,6 +266,9 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         &crate::wire::default_messages_dir().join("DescribeQuorumResponse.json"),
     )
     .map_err(|e| e.to_string())?;
+    if !args.walk.is_empty() {
+        return run_walks(args, &schema);
+    }
     let mut wanted: Vec<&str> = Vec::new();
     for s in &args.scenario {
         match s.as_str() {
@@ -234,10 +302,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     }
     let wait = Duration::from_millis(args.wait_ms);
     let mut results = Vec::new();
-    let work = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("kraft-kit-{}", std::process::id())));
+    let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
     for (n, run) in runs.iter().enumerate() {
         let ports: Vec<(Id, u16)> = match &args.bootstrap {
             // Port 0: any free ports (a node formatted by --print-format needs the fixed ones).
@@ -249,7 +314,10 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         };
         let (listeners, addrs) =
             Listeners::bind(&ports).map_err(|e| format!("kit listeners: {e}"))?;
-        let mut eps = Endpoints { ports: vec![0; 4] };
+        let mut eps = Endpoints {
+            ports: vec![0; 4],
+            cluster_id: args.cluster_id.clone(),
+        };
         for (i, a) in addrs {
             eps.ports[i as usize] = a.port();
         }
@@ -257,12 +325,14 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             Some(b) => {
                 let a: SocketAddr = b.parse().map_err(|e| format!("--bootstrap {b}: {e}"))?;
                 eps.ports[0] = a.port();
+                // The kit may be started before the node (its replicas listen from the start).
+                wait_listening(a, wait)?;
                 (a, None)
             }
             None => {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
-                let p = start_node(
+                let mut p = start_node(
                     &bin,
                     work.join(format!("run{n}")),
                     &eps,
@@ -271,11 +341,11 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;
-                wait_listening(a, wait)?;
+                wait_listening_for(a, wait, Some(&mut p))?;
                 (a, Some(p))
             }
         };
-        let model = KraftModel::new(model_config()).map_err(|e| e.to_string())?;
+        let model = KraftModel::new(model_config(args.node_appends)).map_err(|e| e.to_string())?;
         report.trace = run.join("+");
         let mut kit = Kit::new(
             model,
@@ -320,10 +390,56 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     Ok(Outcome {
         report,
         scenarios: results,
+        walks: Vec::new(),
     })
 }
 
 use std::io::Write as _;
+
+/// `--walk`: graph-generated paths against fresh `kraft node` processes.
+fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Outcome, String> {
+    if args.bootstrap.is_some() {
+        return Err(
+            "--walk starts a fresh node per path: it cannot be used with --bootstrap".into(),
+        );
+    }
+    let bin = kraft_bin(args)?;
+    let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
+    let mut report = Report::default();
+    if let Some(p) = &args.report {
+        let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        report.out = Some(Box::new(std::io::BufWriter::new(f)));
+    }
+    let mut outcome = walk::WalkOutcome::default();
+    let mut walks = Vec::new();
+    for g in &args.walk {
+        let mut one = walk::WalkOutcome::default();
+        let plan = walk::WalkPlan {
+            graph: g,
+            paths: args.walk_paths,
+            max_steps: args.walk_steps,
+            seed: args.walk_seed,
+            describe_max: args.describe_max,
+        };
+        walk::run(args, &plan, &bin, &work, schema, &mut report, &mut one)?;
+        outcome.paths += one.paths;
+        outcome.choices += one.choices;
+        outcome.left_bounds += one.left_bounds;
+        outcome.results.append(&mut one.results);
+        walks.push((g.clone(), one));
+    }
+    if let Some(out) = report.out.as_mut() {
+        let _ = out.flush();
+    }
+    if args.work_dir.is_none() && outcome.results.iter().all(|r| r.1.is_ok()) {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(Outcome {
+        report,
+        scenarios: outcome.results,
+        walks,
+    })
+}
 
 /// `conformance node ...`: runs the kit and prints the summary; non-zero exit on any divergence.
 pub fn main(argv: impl Iterator<Item = String>) -> ExitCode {
@@ -350,8 +466,9 @@ pub fn main(argv: impl Iterator<Item = String>) -> ExitCode {
                 args.kit_port + 1,
                 args.kit_port + 2,
             ],
+            cluster_id: args.cluster_id.clone(),
         };
-        println!("cluster id:            {}", crate::mapping::CLUSTER_ID);
+        println!("cluster id:            {}", eps.cluster_id);
         println!("node id:               0");
         println!(
             "directory id:          {}",
@@ -392,6 +509,13 @@ pub fn print_summary(o: &Outcome, took: Duration) {
     println!("RPCs on the wire (direction, message, error code):");
     for (k, n) in &o.report.coverage {
         println!("  {n:5}  {k}");
+    }
+    for (g, w) in &o.walks {
+        println!(
+            "walk {g}: {} paths, {} kit choices ({} distinct state-action pairs of the graph, {} \
+             distinct model states), {} paths ended where the node's own steps left the graph's bounds",
+            w.paths, w.choices, w.distinct, w.states, w.left_bounds
+        );
     }
     println!(
         "kit: {} scenarios, {} steps, {} divergences ({:.1} s)",

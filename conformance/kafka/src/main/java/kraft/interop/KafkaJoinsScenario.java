@@ -71,7 +71,7 @@ final class KafkaJoinsScenario {
 
         // 2. kraft add-voter makes it a voter (sent to any kraft node; the CLI finds the leader).
         Procs.Result add = tools.kraft("add-voter", "--bootstrap-controller", m.ours.address(KRAFT.get(1)),
-            "--node-id", Integer.toString(KAFKA), "--directory-id", dir.toString(), "--endpoint",
+            "--node-id", Integer.toString(KAFKA), "--directory-id=" + dir, "--endpoint",
             m.kafka.address(KAFKA), "--timeout-ms", "30000");
         report.check("kraft add-voter adds the Kafka controller (exit 0)", add.code() == 0, add.toString());
         int[] now = m.awaitLeader(-1, "a leader after add-voter");

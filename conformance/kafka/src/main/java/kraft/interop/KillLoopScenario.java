@@ -93,7 +93,7 @@ final class KillLoopScenario {
             after = new ArrayList<>(grown);
             unpaused = target;
             command = new String[] {"add-voter", "--bootstrap-controller", addr, "--node-id", Integer.toString(target),
-                "--directory-id", (m.isKraft(target) ? m.ours.directoryId(target)
+                "--directory-id=" + (m.isKraft(target) ? m.ours.directoryId(target)
                     : m.kafka.directoryIds.get(target)).toString(), "--endpoint", m.address(target),
                 "--timeout-ms", "20000"};
         }

@@ -91,8 +91,9 @@ final class MixedQuorum implements AutoCloseable {
 
     /**
      * Until a leader of the wanted kind leads (at most {@code tries} times): kill -9 of the leader, a new leader,
-     * restart of the killed one. With the (g) timeouts a {@code kraft} node normally wins after a Kafka leader's
-     * death and a Kafka controller after a {@code kraft} leader's. Returns the leader and epoch.
+     * restart of the killed one. With the (g) timeouts a {@code kraft} node usually wins after a Kafka leader's
+     * death; after a {@code kraft} leader's, either kind may (the other {@code kraft} node often does).
+     * Returns the leader and epoch.
      */
     int[] steer(boolean kraftLeader, int tries, String tag) throws Exception {
         int[] l = awaitLeader(-1, tag + ": a leader");

@@ -194,8 +194,10 @@ final class Scenarios {
         compareStatus("after add-controller: describe --status via node 4", ours.address(4), ours.address(4), true);
         compareReplication("after add-controller: describe --replication via node 3", ours.address(3), ours.address(3), false);
 
+        // "--opt=value": a directory id may start with '-' (base64url), which both tools' parsers would take
+        // for an option (Kafka's argparse4j: "expected one argument"; clap: "unexpected argument").
         Procs.Result remove = Tools.kafka("--bootstrap-controller", ours.address(3), "remove-controller",
-            "--controller-id", "4", "--controller-directory-id", dir4.toString());
+            "--controller-id", "4", "--controller-directory-id=" + dir4);
         report.check("remove-controller exits 0", remove.code() == 0, remove.toString());
         report.equal("remove-controller output", "Removed KRaft controller 4 with directory id " + dir4,
             remove.out().trim());
@@ -290,7 +292,7 @@ final class Scenarios {
             Thread.sleep(300);
         }
         return tools.kraft("add-voter", "--bootstrap-controller", kafka.address(2), "--node-id", "4",
-            "--directory-id", dir4.toString(), "--endpoint", kafka.address(4), "--timeout-ms", "30000");
+            "--directory-id=" + dir4, "--endpoint", kafka.address(4), "--timeout-ms", "30000");
     }
 
     static QuorumInfo quorum(String bootstrap) throws Exception {

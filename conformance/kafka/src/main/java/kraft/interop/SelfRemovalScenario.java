@@ -13,9 +13,9 @@ import org.apache.kafka.common.Uuid;
  * a higher epoch, and that the removed replica keeps running (as an observer). The steps, in whatever order the
  * elections allow: a Kafka leader removed by {@code kraft remove-voter}; a Kafka leader removed by Kafka's
  * {@code remove-controller}; a {@code kraft} leader removed by Kafka's {@code remove-controller}. When the leader
- * is not of the kind the next open step needs, it is killed (-9) and restarted: with the (g) timeouts a
- * {@code kraft} node wins after a Kafka leader's death (see conformance/kafka/README.md) and a Kafka controller
- * after a {@code kraft} leader's. Then the end checks.
+ * is not of the kind the next open step needs, it is killed (-9) and restarted ({@link MixedQuorum#steer}):
+ * with the (g) timeouts a {@code kraft} node usually wins after a Kafka leader's death (see
+ * conformance/kafka/README.md); after a {@code kraft} leader's, either kind may. Then the end checks.
  */
 final class SelfRemovalScenario {
     private static final List<Integer> KAFKA = List.of(1, 2, 3);
@@ -56,7 +56,7 @@ final class SelfRemovalScenario {
                 "--election-timeout-ms", "1000", "--fetch-timeout-ms", "5000", "--seed", Integer.toString(id));
             m.awaitCaughtUp(m.kafka.address(first[0]), id, tag + ": kraft node " + id + " catches up as an observer");
             Procs.Result add = m.tools.kraft("add-voter", "--bootstrap-controller", m.kafka.address(first[0]),
-                "--node-id", Integer.toString(id), "--directory-id", m.ours.directoryId(id).toString(), "--endpoint",
+                "--node-id", Integer.toString(id), "--directory-id=" + m.ours.directoryId(id), "--endpoint",
                 m.ours.address(id), "--timeout-ms", "30000");
             m.report.check(tag + ": kraft add-voter " + id + " via Kafka leader " + first[0] + " (exit 0)",
                 add.code() == 0, add.toString());
@@ -101,7 +101,7 @@ final class SelfRemovalScenario {
                 ? tools.kraft("remove-voter", "--bootstrap-controller", addr, "--node-id", Integer.toString(leader),
                     "--timeout-ms", "30000")
                 : Tools.kafka("--bootstrap-controller", addr, "remove-controller", "--controller-id",
-                    Integer.toString(leader), "--controller-directory-id", directoryId(m, leader).toString());
+                    Integer.toString(leader), "--controller-directory-id=" + directoryId(m, leader));
             String what = EndChecks.kind(m, leader) + " leader " + leader + " (epoch " + l[1] + ") removed by " + tool;
             report.check(what + " (exit 0)", r.code() == 0, r.toString());
             voters.remove(Integer.valueOf(leader));

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The black-box kit (issue #18) against Apache Kafka 4.4.0 controllers: formats one controller with Kafka's
+# StorageTool so that its other voters are the kit's replicas, starts the kit (its replicas listen first),
+# then the controller with `kafka.Kafka`, and lets the kit drive it: first-election + add-voter on one
+# controller (300 ms election timeout), follow on a second (60 s election timeout). Divergences found in
+# Kafka are findings (conformance/README.md, "Findings in Apache Kafka"), so this script is NOT part of CI;
+# it exits with the kit's status. Needs Java 17+, Maven 3.8+ and cargo, like run.sh.
+# Usage: conformance/kafka/kit.sh                      (both runs)
+#        [KIT_ELECTION_MS=60000] conformance/kafka/kit.sh --scenario follow   (one run, kit arguments given)
+set -uo pipefail
+. "$(dirname "$0")/prepare.sh"
+prepare_harness "kafka kit" debug
+here="$(pwd)"
+cd "$here/../.." && cargo build -q -p conformance --bin conformance || exit 3
+target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+kit="$target_dir/debug/conformance"
+cd "$here"
+work="$(mktemp -d "${TMPDIR:-/tmp}/kafka-kit.XXXXXX")"
+# Kafka formats only a base64 UUID as cluster id (16 bytes, 22 characters); the mapping's name is refused.
+cluster="a3JhZnQta2l0LWNsdXN0ZQ"
+# The model's logs hold at most 10 entries (model::types::MAX_LOG). An active Kafka controller writes its
+# bootstrap metadata into the log as one batch: 9 records at Kafka 4.4.0's defaults (BeginTransaction, six
+# FeatureLevelRecords, a ConfigRecord, EndTransaction), which with the 3 records of the epoch start do not
+# fit. Setting the features other than metadata.version to 0 leaves 3 (BeginTransaction, metadata.version,
+# EndTransaction); the raft layer is the same code either way. KIT_FORMAT_ARGS= (empty) keeps the defaults.
+default_format="--feature group.version=0 --feature transaction.version=0 --feature eligible.leader.replicas.version=0 --feature share.version=0 --feature streams.version=0"
+status=0
+format_args="${KIT_FORMAT_ARGS-$default_format}"
+run_one() { # $1 = name, $2 = election timeout ms, $3.. = kit arguments
+    local name="$1" election="$2"; shift 2
+    local port=19190 kit_port=19191 dir="$work/$name"
+    mkdir -p "$dir/logs"
+    local initial
+    initial="$("$kit" node --print-format --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" \
+        --cluster-id "$cluster" | sed -n 's/^initial controllers: *//p')"
+    cat > "$dir/controller.properties" <<PROPS
+process.roles=controller
+node.id=0
+controller.listener.names=CONTROLLER
+listeners=CONTROLLER://127.0.0.1:$port
+listener.security.protocol.map=CONTROLLER:PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:$port
+log.dirs=$dir/logs
+metadata.max.idle.interval.ms=0
+controller.quorum.election.timeout.ms=$election
+controller.quorum.fetch.timeout.ms=60000
+controller.quorum.request.timeout.ms=5000
+PROPS
+    java -Xshare:auto -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+        -cp "$classpath" kafka.tools.StorageTool format \
+        --cluster-id "$cluster" --config "$dir/controller.properties" --initial-controllers "$initial" $format_args \
+        > "$dir/format.log" 2>&1 || { echo "kafka-storage format failed: $(cat "$dir/format.log")"; return 3; }
+    # The kit first: its replicas must listen before the controller's election timer runs out.
+    "$kit" node --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" --cluster-id "$cluster" \
+        --describe-max 2 --node-appends 7 --wait-ms 60000 --report "$dir/kit.jsonl" "$@" > "$dir/kit.out" 2>&1 &
+    local kit_pid=$!
+    java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true \
+        -cp "$classpath" kafka.Kafka \
+        "$dir/controller.properties" > "$dir/controller.log" 2>&1 &
+    local pid=$!
+    wait "$kit_pid"
+    local rc=$?
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    cat "$dir/kit.out"
+    echo "($name: kit exit $rc; report $dir/kit.jsonl, controller log $dir/controller.log)"
+    return $rc
+}
+if [ $# -gt 0 ]; then
+    run_one custom "${KIT_ELECTION_MS:-300}" "$@" || status=1
+else
+    run_one election 300 --scenario first-election --scenario add-voter || status=1
+    run_one follow 60000 --scenario follow || status=1
+fi
+echo "kafka kit: work directory $work (Apache Kafka 4.4.0); kit exit status $status"
+exit $status
