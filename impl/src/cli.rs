@@ -1,4 +1,4 @@
-//! The `kraft` command line: `format`, `node`, `describe`, `add-voter`, `remove-voter`, `cluster`.
+//! The `kraft` command line: `format`, `node`, `describe`, `add-voter`, `remove-voter`, `cluster`, `certs`.
 //!
 //! Exit codes (also in `impl/README.md`):
 //! - 0 success
@@ -61,6 +61,19 @@ pub enum Command {
     BenchDescribe(BenchDescribeArgs),
     /// Decode a log segment or a DescribeQuorum response body with our decoders and print JSON.
     Decode(DecodeArgs),
+    /// Write the TLS files `kraft cluster --tls` uses (a new CA, `node-<id>.pem` per node id,
+    /// `admin.pem`, `admin.properties`) for nodes started one by one with `kraft node`.
+    Certs(CertsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CertsArgs {
+    /// A directory without a `ca.pem` (created with mode 0700; it holds private keys).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The node ids to issue certificates for (`CN=kraft-node-<id>`), e.g. `1,2,3`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub node_ids: Vec<i32>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -350,6 +363,7 @@ pub fn main() -> i32 {
         Command::RemoveVoter(args) => admin::remove_voter(&args),
         Command::BenchDescribe(args) => admin::bench_describe(&args),
         Command::Decode(args) => decode::decode(&args),
+        Command::Certs(args) => certs::write_certs(&args),
     };
     match result {
         Ok(()) => EXIT_OK,

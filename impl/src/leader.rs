@@ -453,6 +453,7 @@ pub struct DescribeLists {
 mod tests {
     use super::*;
     use crate::voter_set::tests::node;
+    use crate::voter_set::VoterNode;
     use proptest::prelude::*;
 
     fn set(ids: &[i32]) -> VoterSet {
@@ -558,6 +559,48 @@ mod tests {
             .committed_voters
             .is_empty());
         assert!(l.describe(42, 1, None).nodes.is_empty());
+    }
+
+    /// Another incarnation of a replica (same id, other directory id) is a different replica: the
+    /// leader's own row and a voter's progress are not reported for it.
+    #[test]
+    fn describe_keeps_replicas_apart_by_directory_id() {
+        let voters = set(&[1, 2]);
+        let mut l = LeaderState::new(node(1).key, 1, 0, &voters, 0, 100);
+        l.update_local_end_offset(3, &voters);
+        l.update_replica(node(2).key, 7, 2);
+        // An observer with the leader's id but another directory id fetched at offset 0, time 5.
+        let other_1 = ReplicaKey::new(1, uuid::Uuid::from_u128(99));
+        assert!(!l.update_replica(other_1, 5, 0));
+        // The committed set names voter 2 with another directory id: it is not the tracked voter 2.
+        let other_2 = ReplicaKey::new(2, uuid::Uuid::from_u128(98));
+        let committed = VoterSet::new([
+            node(1),
+            VoterNode {
+                key: other_2,
+                ..node(2)
+            },
+        ])
+        .unwrap();
+        assert!(l.progress(&other_2).is_none());
+        let d = l.describe(42, 3, Some(&committed));
+        let row = |rows: &[ReplicaState], key: ReplicaKey| {
+            let r = rows
+                .iter()
+                .find(|r| {
+                    r.replica_id == key.id && r.replica_directory_id == key.directory_or_nil()
+                })
+                .unwrap_or_else(|| panic!("no row for {key}: {rows:?}"));
+            (
+                r.log_end_offset,
+                r.last_fetch_timestamp,
+                r.last_caught_up_timestamp,
+            )
+        };
+        assert_eq!(row(&d.observers, other_1), (0, 5, -1));
+        assert_eq!(row(&d.current_voters, node(1).key), (3, 42, 42));
+        assert_eq!(row(&d.current_voters, node(2).key).0, 2);
+        assert_eq!(row(&d.committed_voters, other_2), (-1, -1, -1));
     }
 
     proptest! {

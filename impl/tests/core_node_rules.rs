@@ -342,6 +342,54 @@ fn stale_and_duplicated_fetch_responses_are_ignored() {
     );
 }
 
+/// An observer whose fetch is refused (no leader yet) asks again after the fetch interval: the fetch
+/// timer is re-armed at `now + fetch.interval`, neither left unset (the observer would never fetch
+/// again) nor due at once (a hot loop).
+#[test]
+fn refused_fetch_is_retried_after_the_fetch_interval() {
+    let mut sim = Sim::new(3, 1, 5).unwrap();
+    sim.fire(4, Timer::Fetch);
+    let sent_at = sim.clock(4);
+    assert!(!sim.node(4).outstanding_fetch_is_none());
+    sim.deliver_all(10);
+    assert!(sim.node(4).outstanding_fetch_is_none(), "answered");
+    assert_eq!(sim.node(4).leader_id(), None);
+    let interval = sim.node(4).config().fetch_interval_ms;
+    assert_eq!(sim.node(4).timers().fetch, Some(sent_at + interval));
+}
+
+/// A follower that knows the HW truncates to the diverging end offset it is sent (Kafka's
+/// `truncateToEndOffset`: the smaller of that end and its own end for the epoch), not further: here that
+/// is its HW, so the truncation is allowed, its uncommitted suffix is replaced and the logs converge.
+#[test]
+fn diverging_follower_with_a_known_hw_truncates_to_the_diverging_end() {
+    let mut sim = Sim::new(5, 0, 8).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let hw = sim.node(3).high_watermark().expect("3 knows the HW");
+    // Leader 1 appends; only follower 3 fetches it, so it stays uncommitted (2 of 5).
+    sim.append(1, &[b"lost"]).unwrap();
+    sim.fire(3, Timer::Fetch);
+    sim.deliver_all(100);
+    assert_eq!(sim.node(3).log().end_offset(), hw + 1);
+    assert_eq!(sim.node(1).high_watermark(), Some(hw));
+    sim.crash(1);
+    sim.elect(2);
+    assert_eq!(sim.leader(), Some(2));
+    sim.append(2, &[b"kept"]).unwrap();
+    assert_eq!(sim.node(3).high_watermark(), Some(hw));
+    // 3's first fetch in epoch 2 carries (offset hw + 1, epoch 1): diverging at (1, hw).
+    sim.fire(3, Timer::Fetch);
+    sim.deliver_all(100);
+    assert_eq!(
+        sim.node(3).log().end_offset(),
+        hw,
+        "truncated to the diverging end offset"
+    );
+    sim.replicate(10);
+    assert_eq!(sim.node(3).view().log, sim.node(2).view().log);
+}
+
 #[test]
 fn diverging_follower_truncates_and_its_latest_voter_set_reverts() {
     let mut sim = Sim::new(3, 1, 8).unwrap();
@@ -432,6 +480,11 @@ fn append_only_at_the_leader() {
 }
 
 fn update_request(id: i32, epoch: i32, port: u16) -> ClientRequest {
+    update_request_range(id, epoch, port, (0, 1))
+}
+
+/// UpdateRaftVoter naming `kraft.version` range `(min, max)` as the voter's supported range.
+fn update_request_range(id: i32, epoch: i32, port: u16, (min, max): (i16, i16)) -> ClientRequest {
     use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
     use kafka_protocol::messages::UpdateRaftVoterRequest;
     use kafka_protocol::protocol::StrBytes;
@@ -447,8 +500,8 @@ fn update_request(id: i32, epoch: i32, port: u16) -> ClientRequest {
                 .with_port(port)])
             .with_k_raft_version_feature(
                 KRaftVersionFeature::default()
-                    .with_min_supported_version(0)
-                    .with_max_supported_version(1),
+                    .with_min_supported_version(min)
+                    .with_max_supported_version(max),
             ),
     )
 }
@@ -492,6 +545,39 @@ fn update_voter_replies_at_once_and_blocks_changes_until_committed() {
     );
     sim.replicate(10);
     assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+}
+
+/// UpdateRaftVoter's `kraft.version` rules (Kafka's `UpdateVoterHandler`): a negative or inverted range is
+/// INVALID_REQUEST, and so is a range that excludes the finalized `kraft.version` (1 here); a range that
+/// includes it is accepted. Nothing is appended for a refusal.
+#[test]
+fn update_voter_checks_the_kraft_version_range() {
+    let mut sim = Sim::new(3, 0, 12).unwrap();
+    sim.elect(1);
+    sim.replicate(10);
+    let end = sim.node(1).log().end_offset();
+    for range in [(-1, 1), (0, -1), (1, 0), (0, 0), (2, 3)] {
+        let r = sim.client(1, update_request_range(2, 1, 9999, range));
+        assert_eq!(
+            r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
+            vec![Some(errors::INVALID_REQUEST)],
+            "range {range:?}"
+        );
+    }
+    assert_eq!(
+        sim.node(1).log().end_offset(),
+        end,
+        "a refusal appends nothing"
+    );
+    let r = sim.client(1, update_request_range(2, 1, 9999, (1, 1)));
+    assert_eq!(
+        r.iter().map(sim::change_error_code).collect::<Vec<_>>(),
+        vec![Some(errors::NONE)]
+    );
+    assert_eq!(
+        sim.node(1).latest_voters().voter(2).unwrap().supported.max,
+        1
+    );
 }
 
 #[test]

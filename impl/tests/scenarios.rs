@@ -26,25 +26,38 @@
 //! - `drop INDEX`: drops the message at INDEX of `network`.
 //! - `fetch ID`: `fire ID fetch` then `deliver`.
 //! - `replicate`: lets every follower fetch until nothing changes; prints `raft-state`.
-//! - `add-voter LEADER ID`, `remove-voter LEADER ID`: the membership request for node ID sent to LEADER;
-//!   prints the immediate reply or `pending`.
+//! - `add-voter LEADER ID`, `remove-voter LEADER ID`, `update-voter LEADER ID`: the membership request
+//!   for node ID sent to LEADER; prints the immediate reply (with the leader's typed refusal reason in
+//!   parentheses) or `pending`. Options: `dir=zero|new` (nil or a replaced disk's directory id),
+//!   `listener=NAME`, `port=P`, `cluster=NAME`; for update-voter also `epoch=E` (default: the leader's)
+//!   and `kraft=MIN-MAX` (default 0-1).
+//! - `edit INDEX key=value...`: changes the queued message at INDEX of `network`: a Fetch's `offset=`,
+//!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`. Prints `network`.
+//! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
 //! - `replies`: the membership replies given since the last `replies` (or `add-voter`/`remove-voter`).
-//! - `describe ID vN`: the DescribeQuorum v0–v3 answer of node ID (encoded through the wire codec).
+//! - `describe ID vN [topic=NAME] [partitions=P,Q]`: the DescribeQuorum v0–v3 answer of node ID (encoded
+//!   through the wire codec); by default for `__cluster_metadata` partition 0.
 //! - `append ID N`: N data records appended on leader ID; prints the base offset.
 //! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID`.
+//! - `run MS`: a healthy network for MS ms (100 ms `advance` steps, every message delivered after each);
+//!   prints `raft-state`.
 //! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
 //!   client that reaches a listener can send without mutual TLS).
 //!
 //! Any command's output ends with the transitions a node refused meanwhile (`refused by ID: ...`).
 
+mod scenario_support;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use scenario_support::Opts;
 
 use kafka_protocol::messages::{fetch_response, BrokerId};
 use kafka_protocol::ResponseError;
 use kraft::log::RaftLog;
 use kraft::node::sim::{self, change_error_code, Sim};
-use kraft::node::{ClientResponse, EntryKind, Message, Timer};
+use kraft::node::{ChangeOutcome, ClientRequest, ClientResponse, EntryKind, Message, Timer};
 use kraft::voter_set::VoterSet;
 
 fn code_name(code: i16) -> String {
@@ -99,7 +112,14 @@ fn summary(msg: &Message) -> String {
             )
         }
         Message::BeginQuorumEpochResponse(r) => {
-            format!("BeginQuorumEpochResponse {}", code_name(r.error_code))
+            let p = r.topics.first().and_then(|t| t.partitions.first());
+            match p.filter(|p| p.error_code != 0) {
+                Some(p) => format!(
+                    "BeginQuorumEpochResponse partition {}",
+                    code_name(p.error_code)
+                ),
+                None => format!("BeginQuorumEpochResponse {}", code_name(r.error_code)),
+            }
         }
         Message::EndQuorumEpochRequest(r) => {
             let p = &r.topics[0].partitions[0];
@@ -243,35 +263,59 @@ impl Runner {
         Ok(out)
     }
 
-    fn membership(&mut self, add: bool, args: &[&str]) -> Result<String, String> {
-        let [leader, id] = args else {
-            return Err("usage: add-voter|remove-voter LEADER ID".into());
+    fn membership(&mut self, kind: &str, args: &[&str]) -> Result<String, String> {
+        let (pos, o) = Opts::parse(
+            args,
+            &["dir", "listener", "cluster", "port", "epoch", "kraft"],
+        )?;
+        let [leader, id] = pos[..] else {
+            return Err(format!("usage: {kind} LEADER ID [key=value...]"));
         };
         let (leader, id) = (num(leader)?, num(id)?);
-        let req = if add {
-            sim::add_voter_request(id)
-        } else {
-            sim::remove_voter_request(id)
+        let req = match kind {
+            "add-voter" => scenario_support::add_voter(id, &o)?,
+            "remove-voter" => scenario_support::remove_voter(id, &o)?,
+            _ => scenario_support::update_voter(id, self.sim()?.node(leader).epoch(), &o)?,
         };
         let sim = self.sim()?;
         let replies = sim.client(leader, req);
+        // The typed reason of an immediate refusal (the wire carries only the code).
+        let reason = match sim.node(leader).last_change_reply() {
+            Some(r) if r.client == sim.last_client_id() => match r.outcome {
+                ChangeOutcome::Refused(why) => format!(" ({why:?})"),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
         self.replies_seen = self.sim()?.client_replies.len();
         Ok(match replies.as_slice() {
             [] => "pending\n".into(),
-            rs => rs.iter().map(|r| reply_summary(r) + "\n").collect(),
+            rs => rs
+                .iter()
+                .map(|r| reply_summary(r) + &reason + "\n")
+                .collect(),
         })
     }
 
     fn describe(&mut self, args: &[&str]) -> Result<String, String> {
-        let [id, version] = args else {
-            return Err("usage: describe ID vN".into());
+        let (pos, o) = Opts::parse(args, &["topic", "partitions"])?;
+        let [id, version] = pos[..] else {
+            return Err("usage: describe ID vN [topic=NAME] [partitions=P,Q]".into());
         };
         let id = num(id)?;
         let version: i16 = version
             .strip_prefix('v')
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| format!("bad version {version}"))?;
-        let r = self.sim()?.describe(id, version);
+        let request = scenario_support::describe(&o)?;
+        let r = match self
+            .sim()?
+            .client(id, ClientRequest::DescribeQuorum { version, request })
+            .pop()
+        {
+            Some(ClientResponse::DescribeQuorum(r)) => r,
+            other => return Err(format!("no DescribeQuorum answer: {other:?}")),
+        };
         r.to_bytes(version)
             .map_err(|e| format!("v{version} does not encode: {e}"))?;
         let mut out = format!("error={}\n", code_name(r.error_code));
@@ -435,8 +479,31 @@ impl Runner {
                 self.sim()?.replicate(20);
                 self.raft_state()
             }
-            ("add-voter", args) => self.membership(true, args),
-            ("remove-voter", args) => self.membership(false, args),
+            ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),
+            ("edit", args) => {
+                let (pos, o) =
+                    Opts::parse(args, &["offset", "last-epoch", "replica", "voter-dir"])?;
+                let [i] = pos[..] else {
+                    return Err("usage: edit INDEX key=value...".into());
+                };
+                let i = num(i)? as usize;
+                let sim = self.sim()?;
+                let env = sim.network.get_mut(i).ok_or("no such message")?;
+                scenario_support::edit(&mut env.msg, &o)?;
+                self.network()
+            }
+            ("replace-disk", [id]) => {
+                // The replica restarts on an empty disk: new directory id, empty log, no election state.
+                let id = num(id)?;
+                let sim = self.sim()?;
+                sim.crash(id);
+                let n = sim.nodes.get_mut(&id).ok_or("no such node")?;
+                n.config.directory_id = scenario_support::new_directory_id(id);
+                n.crashed_log = None;
+                n.persisted = Default::default();
+                sim.restart(id).map_err(|e| e.to_string())?;
+                self.raft_state()
+            }
             ("replies", []) => {
                 let seen = self.replies_seen;
                 let sim = self.sim()?;
@@ -474,6 +541,15 @@ impl Runner {
                 let ms = num(ms)? as u64;
                 self.sim()?.advance(ms);
                 self.network()
+            }
+            ("run", [ms]) => {
+                // A healthy cluster for MS ms: 100 ms steps, every message delivered after each.
+                let sim = self.sim()?;
+                for _ in 0..(num(ms)? / 100).max(1) {
+                    sim.advance(100);
+                    sim.deliver_all(10_000);
+                }
+                self.raft_state()
             }
             ("log", [id]) => self.log(num(id)?),
             ("forge-vote", args) => self.forge_vote(args),

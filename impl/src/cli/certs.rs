@@ -170,6 +170,37 @@ pub fn write_cluster_tls(dir: &Path, nodes: &[i32]) -> std::io::Result<ClusterTl
     write_cluster_tls_with(&ca, dir, nodes)
 }
 
+/// `kraft certs`: a new CA and certificates in a directory that has none (an existing CA's key is not
+/// kept, so adding nodes to it is not possible: refused rather than replacing the CA under running nodes).
+pub fn write_certs(args: &super::CertsArgs) -> Result<(), super::Failure> {
+    let failure = |e: std::io::Error| {
+        super::Failure::new(super::EXIT_STORAGE, format!("{}: {e}", args.dir.display()))
+    };
+    if args.dir.join("ca.pem").exists() {
+        return Err(failure(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "ca.pem exists; certificates are written once per directory",
+        )));
+    }
+    if let Some(bad) = args.node_ids.iter().find(|id| **id < 0) {
+        return Err(super::Failure::new(
+            super::EXIT_USAGE,
+            format!("node id {bad} is negative"),
+        ));
+    }
+    let ca = Authority::new("kraft-local-ca")
+        .map_err(gen)
+        .map_err(failure)?;
+    let tls = write_cluster_tls_with(&ca, &args.dir, &args.node_ids).map_err(failure)?;
+    println!(
+        "wrote {} (CA), node-<id>.pem for {:?} and admin clients' --command-config {}",
+        tls.ca().display(),
+        args.node_ids,
+        tls.admin_config.display()
+    );
+    Ok(())
+}
+
 fn gen(e: rcgen::Error) -> std::io::Error {
     std::io::Error::other(format!("certificate generation: {e}"))
 }
@@ -220,4 +251,38 @@ pub fn write_cluster_tls_with(
         ),
     )?;
     Ok(tls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certs_writes_one_key_store_per_node_id_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::cli::CertsArgs {
+            dir: dir.path().join("tls"),
+            node_ids: vec![1, 2, 5],
+        };
+        write_certs(&args).unwrap();
+        for name in [
+            "ca.pem",
+            "node-1.pem",
+            "node-2.pem",
+            "node-5.pem",
+            "admin.properties",
+        ] {
+            assert!(args.dir.join(name).exists(), "{name}");
+        }
+        assert!(!args.dir.join("node-3.pem").exists());
+        let ca = std::fs::read_to_string(args.dir.join("ca.pem")).unwrap();
+        // A second run would replace the CA under nodes using the first: refused, nothing rewritten.
+        let again = write_certs(&args).unwrap_err();
+        assert_eq!(again.code, crate::cli::EXIT_STORAGE);
+        assert!(again.message.contains("ca.pem exists"), "{}", again.message);
+        assert_eq!(
+            std::fs::read_to_string(args.dir.join("ca.pem")).unwrap(),
+            ca
+        );
+    }
 }

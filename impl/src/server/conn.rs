@@ -124,7 +124,15 @@ async fn serve_stream<R, W>(
             let Ok(Some(frame)) = pending.await else {
                 return; // the request could not be answered: close
             };
-            match tokio::time::timeout(write_timeout, write.write_all(&frame)).await {
+            // Flush: over TLS, `write_all` can return with the last record still in rustls' buffer (the
+            // socket write returned Pending, e.g. on tokio's cooperative budget); unflushed, that response
+            // waited for the next one, which a client waiting for it never sends (seen: a TLS connection
+            // stalled after a few thousand DescribeQuorum round trips).
+            let sent = async {
+                write.write_all(&frame).await?;
+                write.flush().await
+            };
+            match tokio::time::timeout(write_timeout, sent).await {
                 Ok(Ok(())) => drop(permit),
                 _ => return, // a client that does not read its responses is dropped
             }

@@ -4,6 +4,7 @@
 //! Responses are matched to requests by correlation id and handed to the node task as `PeerResponse`.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -54,6 +55,7 @@ impl PeerLinks {
                 events: self.events.clone(),
                 config: self.config.clone(),
                 tls: self.tls.clone(),
+                tls_failing: AtomicBool::new(false),
             };
             tokio::spawn(task.run(rx));
             tx
@@ -70,6 +72,9 @@ struct PeerTask {
     events: mpsc::Sender<Event>,
     config: LinkConfig,
     tls: Option<Arc<Tls>>,
+    /// A TLS handshake with this peer failed since the last one that succeeded: the core reconnects at
+    /// its timers (every fetch interval), so only the first failure is logged at warn, repeats at debug.
+    tls_failing: AtomicBool,
 }
 
 type Inflight = Arc<Mutex<VecDeque<(i32, i16, i16)>>>;
@@ -114,8 +119,12 @@ impl PeerTask {
             if let Ok(mut q) = c.inflight.lock() {
                 q.push_back((correlation, api_key, api_version));
             }
-            let write =
-                tokio::time::timeout(self.config.io_timeout, c.writer.write_all(&frame)).await;
+            // Flushed: over TLS a record can otherwise stay in rustls' buffer (see `conn.rs`).
+            let sent = async {
+                c.writer.write_all(&frame).await?;
+                c.writer.flush().await
+            };
+            let write = tokio::time::timeout(self.config.io_timeout, sent).await;
             if !matches!(write, Ok(Ok(()))) {
                 tracing::debug!(
                     peer = self.peer,
@@ -144,7 +153,7 @@ impl PeerTask {
         let name = match tls::server_name(&endpoint.host) {
             Ok(name) => name,
             Err(e) => {
-                tracing::warn!(peer, "{e}");
+                self.handshake_failed(endpoint, format_args!("{e}"));
                 return None;
             }
         };
@@ -157,7 +166,10 @@ impl PeerTask {
         {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
-                tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "TLS handshake with peer failed: {e}");
+                self.handshake_failed(
+                    endpoint,
+                    format_args!("TLS handshake with peer failed: {e}"),
+                );
                 return None;
             }
             Err(_) => {
@@ -175,12 +187,29 @@ impl PeerTask {
             match principal {
                 Some(Ok(p)) if tls.identities.proves(&p, peer) => {}
                 other => {
-                    tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "peer certificate does not prove node id {peer}: {other:?}");
+                    self.handshake_failed(
+                        endpoint,
+                        format_args!("peer certificate does not prove node id {peer}: {other:?}"),
+                    );
                     return None;
                 }
             }
         }
+        if self.tls_failing.swap(false, Ordering::Relaxed) {
+            tracing::info!(peer, host = %endpoint.host, port = endpoint.port, "TLS handshake with peer succeeded again");
+        }
         Some(stream)
+    }
+
+    /// Logs a failed handshake: at warn the first time since start or since the last success, else at
+    /// debug (the core retries at its timers; a wrong certificate would otherwise log ~20 lines a second).
+    fn handshake_failed(&self, endpoint: &Endpoint, message: std::fmt::Arguments<'_>) {
+        let peer = self.peer;
+        if self.tls_failing.swap(true, Ordering::Relaxed) {
+            tracing::debug!(peer, host = %endpoint.host, port = endpoint.port, "{message}");
+        } else {
+            tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "{message} (repeats are logged at debug until a handshake with this peer succeeds)");
+        }
     }
 
     async fn connect(&self, endpoint: &Endpoint) -> Option<Connection> {
@@ -273,5 +302,93 @@ impl PeerTask {
             inflight,
             reader,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log lines of a test, captured at debug level.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn endpoint(port: u16) -> Endpoint {
+        Endpoint {
+            name: "CONTROLLER".into(),
+            host: "127.0.0.1".into(),
+            port,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_tls_handshake_is_logged_at_warn_once_until_one_succeeds() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::cli::certs::write_cluster_tls(dir.path(), &[1, 2]).unwrap();
+        let tls = |id| Arc::new(Tls::for_node(&files.node_properties(id)).unwrap().unwrap());
+        // A listener that closes every connection (the handshake fails) and node 2's TLS listener.
+        let closing = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let closing_port = closing.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = closing.accept().await {
+                drop(s);
+            }
+        });
+        let good = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let good_port = good.local_addr().unwrap().port();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls(2).server.clone().unwrap());
+        tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((s, _)) = good.accept().await {
+                if let Ok(s) = acceptor.accept(s).await {
+                    open.push(s);
+                }
+            }
+        });
+
+        let (events, _rx) = mpsc::channel(8);
+        let task = PeerTask {
+            peer: 2,
+            client_id: "kraft-node-1".into(),
+            events,
+            config: LinkConfig::default(),
+            tls: Some(tls(1)),
+            tls_failing: AtomicBool::new(false),
+        };
+        for _ in 0..3 {
+            assert!(task.connect(&endpoint(closing_port)).await.is_none());
+        }
+        assert!(task.connect(&endpoint(good_port)).await.is_some());
+        for _ in 0..2 {
+            assert!(task.connect(&endpoint(closing_port)).await.is_none());
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let count = |level: &str| {
+            text.lines()
+                .filter(|l| l.contains(level) && l.contains("TLS handshake with peer failed"))
+                .count()
+        };
+        // Failures 1 and 4 (the first after the success) at warn, failures 2, 3 and 5 at debug.
+        assert_eq!((count("WARN"), count("DEBUG")), (2, 3), "{text}");
+        assert_eq!(text.matches("succeeded again").count(), 1, "{text}");
     }
 }

@@ -291,11 +291,15 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The next `N` bytes, or `None` (consuming nothing) when fewer remain: lets a decoder read a run of
-    /// fixed-width fields with one bounds check and fall back to field-by-field reads for the error.
+    /// The next `N` bytes when that many remain and the last is zero, else `None` (consuming nothing): a
+    /// run of fixed-width fields closed by an empty tagged-field section, read with one bounds check and
+    /// no `Result`; a decoder falls back to field-by-field reads for tags or for the error.
     #[inline]
-    pub fn try_array<const N: usize>(&mut self) -> Option<&'a [u8; N]> {
+    pub fn try_array_zero_ended<const N: usize>(&mut self) -> Option<&'a [u8; N]> {
         let (head, tail) = self.rest.split_first_chunk::<N>()?;
+        if head[N - 1] != 0 {
+            return None;
+        }
         self.rest = tail;
         Some(head)
     }

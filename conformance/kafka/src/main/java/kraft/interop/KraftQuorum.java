@@ -127,6 +127,29 @@ final class KraftQuorum implements AutoCloseable {
         restart(id);
     }
 
+    /**
+     * Formats nodes {@code ids} as the initial voters of {@code clusterId} ({@code kraft format
+     * --initial-controllers}, fresh ports and directory ids) and runs each as its own {@code kraft node} process
+     * with {@code nodeArgs.apply(id)} (so one can be killed); returns the {@code --initial-controllers} value.
+     */
+    String startInitialNodes(String clusterId, java.util.function.Function<Integer, List<String>> nodeArgs,
+            int... ids) throws Exception {
+        for (int id : ids) ports.put(id, KafkaQuorum.freePort());
+        String initial = java.util.Arrays.stream(ids).mapToObj(id -> id + "@" + address(id) + ":" + Uuid.randomUuid())
+            .collect(Collectors.joining(","));
+        for (int id : ids) {
+            Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
+                clusterId, "--node-id", Integer.toString(id), "--initial-controllers", initial), 30);
+            if (f.code() != 0) throw new IOException("kraft format of node " + id + " failed: " + f);
+            List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(),
+                "--listener", address(id)));
+            cmd.addAll(nodeArgs.apply(id));
+            nodeCommands.put(id, cmd);
+        }
+        for (int id : ids) restart(id);
+        return initial;
+    }
+
     /** Picks node {@code id}'s port now (e.g. to name it in an initial voter set) unless it has one. */
     int reservePort(int id) throws IOException {
         if (!ports.containsKey(id)) ports.put(id, KafkaQuorum.freePort());

@@ -39,6 +39,8 @@ public final class PerfMain {
 
     private final boolean quick;
     private final List<Row> rows = new ArrayList<>();
+    /** Lines printed under the table (e.g. which failovers took more than one election). */
+    private final List<String> notes = new ArrayList<>();
 
     private PerfMain(boolean quick) {
         this.quick = quick;
@@ -154,16 +156,26 @@ public final class PerfMain {
 
                 // 2. Failover, alternating implementations.
                 Map<PerfQuorum, List<Double>> failovers = new HashMap<>();
-                for (PerfQuorum q : both) failovers.put(q, new ArrayList<>());
+                Map<PerfQuorum, List<String>> splits = new HashMap<>();
+                for (PerfQuorum q : both) {
+                    failovers.put(q, new ArrayList<>());
+                    splits.put(q, new ArrayList<>());
+                }
                 for (int i = 0; i < kills; i++) {
                     for (PerfQuorum q : both) {
-                        double t = failover(q);
-                        failovers.get(q).add(t);
-                        log(q.name + ": failover " + (i + 1) + "/" + kills + ": " + t + " ms");
+                        double[] f = failover(q);
+                        failovers.get(q).add(f[0]);
+                        // More than one epoch per failover: an election was lost (split vote) and run again.
+                        if (f[1] > 1) splits.get(q).add(String.format("%.0f ms (+%.0f epochs)", f[0], f[1]));
+                        log(q.name + ": failover " + (i + 1) + "/" + kills + ": " + f[0] + " ms, epoch +" + (int) f[1]);
                     }
                 }
                 rowPercentiles("2. Failover: kill -9 of the leader → new leader with known HW answers DescribeQuorum",
                     failovers, ours, kafka);
+                for (PerfQuorum q : both) {
+                    notes.add(q.name + ": " + splits.get(q).size() + " of " + kills + " failovers took more than one"
+                        + " epoch (an election lost, e.g. a split vote): " + splits.get(q));
+                }
             } catch (Exception e) {
                 e.printStackTrace(System.out);
                 printTable(started, loadBefore, quick, kills, changes);
@@ -269,17 +281,20 @@ public final class PerfMain {
         throw new IOException(q.name + ": " + (add ? "AddRaftVoter" : "RemoveRaftVoter") + " kept failing");
     }
 
-    /** kill -9 of the leader; ms until a survivor answers as leader of a later epoch with a known HW. */
-    private static double failover(PerfQuorum q) throws Exception {
+    /**
+     * kill -9 of the leader; {ms until a survivor answers as leader of a later epoch with a known HW, the epochs
+     * that took}.
+     */
+    private static double[] failover(PerfQuorum q) throws Exception {
         Leader old = awaitCaughtUp(q, List.of(1, 2, 3));
         List<Integer> survivors = new ArrayList<>(List.of(1, 2, 3));
         survivors.remove(Integer.valueOf(old.id));
         long t0 = System.nanoTime();
         q.kill(old.id);
-        awaitLeader(q, survivors, old.epoch, 60_000);
+        Leader next = awaitLeader(q, survivors, old.epoch, 60_000);
         double t = ms(System.nanoTime() - t0);
         q.restart(old.id);
-        return t;
+        return new double[] {t, next.epoch - old.epoch};
     }
 
     record Load(double perSecond, double p50us, double p99us, long requests) {
@@ -421,6 +436,8 @@ public final class PerfMain {
             System.out.println("| " + r.what + " | " + r.unit + " | " + num(r.kraft) + " | " + num(r.kafka) + " | "
                 + (r.kafka > 0 ? String.format("%.2f", r.kraft / r.kafka) : "—") + " | " + r.note + " |");
         }
+        if (!notes.isEmpty()) System.out.println();
+        for (String n : notes) System.out.println(n);
     }
 
     private static void log(String line) {

@@ -17,8 +17,9 @@ import org.apache.kafka.common.Uuid;
 /**
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
- * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}). One
- * Kafka quorum serves (c) and (d); (g) has its own.
+ * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}),
+ * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}). One Kafka quorum serves
+ * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
     private static final Pattern TIMESTAMP = Pattern.compile("-1|\\d{13}");
@@ -93,6 +94,7 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        if (wants("l")) new TlsMixedScenario(report, tools, work.resolve("tls-mixed"), kraft).run();
     }
 
     private void runSharedQuorums() throws Exception {
