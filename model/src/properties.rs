@@ -250,8 +250,23 @@ pub fn epochs_only_from_elections(m: &KraftModel, s: &State) -> bool {
 /// resigned on check-quorum expiry, by itself. With `no-check-quorum` it never does: it stays leader
 /// of its stale epoch, answering DescribeQuorum with a stale HW and voter set, until a message of the
 /// later epoch happens to reach it.
-pub fn cut_off_leader_resigns(_: &KraftModel, s: &State) -> bool {
-    s.history.events & crate::types::event::CUT_OFF_LEADER_RESIGNED != 0
+///
+/// Besides the event bit, it looks one step ahead: a leader's `CheckQuorumTimeout` that sets the
+/// event and leads to a state within the in-flight bound is such a reachable step. The event bit
+/// alone is not enough, because it is left out of the fingerprint: the state after the resignation
+/// may already have been visited by a path without it (the more the search merges equivalent
+/// states, the likelier), and then the checker never evaluates it.
+pub fn cut_off_leader_resigns(m: &KraftModel, s: &State) -> bool {
+    use crate::types::{event::CUT_OFF_LEADER_RESIGNED, Action};
+    use stateright::Model;
+    s.history.events & CUT_OFF_LEADER_RESIGNED != 0
+        || (0..s.servers.len() as Id).any(|i| {
+            s.servers[i as usize].role == crate::types::Role::Leader
+                && m.step(s, Action::CheckQuorumTimeout(i)).is_some_and(|st| {
+                    st.state.history.events & CUT_OFF_LEADER_RESIGNED != 0
+                        && m.within_boundary(&st.state)
+                })
+        })
 }
 
 /// A prospective won a pre-vote majority and stood as candidate.

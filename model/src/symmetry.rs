@@ -134,28 +134,96 @@ fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 12] {
 }
 
 impl Representative for State {
+    /// Canonical: ids are first ordered by an id-free summary of their server (voters first, then
+    /// joiners); ids whose summaries tie are then tried in every order and the permuted state with
+    /// the smallest hash is kept. Every state of an orbit has the same summaries, so the candidates
+    /// are the same set of states for each, and the choice does not depend on the starting state.
     fn representative(&self) -> Self {
         let n = self.servers.len();
         let mut order = [0 as Id; MAX_SERVERS];
         for (i, o) in order.iter_mut().enumerate().take(n) {
             *o = i as Id;
         }
-        let keys: Vec<_> = self.servers.iter().map(sort_key).collect();
+        let keys: Vec<_> = self
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (self.bootstrap & bit(i as Id) == 0, sort_key(s)))
+            .collect();
         // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
-        order[..n].sort_by(|&a, &b| {
-            let ga = self.bootstrap & bit(a) == 0;
-            let gb = self.bootstrap & bit(b) == 0;
-            (ga, &keys[a as usize]).cmp(&(gb, &keys[b as usize]))
-        });
-        if order[..n].iter().enumerate().all(|(i, &o)| o as usize == i) {
-            return self.clone();
+        order[..n].sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+        // Tie groups: maximal runs of equal summaries.
+        let mut groups: Vec<(usize, usize)> = Vec::new();
+        let mut start = 0;
+        for i in 1..=n {
+            if i == n || keys[order[i] as usize] != keys[order[start] as usize] {
+                if i - start > 1 {
+                    groups.push((start, i));
+                }
+                start = i;
+            }
         }
-        let mut perm = [0 as Id; MAX_SERVERS];
-        for (new, &old) in order[..n].iter().enumerate() {
-            perm[old as usize] = new as Id;
+        let to_perm = |order: &[Id]| {
+            let mut perm = [0 as Id; MAX_SERVERS];
+            for (new, &old) in order[..n].iter().enumerate() {
+                perm[old as usize] = new as Id;
+            }
+            perm
+        };
+        let identity = |order: &[Id]| order[..n].iter().enumerate().all(|(i, &o)| o as usize == i);
+        if groups.is_empty() {
+            if identity(&order) {
+                return self.clone();
+            }
+            return permute(self, &to_perm(&order)[..n]);
         }
-        permute(self, &perm[..n])
+        let mut best: Option<(u64, State)> = None;
+        let mut candidate = order;
+        loop {
+            let st = if identity(&candidate) {
+                self.clone()
+            } else {
+                permute(self, &to_perm(&candidate)[..n])
+            };
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&st, &mut h);
+            let fp = std::hash::Hasher::finish(&h);
+            if best.as_ref().is_none_or(|(b, _)| fp < *b) {
+                best = Some((fp, st));
+            }
+            if !next_in_groups(&mut candidate, &groups) {
+                break;
+            }
+        }
+        best.expect("at least one candidate").1
     }
+}
+
+/// Steps `order` to the next arrangement inside the tie groups (odometer over each group's
+/// lexicographic permutations); false once every arrangement has been produced.
+fn next_in_groups(order: &mut [Id], groups: &[(usize, usize)]) -> bool {
+    for &(a, b) in groups {
+        if next_permutation(&mut order[a..b]) {
+            return true;
+        }
+        // Wrapped around: `next_permutation` left the group sorted again; carry to the next group.
+    }
+    false
+}
+
+/// The next lexicographic permutation; on the last one, sorts ascending and returns false.
+fn next_permutation(v: &mut [Id]) -> bool {
+    let Some(i) = (1..v.len()).rev().find(|&i| v[i - 1] < v[i]) else {
+        v.sort_unstable();
+        return false;
+    };
+    let j = (i..v.len())
+        .rev()
+        .find(|&j| v[j] > v[i - 1])
+        .expect("pivot");
+    v.swap(i - 1, j);
+    v[i..].reverse();
+    true
 }
 
 #[cfg(test)]
@@ -187,6 +255,25 @@ mod tests {
         // Server 1's election is the same state up to renaming.
         let s1b = m.step(&s0, Action::ElectionTimeout(1)).unwrap().state;
         assert_eq!(s1b.representative(), r);
+    }
+
+    #[test]
+    fn representative_is_canonical_when_servers_tie() {
+        let m = KraftModel::new(ModelConfig::default()).unwrap();
+        let s = m.initial_state();
+        // Followers 1 and 2 are identical; a message to one of them is the same state up to
+        // renaming as the message to the other, and both must map to one representative.
+        let to = |dst| {
+            let mut t = s.clone();
+            t.network.push(crate::types::Envelope {
+                src: 0,
+                dst,
+                msg: crate::types::Msg::BeginQuorumEpoch { epoch: 1 },
+            });
+            t
+        };
+        assert_eq!(to(1).representative(), to(2).representative());
+        assert_ne!(to(1), to(2));
     }
 
     #[test]

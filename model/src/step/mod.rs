@@ -433,10 +433,7 @@ impl KraftModel {
                     // `gc` off, where they stay in flight and the restarted server may still use
                     // them — a superset of Kafka's runs). Not a pure reduction: a restriction to
                     // what Kafka can do.
-                    tx.s.network.retain(|e| {
-                        e.dst != i
-                            || !matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
-                    });
+                    tx.forget_requests(i);
                     // A restart that changes nothing but the crash count leads to a state with
                     // fewer behaviours than this one (one crash less to spend; every property reads
                     // only servers, messages and ghosts, never the count): skip it.

@@ -92,9 +92,18 @@ impl Tx<'_> {
             Self::leaderless(d)
                 || (matches!(d.role, Role::Follower | Role::Prospective) && lose & bit(i) != 0)
         };
+        let max_epoch = self.cfg.max_epoch;
         self.s.network.retain(|env| {
             let d = &servers[env.dst as usize];
+            // The sender's epoch is final: no epoch above `max_epoch` exists in a run (candidates
+            // and resigned leaders move only below it), so no answer can move the sender on.
+            let src_final = servers[env.src as usize].epoch >= max_epoch;
             match env.msg {
+                // An error answer (FENCED_LEADER_EPOCH) is followed only for its newer epoch
+                // (`maybeHandleCommonResponse`); at the receiver's epoch or below it is ignored.
+                Msg::VoteResponse { epoch, error, .. } if error != ErrorCode::None => {
+                    epoch > d.epoch
+                }
                 // A refusal only matters if it carries a newer epoch, or names the leader of the
                 // receiver's epoch (someone other than the receiver) while the receiver knows none —
                 // now, or later in the same epoch (see `learns_leader`).
@@ -122,8 +131,50 @@ impl Tx<'_> {
                     epoch > d.epoch || (epoch == d.epoch && learns_leader(d, env.dst))
                 }
                 Msg::FetchResponse(r) => d.fetching == Some(r.request),
-                Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => true,
+                // A request of an older epoch than its receiver's changes nothing there: the
+                // receiver only answers FENCED_LEADER_EPOCH with its epoch (≤ `max_epoch`), which a
+                // sender already at `max_epoch` ignores. A pre-vote request of the receiver's own
+                // epoch changes nothing at the receiver either (a pre-vote records nothing) and its
+                // answer carries that epoch, below a final sender's: ignored too. (The only trace
+                // such a delivery leaves is the `PRE_VOTE_REFUSED_BY_FOLLOWER` event, which feeds a
+                // `sometimes` example, not a safety property.) Receivers' epochs only grow, so the
+                // message stays dead.
+                Msg::VoteRequest { epoch, .. } => !(src_final && epoch < d.epoch),
+                Msg::PreVoteRequest { epoch, .. } => {
+                    !(src_final && epoch < max_epoch && epoch <= d.epoch)
+                }
+                Msg::FetchRequest(_) => true,
             }
+        });
+    }
+
+    /// Server `i` changed role (or restarted): drops what Kafka would ignore from then on
+    /// (`gc` only). Kafka resets its `RequestManager` on every transition (`resetConnections` in
+    /// `onBecomeLeader`/`onBecomeCandidate`/`onBecomeProspective`/`onBecomeFollower`,
+    /// `transitionToUnattached`/`transitionToResigned`; checked with `javap` on kafka-raft 4.4.0)
+    /// and ignores a response whose request is no longer expected (`handleInboundMessage`:
+    /// `isResponseExpected`); a crash loses the connections too. So the answers in flight to `i`
+    /// are dead, and so is a request from `i` whose delivery changes nothing at its receiver but
+    /// the answer: a pre-vote request of an epoch the receiver already holds (a pre-vote records
+    /// nothing) and a vote request of an older epoch (answered FENCED_LEADER_EPOCH only); the
+    /// receiver's epoch only grows, so that stays true until delivery.
+    ///
+    /// Not a pure reduction of the model (with `gc` off, as conformance replays it, those answers
+    /// stay deliverable and a later Prospective of the same epoch may count an old grant): it
+    /// restricts the model to what Kafka does. Every Kafka run is still a run of the checked model:
+    /// Kafka drops exactly these answers, and answers to requests sent before a transition but
+    /// delivered after it stay deliverable here (a superset of Kafka's runs).
+    pub(super) fn forget_requests(&mut self, i: Id) {
+        let servers = &self.s.servers;
+        self.s.network.retain(|e| {
+            let dst_epoch = servers[e.dst as usize].epoch;
+            let dead = match e.msg {
+                Msg::VoteResponse { .. } | Msg::FetchResponse(_) => e.dst == i,
+                Msg::PreVoteRequest { epoch, .. } => e.src == i && epoch <= dst_epoch,
+                Msg::VoteRequest { epoch, .. } => e.src == i && epoch < dst_epoch,
+                _ => false,
+            };
+            !dead
         });
     }
 

@@ -49,6 +49,9 @@ impl Tx<'_> {
         }
         Self::reset_volatile(s);
         s.role = role;
+        if self.cfg.gc {
+            self.forget_requests(i);
+        }
     }
 
     pub(super) fn become_unattached(&mut self, i: Id, epoch: u8) {

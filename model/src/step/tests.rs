@@ -211,3 +211,92 @@ fn gc_restart_loses_responses_and_skips_no_op_restarts() {
         .step(&plain.fresh_state(), Action::Restart(1))
         .is_some());
 }
+
+#[test]
+fn gc_a_transition_forgets_its_answers_and_effectless_requests() {
+    let m = model(ModelConfig::default());
+    let old_grant = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: true,
+            error: ErrorCode::None,
+            leader: None,
+        },
+    };
+    let pre_vote = |epoch, last_offset| Envelope {
+        src: 1,
+        dst: 2,
+        msg: Msg::PreVoteRequest {
+            epoch,
+            last_epoch: 1,
+            last_offset,
+        },
+    };
+    // An old round's pre-vote of 2's own epoch (changes nothing at 2) and one of a later epoch
+    // (moves 2 to it: kept).
+    let old_same_epoch = pre_vote(1, 2);
+    let later_epoch = pre_vote(2, 2);
+    let s = with_in_flight(&m, &[old_grant, old_same_epoch, later_epoch]);
+    let next = m.step(&s, Action::FetchTimeout(1)).unwrap().state;
+    assert_eq!(next.servers[1].role, Role::Prospective);
+    let to_0 = Envelope {
+        dst: 0,
+        ..pre_vote(1, 3)
+    };
+    let mut expected = vec![to_0, pre_vote(1, 3), later_epoch];
+    expected.sort_unstable();
+    assert_eq!(
+        next.network, expected,
+        "Kafka ignores answers after a transition"
+    );
+    // Without gc (conformance) everything stays.
+    let plain = model(ModelConfig {
+        gc: false,
+        ..ModelConfig::default()
+    });
+    let s = with_in_flight(&plain, &[old_grant, old_same_epoch, later_epoch]);
+    let next = plain.step(&s, Action::FetchTimeout(1)).unwrap().state;
+    assert_eq!(next.network.len(), 5);
+}
+
+#[test]
+fn gc_drops_requests_whose_answer_a_final_epoch_sender_ignores() {
+    // max_epoch 1: the elected start is already at the last epoch, so no answer can move anyone.
+    let m = model(ModelConfig {
+        max_epoch: 1,
+        ..ModelConfig::default()
+    });
+    let stale_pre_vote = Envelope {
+        src: 1,
+        dst: 2,
+        msg: Msg::PreVoteRequest {
+            epoch: 0,
+            last_epoch: 0,
+            last_offset: 0,
+        },
+    };
+    let fenced = Envelope {
+        src: 2,
+        dst: 1,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted: false,
+            error: ErrorCode::FencedLeaderEpoch,
+            leader: Some(0),
+        },
+    };
+    let s = with_in_flight(&m, &[stale_pre_vote, fenced]);
+    let next = m
+        .step(
+            &s,
+            Action::Change {
+                server: 0,
+                op: ChangeOp::Add(3),
+            },
+        )
+        .unwrap()
+        .state;
+    assert!(next.network.is_empty(), "{:?}", next.network);
+}
