@@ -134,6 +134,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
         election_timeout_ms: ELECTION_TIMEOUT_MS,
         fetch_timeout_ms: FETCH_TIMEOUT_MS,
         fetch_interval_ms: FETCH_INTERVAL_MS,
+        fetch_max_wait_ms: 0,
         check_quorum_timeout_ms: CHECK_QUORUM_TIMEOUT_MS,
         request_timeout_ms: REQUEST_TIMEOUT_MS,
         observer_expiry_ms: NEVER,

@@ -29,6 +29,8 @@ const METADATA_VERSION: i16 = 12;
 pub struct Leader {
     pub client: Client,
     pub description: QuorumDescription,
+    /// The leader's ApiVersions answer: which request versions it serves.
+    pub versions: kafka_protocol::messages::ApiVersionsResponse,
 }
 
 /// The TLS setup of `--command-config`, if it asks for SSL.
@@ -54,6 +56,10 @@ fn addresses(connect: &ConnectArgs) -> Vec<String> {
 const DESCRIBE_CLUSTER_VERSIONS: (i16, i16) = (1, 2);
 const DESCRIBE_CLUSTER: i16 = kafka_protocol::messages::ApiKey::DescribeCluster as i16;
 const DESCRIBE_QUORUM: i16 = kafka_protocol::messages::ApiKey::DescribeQuorum as i16;
+const ADD_RAFT_VOTER: i16 = kafka_protocol::messages::ApiKey::AddRaftVoter as i16;
+/// The AddRaftVoter versions `kraft add-voter` sends: v1 (KIP-1186, `AckWhenCommitted` true) when the
+/// leader serves it, as Kafka 4.x's admin client does, else v0.
+const ADD_RAFT_VOTER_VERSIONS: (i16, i16) = (0, 1);
 
 /// The highest version of `key` both sides support, if any (`ours` = our inclusive range).
 fn negotiate(
@@ -187,6 +193,7 @@ fn describe_at(
     Ok(Leader {
         client,
         description,
+        versions: versions.clone(),
     })
 }
 
@@ -358,7 +365,9 @@ pub fn add_voter(args: &AddVoterArgs) -> Result<(), Failure> {
                 .with_voter_id(node_id)
                 .with_voter_directory_id(directory_id)
                 .with_listeners(vec![listener.clone()]);
-            let response = leader.client.add_voter(&request)?;
+            let version =
+                negotiate(&leader.versions, ADD_RAFT_VOTER, ADD_RAFT_VOTER_VERSIONS).unwrap_or(0);
+            let response = leader.client.add_voter(&request, version)?;
             Ok((
                 response.error_code,
                 response.error_message.map(|m| m.to_string()),

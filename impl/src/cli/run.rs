@@ -369,6 +369,7 @@ pub async fn start_node(
         election_timeout_ms: settings.election_timeout_ms,
         fetch_timeout_ms: settings.fetch_timeout_ms,
         fetch_interval_ms: settings.fetch_interval_ms,
+        fetch_max_wait_ms: crate::node::FETCH_MAX_WAIT_MS,
         check_quorum_timeout_ms: settings.fetch_timeout_ms * 3 / 2,
         request_timeout_ms: settings.request_timeout_ms,
         observer_expiry_ms: 300_000,

@@ -7,6 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
 
+use super::fetch_wait::FetchArgs;
 use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
 use super::{Node, RoleState};
@@ -35,7 +36,7 @@ impl<L: RaftLog> Node<L> {
             self.outstanding_fetch = None;
             self.send_fetch_to(now, Some(to), &mut out);
         }
-        self.refresh_timers();
+        self.finish(now, &mut out);
         out
     }
 
@@ -75,7 +76,8 @@ impl<L: RaftLog> Node<L> {
         let req = FetchRequest::default()
             .with_cluster_id(Some(StrBytes::from_string(self.config.cluster_id.clone())))
             .with_replica_state(ReplicaState::default().with_replica_id(BrokerId(self.local.id)))
-            .with_max_wait_ms(0)
+            .with_max_wait_ms(i32::try_from(self.config.fetch_max_wait_ms).unwrap_or(i32::MAX))
+            .with_max_bytes(MAX_FETCH_BYTES as i32)
             .with_topics(vec![FetchTopic::default()
                 .with_topic(messages::topic_name())
                 .with_topic_id(messages::METADATA_TOPIC_ID)
@@ -122,6 +124,22 @@ impl<L: RaftLog> Node<L> {
         diverging_end.min(local_end).min(self.log.end_offset())
     }
 
+    /// The response skeleton of this node's current state (no HW, no records, no error).
+    pub(super) fn fetch_response_base(&self) -> messages::FetchResponseParts {
+        messages::FetchResponseParts {
+            top_error: 0,
+            error: 0,
+            high_watermark: -1,
+            leader_id: self.known_leader_or_sentinel(),
+            leader_epoch: self.election.epoch,
+            diverging: None,
+            records: None,
+            echo: None,
+            log_start_offset: self.log.start_offset(),
+            leader_endpoint: self.leader_endpoint(),
+        }
+    }
+
     pub(super) fn on_fetch_request(
         &mut self,
         now: Millis,
@@ -129,22 +147,11 @@ impl<L: RaftLog> Node<L> {
         req: FetchRequest,
         out: &mut Output,
     ) {
-        use messages::FetchResponseParts;
-        let leader_or_sentinel = self.known_leader_or_sentinel();
-        let epoch = self.election.epoch;
-        let mut parts = FetchResponseParts {
-            top_error: 0,
-            error: 0,
-            high_watermark: -1,
-            leader_id: leader_or_sentinel,
-            leader_epoch: epoch,
-            diverging: None,
-            records: None,
-            echo: None,
-            log_start_offset: self.log.start_offset(),
-            leader_endpoint: self.leader_endpoint(),
-        };
+        // Responses to one requester leave in the order of its fetches: an earlier parked one first.
+        self.answer_parked_fetches_of(now, from, out);
+        let mut parts = self.fetch_response_base();
         let mut hw_advanced = false;
+        let mut wait = None;
         'build: {
             if messages::cluster_id_mismatch(&req.cluster_id, &self.config.cluster_id) {
                 parts.top_error = errors::INCONSISTENT_CLUSTER_ID;
@@ -154,73 +161,111 @@ impl<L: RaftLog> Node<L> {
                 parts.top_error = errors::INVALID_REQUEST;
                 break 'build;
             };
-            parts.echo = Some(messages::FetchEcho {
-                epoch: p.current_leader_epoch,
-                fetch_offset: p.fetch_offset,
-                last_fetched_epoch: p.last_fetched_epoch,
-            });
-            let replica = ReplicaKey::new(messages::fetch_replica_id(&req), p.replica_directory_id);
-            if p.fetch_offset < 0
+            let args = FetchArgs {
+                replica: ReplicaKey::new(messages::fetch_replica_id(&req), p.replica_directory_id),
+                echo: messages::FetchEcho {
+                    epoch: p.current_leader_epoch,
+                    fetch_offset: p.fetch_offset,
+                    last_fetched_epoch: p.last_fetched_epoch,
+                },
+                max_bytes: usize::try_from(req.max_bytes).unwrap_or(0),
+                follower_hw: p.high_watermark,
+            };
+            parts.echo = Some(args.echo);
+            // Kafka's request checks (`handleFetchRequest`), then the replica id's.
+            if req.max_wait_ms < 0
+                || p.fetch_offset < 0
                 || p.last_fetched_epoch < 0
-                || replica.id < 0
-                || replica.id == self.local.id
+                || p.last_fetched_epoch > p.current_leader_epoch
+                || args.replica.id < 0
+                || args.replica.id == self.local.id
             {
                 parts.error = errors::INVALID_REQUEST;
                 break 'build;
             }
-            if p.current_leader_epoch < epoch {
-                parts.error = errors::FENCED_LEADER_EPOCH;
-                break 'build;
-            }
-            if p.current_leader_epoch > epoch {
-                parts.error = errors::UNKNOWN_LEADER_EPOCH;
-                break 'build;
-            }
-            if !matches!(self.role, RoleState::Leader(_)) {
-                parts.error = errors::NOT_LEADER_OR_FOLLOWER;
-                break 'build;
-            }
-            if let Some(diverging) = self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch) {
-                parts.diverging = Some(diverging);
-                parts.high_watermark = self.high_watermark().unwrap_or(-1);
-                break 'build;
-            }
-            if p.fetch_offset > self.log.end_offset() {
-                parts.error = errors::INVALID_REQUEST;
-                break 'build;
-            }
-            if let RoleState::Leader(l) = &mut self.role {
-                hw_advanced = l.update_replica(replica, now, p.fetch_offset);
-                l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
-            }
-            parts.high_watermark = self.high_watermark().unwrap_or(-1);
-            match self.read_suffix(p.fetch_offset) {
-                Ok(records) => parts.records = records,
-                Err(e) => {
-                    tracing::error!(node = self.local.id, error = %e, "cannot read the log for a fetch");
-                    parts.error = errors::UNKNOWN_SERVER_ERROR;
-                }
+            hw_advanced = self.try_complete_fetch(now, &args, &mut parts);
+            // Kafka answers at once an error, records, a diverging epoch, a requester that does not
+            // wait, and a follower whose HW (KIP-1166) is behind the leader's; otherwise it waits.
+            let answer_now = parts.error != errors::NONE
+                || parts.records.as_ref().is_some_and(|r| !r.is_empty())
+                || req.max_wait_ms == 0
+                || parts.diverging.is_some()
+                || args.follower_hw < parts.high_watermark;
+            if !answer_now {
+                wait = Some((args, req.max_wait_ms));
             }
         }
-        out.messages.push((
-            from,
-            Message::FetchResponse(messages::fetch_response(parts)),
-        ));
+        let high_watermark = parts.high_watermark;
+        let response = messages::fetch_response(parts);
+        match wait {
+            Some((args, max_wait_ms)) => {
+                self.park_fetch(now, from, args, max_wait_ms, high_watermark, response, out)
+            }
+            None => out.messages.push((from, Message::FetchResponse(response))),
+        }
         if hw_advanced {
             self.on_leader_hw_advanced(now, out);
         }
     }
 
+    /// Kafka's `tryCompleteFetchRequest`: the leader-only checks, the replica's progress, the HW and the
+    /// records from the fetch offset, into `parts`. Returns whether the HW advanced.
+    pub(super) fn try_complete_fetch(
+        &mut self,
+        now: Millis,
+        args: &FetchArgs,
+        parts: &mut messages::FetchResponseParts,
+    ) -> bool {
+        let epoch = self.election.epoch;
+        let p = args.echo;
+        if p.epoch < epoch {
+            parts.error = errors::FENCED_LEADER_EPOCH;
+            return false;
+        }
+        if p.epoch > epoch {
+            parts.error = errors::UNKNOWN_LEADER_EPOCH;
+            return false;
+        }
+        if !matches!(self.role, RoleState::Leader(_)) {
+            parts.error = errors::NOT_LEADER_OR_FOLLOWER;
+            return false;
+        }
+        if let Some(diverging) = self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch) {
+            parts.diverging = Some(diverging);
+            parts.high_watermark = self.high_watermark().unwrap_or(-1);
+            return false;
+        }
+        if p.fetch_offset > self.log.end_offset() {
+            parts.error = errors::INVALID_REQUEST;
+            return false;
+        }
+        let mut hw_advanced = false;
+        if let RoleState::Leader(l) = &mut self.role {
+            hw_advanced = l.update_replica(args.replica, now, p.fetch_offset);
+            l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
+        }
+        parts.high_watermark = self.high_watermark().unwrap_or(-1);
+        match self.read_suffix(p.fetch_offset, args.max_bytes) {
+            Ok(records) => parts.records = records,
+            Err(e) => {
+                tracing::error!(node = self.local.id, error = %e, "cannot read the log for a fetch");
+                parts.error = errors::UNKNOWN_SERVER_ERROR;
+            }
+        }
+        hw_advanced
+    }
+
     /// The stored batches from the one holding `from` towards the LEO, byte for byte as the log holds
     /// them (Kafka's leader also serves whole batches; the fetcher skips records below its LEO), at most
-    /// [`MAX_FETCH_BYTES`] unless the first batch alone is larger: a follower far behind catches up over
-    /// several fetches instead of one unbounded response.
-    pub(super) fn read_suffix(&self, from: i64) -> Result<Option<Bytes>, String> {
+    /// the request's MaxBytes and [`MAX_FETCH_BYTES`] unless the first batch alone is larger (Kafka reads
+    /// with `minOneMessage`): a follower far behind catches up over several fetches instead of one
+    /// unbounded response.
+    pub(super) fn read_suffix(&self, from: i64, max_bytes: usize) -> Result<Option<Bytes>, String> {
         if from >= self.log.end_offset() {
             return Ok(None);
         }
         self.log
-            .read_bytes(from, MAX_FETCH_BYTES)
+            .read_bytes(from, max_bytes.min(MAX_FETCH_BYTES))
             .map(Some)
             .map_err(|e| e.to_string())
     }
@@ -303,7 +348,9 @@ impl<L: RaftLog> Node<L> {
             }
         }
         self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
-        self.next_fetch_at = Some(if progressed {
+        // Kafka's follower fetches again at once: the leader waits (up to MaxWaitMs) for something new.
+        // A follower that asks for no wait paces itself with the fetch interval instead.
+        self.next_fetch_at = Some(if progressed || self.config.fetch_max_wait_ms > 0 {
             now
         } else {
             now + self.config.fetch_interval_ms

@@ -7,6 +7,8 @@
 //! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
 //! 2. A response to a peer request handed to `handle` is in the `Output` of that same call, addressed to the
 //!    requester; the shell writes it to the requesting connection. Other messages are new requests.
+//!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
+//!    Fetch responses to one requester come out in the order of its Fetch requests.
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
@@ -28,9 +30,17 @@
 //!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
 //!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
-//! - The leader answers a Fetch at once with every stored batch from the one holding the fetch offset to
-//!   its end (no long poll, no size limit), and learns a replica's progress only from fetch offsets; the
-//!   follower's HW in a Fetch v18 request is read but not used (Kafka uses it to end a long poll early).
+//! - Fetch long-poll as Kafka's leader (`fetch_wait.rs`): a Fetch with no error, no records, no diverging
+//!   epoch, `MaxWaitMs` > 0 and the follower's HW (Fetch v18) not behind the leader's is parked until the
+//!   log grows past its fetch offset or the HW moves (answered with what the leader has then), or its
+//!   `MaxWaitMs` passes (answered with the answer computed on arrival). Followers send `MaxWaitMs` 500 and
+//!   `MaxBytes` 8 MiB as Kafka's, and fetch again at once after a successful answer. Differences: a
+//!   leader that leaves its role *in any way* answers its parked fetches NOT_LEADER_OR_FOLLOWER at once
+//!   (Kafka does so on resigning and on following a new leader; a leader that turns Unattached on a
+//!   higher epoch leaves them to expire with their original answer); a second fetch from the same
+//!   requester answers its parked one first (Kafka parks both; its muted channel never has two); at most
+//!   [`MAX_PARKED_FETCHES`] wait (Kafka has no bound), more are answered at once. The leader learns a
+//!   replica's progress only from fetch offsets.
 //!   Batches are served byte for byte as the log stores them and a follower stores a replicated batch as
 //!   it arrived, as Kafka does (a Kafka leader's timestamps, keys and headers survive a `kraft` leader);
 //!   only a batch a follower receives cut (its log was truncated inside that batch, which Kafka's
@@ -87,6 +97,7 @@ mod admin;
 mod commit;
 mod describe_cluster;
 mod fetch;
+mod fetch_wait;
 mod membership;
 mod messages;
 mod quorum_epoch;
@@ -100,6 +111,7 @@ mod vote;
 
 pub use admin::SUPPORTED_APIS;
 pub use fetch::MAX_FETCH_BYTES;
+pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
 pub use types::*;
@@ -167,6 +179,8 @@ pub struct Node<L: RaftLog> {
     /// Fetch `NodeEndpoints`): how a replica reaches a leader missing from its voter sets (Kafka's
     /// `leaderEndpoints`).
     learned_leader: Option<(i32, i32, Endpoint)>,
+    /// Leader: fetches waiting for new data, a new HW or their `MaxWaitMs` (Kafka's fetch purgatory).
+    parked_fetches: Vec<fetch_wait::ParkedFetch>,
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
@@ -230,6 +244,7 @@ impl<L: RaftLog> Node<L> {
             faults: ActiveFaults::default(),
             clock_started: false,
             learned_leader: None,
+            parked_fetches: Vec::new(),
             config,
         };
         node.history_next_offset = node.log.start_offset();
@@ -291,7 +306,7 @@ impl<L: RaftLog> Node<L> {
             Message::FetchRequest(r) => self.on_fetch_request(now, from, r, &mut out),
             Message::FetchResponse(r) => self.on_fetch_response(now, from, r, &mut out),
         }
-        self.refresh_timers();
+        self.finish(now, &mut out);
         out
     }
 
@@ -322,7 +337,7 @@ impl<L: RaftLog> Node<L> {
                     .push((id, ClientResponse::DescribeCluster(resp)));
             }
         }
-        self.refresh_timers();
+        self.finish(now, &mut out);
         out
     }
 
@@ -340,7 +355,7 @@ impl<L: RaftLog> Node<L> {
         let mut out = Output::default();
         let offset =
             self.leader_append(now, data.into_iter().map(Record::Data).collect(), &mut out)?;
-        self.refresh_timers();
+        self.finish(now, &mut out);
         Ok((offset, out))
     }
 
@@ -354,6 +369,7 @@ impl<L: RaftLog> Node<L> {
                 self.refresh_timers();
             }
         }
+        self.finish(now, &mut out);
         out
     }
 
@@ -365,7 +381,7 @@ impl<L: RaftLog> Node<L> {
         if self.timers.get(timer).is_some() {
             self.fire_timer(now, timer, &mut out);
         }
-        self.refresh_timers();
+        self.finish(now, &mut out);
         out
     }
 }

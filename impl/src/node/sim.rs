@@ -88,6 +88,8 @@ pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
         election_timeout_ms: 1000,
         fetch_timeout_ms: 2000,
         fetch_interval_ms: 50,
+        // Answers at once, so scenarios step message by message (core_fetch_wait.rs waits).
+        fetch_max_wait_ms: 0,
         check_quorum_timeout_ms: 3000,
         request_timeout_ms: 2000,
         observer_expiry_ms: 300_000,

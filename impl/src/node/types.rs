@@ -132,8 +132,12 @@ pub struct NodeConfig {
     pub election_timeout_ms: Millis,
     /// Follower fetch timeout: no successful fetch for this long starts an election (voters only).
     pub fetch_timeout_ms: Millis,
-    /// Interval between fetches from the leader.
+    /// Interval before the next fetch after an error or, when `fetch_max_wait_ms` is 0, after an empty
+    /// answer (with a waiting leader the next fetch leaves at once, as Kafka's follower does).
     pub fetch_interval_ms: Millis,
+    /// `MaxWaitMs` of this node's Fetch requests: how long the leader may park one that finds nothing new
+    /// (Kafka: [`FETCH_MAX_WAIT_MS`](super::FETCH_MAX_WAIT_MS), 500). 0 asks for an answer at once.
+    pub fetch_max_wait_ms: Millis,
     /// Leader check-quorum window (Kafka: 1.5 × fetch timeout).
     pub check_quorum_timeout_ms: Millis,
     /// Pending Add/Remove reply deadline (the record stays in the log after it).

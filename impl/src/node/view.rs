@@ -138,9 +138,13 @@ impl<L: RaftLog> Node<L> {
         &self.timers
     }
 
-    /// The earliest armed deadline: the shell should `tick` then.
+    /// The earliest armed deadline (a timer's or a parked fetch's `MaxWaitMs`): the shell should `tick`
+    /// then.
     pub fn next_deadline(&self) -> Option<Millis> {
-        self.timers.earliest()
+        match (self.timers.earliest(), self.parked_fetch_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn pending_change(&self) -> Option<&PendingChange> {

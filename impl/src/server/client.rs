@@ -283,14 +283,24 @@ impl Client {
         }
     }
 
+    /// AddRaftVoter at `version` (0 or 1); v1 sends `AckWhenCommitted` true (KIP-1186: answered once
+    /// the new voter set is committed, as v0 always is).
     pub fn add_voter(
         &mut self,
         req: &AddRaftVoterRequest,
+        version: i16,
     ) -> Result<AddRaftVoterResponse, ClientError> {
         let corr = self.next_correlation();
         let key = ApiKey::AddRaftVoter as i16;
-        let mut body = self.call(key, 0, request_frame(key, 0, corr, "kraft-cli", req))?;
-        AddRaftVoterResponse::decode(&mut body, 0).map_err(|e| self.protocol(e))
+        let outgoing = crate::wire::add_raft_voter::OutgoingRequest {
+            request: req.clone(),
+            ack_when_committed: true,
+        };
+        let frame = request_frame(key, version, corr, "kraft-cli", &outgoing);
+        let mut body = self.call(key, version, frame)?;
+        // v1's response layout is v0's.
+        let at = crate::wire::add_raft_voter::response_encoding_version(version);
+        AddRaftVoterResponse::decode(&mut body, at).map_err(|e| self.protocol(e))
     }
 
     pub fn remove_voter(

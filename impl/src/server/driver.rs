@@ -1,7 +1,7 @@
 //! The node task: the only owner of the core. It feeds events and time into `Node`, persists effects, and
 //! only then routes the output (responses to their connection, requests to peer links, client replies).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use std::time::Duration;
@@ -55,6 +55,9 @@ pub struct Driver<L: RaftLog> {
     /// Wall-clock milliseconds at `start`: DescribeQuorum timestamps are reported as epoch milliseconds.
     pub wall_base_ms: i64,
     pub last_state: Option<(Role, i32, Option<i32>)>,
+    /// Where the Fetch responses to each requester go, oldest first: the core may answer a Fetch in a
+    /// later output (long poll), and answers one requester's fetches in the order they came.
+    pub fetch_waiters: HashMap<i32, VecDeque<oneshot::Sender<Message>>>,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -117,8 +120,14 @@ impl<L: RaftLog> Driver<L> {
                     message,
                     reply,
                 }) => {
+                    let requester = if matches!(message, Message::FetchRequest(_)) {
+                        self.fetch_waiters.entry(from).or_default().push_back(reply);
+                        None
+                    } else {
+                        Some((from, reply))
+                    };
                     let out = self.node.handle(now, from, message);
-                    self.apply(out, Some((from, reply)), &mut clients)?;
+                    self.apply(out, requester, &mut clients)?;
                 }
                 Some(Event::PeerResponse { from, message }) => {
                     tracing::trace!(from, ?message, "peer response");
@@ -158,6 +167,23 @@ impl<L: RaftLog> Driver<L> {
         }
         for (to, message) in out.messages {
             tracing::trace!(to, ?message, "sending");
+            if let Message::FetchResponse(_) = message {
+                let waiter = self
+                    .fetch_waiters
+                    .get_mut(&to)
+                    .and_then(VecDeque::pop_front);
+                if self.fetch_waiters.get(&to).is_some_and(VecDeque::is_empty) {
+                    self.fetch_waiters.remove(&to);
+                }
+                match waiter {
+                    // A requester that hung up meanwhile: nothing to write.
+                    Some(reply) => drop(reply.send(message)),
+                    None => {
+                        tracing::warn!(to, "dropping a Fetch response with no matching request")
+                    }
+                }
+                continue;
+            }
             if is_response(&message) {
                 match requester.take() {
                     Some((from, reply)) if from == to || from < 0 => {
@@ -241,6 +267,7 @@ mod tests {
             election_timeout_ms: 20,
             fetch_timeout_ms: 100,
             fetch_interval_ms: 10,
+            fetch_max_wait_ms: 0,
             check_quorum_timeout_ms: 150,
             request_timeout_ms: 100,
             observer_expiry_ms: 1000,
@@ -259,6 +286,7 @@ mod tests {
             status,
             wall_base_ms: 0,
             last_state: None,
+            fetch_waiters: HashMap::new(),
         };
         (driver, status_rx)
     }

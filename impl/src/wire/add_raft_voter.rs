@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use kafka_protocol::messages::add_raft_voter_request::Listener;
 use kafka_protocol::messages::AddRaftVoterRequest;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::{Reader, WireError};
 
@@ -60,6 +60,55 @@ fn decode_v1(buf: &Bytes) -> Result<(AddRaftVoterRequest, bool), WireError> {
     Ok((request, ack_when_committed))
 }
 
+/// An AddRaftVoter request to send at v0 or v1 (`kraft add-voter`): v1 is v0's body with
+/// `AckWhenCommitted` before the request's top-level tagged fields, which are sent empty. Implements
+/// kafka-protocol's `Encodable` so the client frames it like any message.
+pub struct OutgoingRequest {
+    pub request: AddRaftVoterRequest,
+    pub ack_when_committed: bool,
+}
+
+impl OutgoingRequest {
+    fn request_without_tags(&self) -> AddRaftVoterRequest {
+        let mut request = self.request.clone();
+        request.unknown_tagged_fields.clear();
+        request
+    }
+}
+
+impl Encodable for OutgoingRequest {
+    fn encode<B: kafka_protocol::protocol::buf::ByteBufMut>(
+        &self,
+        buf: &mut B,
+        version: i16,
+    ) -> anyhow::Result<()> {
+        match version {
+            0 => self.request.encode(buf, 0),
+            1 => {
+                let mut v0 = bytes::BytesMut::new();
+                self.request_without_tags().encode(&mut v0, 0)?;
+                // The last byte is the empty tagged-field section (count 0).
+                let Some((&0, fields)) = v0.split_last() else {
+                    anyhow::bail!("AddRaftVoter v0 body does not end with empty tagged fields");
+                };
+                buf.put_slice(fields);
+                buf.put_u8(u8::from(self.ack_when_committed));
+                buf.put_u8(0);
+                Ok(())
+            }
+            other => anyhow::bail!("AddRaftVoter version {other} is not sent"),
+        }
+    }
+
+    fn compute_size(&self, version: i16) -> anyhow::Result<usize> {
+        match version {
+            0 => self.request.compute_size(0),
+            1 => Ok(self.request_without_tags().compute_size(0)? + 1),
+            other => anyhow::bail!("AddRaftVoter version {other} is not sent"),
+        }
+    }
+}
+
 /// The version an AddRaftVoter response is encoded at: v1's layout is v0's.
 pub const fn response_encoding_version(_version: i16) -> i16 {
     0
@@ -69,7 +118,6 @@ pub const fn response_encoding_version(_version: i16) -> i16 {
 mod tests {
     use super::*;
     use bytes::{BufMut, BytesMut};
-    use kafka_protocol::protocol::Encodable;
 
     fn sample() -> AddRaftVoterRequest {
         AddRaftVoterRequest::default()
@@ -105,6 +153,32 @@ mod tests {
             decode_request(&mut v0.freeze(), 0).unwrap(),
             (sample(), true)
         );
+    }
+
+    #[test]
+    fn outgoing_requests_encode_as_the_decoder_reads_them() {
+        for ack in [true, false] {
+            let out = OutgoingRequest {
+                request: sample(),
+                ack_when_committed: ack,
+            };
+            let mut buf = BytesMut::new();
+            out.encode(&mut buf, 1).unwrap();
+            assert_eq!(buf.len(), out.compute_size(1).unwrap());
+            assert_eq!(buf.freeze(), v1(ack));
+            let mut buf = BytesMut::new();
+            out.encode(&mut buf, 0).unwrap();
+            assert_eq!(buf.len(), out.compute_size(0).unwrap());
+            assert_eq!(
+                decode_request(&mut buf.freeze(), 0).unwrap(),
+                (sample(), true)
+            );
+        }
+        let out = OutgoingRequest {
+            request: sample(),
+            ack_when_committed: true,
+        };
+        assert!(out.encode(&mut BytesMut::new(), 2).is_err());
     }
 
     #[test]
