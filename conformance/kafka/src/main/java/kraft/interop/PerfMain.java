@@ -424,8 +424,8 @@ public final class PerfMain {
             + " mode, started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
         System.out.println("settings (both): election timeout " + ELECTION_TIMEOUT_MS + " ms, fetch timeout "
             + FETCH_TIMEOUT_MS + " ms, logs fsynced; 3 voters + 1 observer, one process per node, loopback; "
-            + changes + " adds + " + changes + " removes, " + kills + " kills; kraft: default --fetch-interval-ms 50 (no long-poll"
-            + " Fetch); Kafka: metadata.max.idle.interval.ms=0 (no NoOp records); Kafka JVM: " + String.join(" ", PerfQuorum.Kafka.JVM));
+            + changes + " adds + " + changes + " removes, " + kills + " kills; kraft: long-poll Fetch (MaxWaitMs 500, as Kafka's"
+            + " followers), --fetch-interval-ms 50 only after an error; Kafka: metadata.max.idle.interval.ms=0 (no NoOp records); Kafka JVM: " + String.join(" ", PerfQuorum.Kafka.JVM));
         System.out.println();
         System.out.println("| measure | unit | kraft | Kafka | kraft / Kafka | note |");
         System.out.println("|---|---|---|---|---|---|");
