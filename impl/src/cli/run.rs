@@ -13,8 +13,8 @@ use crate::node::{Node, NodeConfig};
 use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
-    format_directory_id, parse_directory_id, read_bootstrap, read_quorum_state, write_bootstrap,
-    DataDir, FileLog, MetaProperties,
+    format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
+    read_bootstrap, read_quorum_state, write_bootstrap, DataDir, FileLog, MetaProperties,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -40,6 +40,10 @@ pub fn parse_host_port(text: &str) -> Result<(String, u16), Failure> {
     Ok((host.to_string(), port))
 }
 
+/// Why a reserved directory id is refused at format time (a listed difference: `node/mod.rs`).
+const RESERVED: &str =
+    "reserved directory id (Kafka's DirectoryId.reserved: a controller refuses to start on it)";
+
 /// Parses `--initial-controllers`: `ID@HOST:PORT:DIRECTORY_ID,...`, as `kafka-storage format` takes it.
 pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
     let mut voters = Vec::new();
@@ -59,8 +63,8 @@ pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
             .rsplit_once(':')
             .ok_or_else(|| bad("missing directory id"))?;
         let directory = parse_directory_id(directory).map_err(|e| bad(&e))?;
-        if directory.is_nil() {
-            return Err(bad("the directory id must not be zero"));
+        if is_reserved_directory_id(directory) {
+            return Err(bad(RESERVED));
         }
         let (host, port) = parse_host_port(address).map_err(|f| bad(&f.message))?;
         voters.push(VoterNode {
@@ -118,8 +122,14 @@ pub fn format_dir(
         }
         (Some(listed), _) => listed,
         (None, Some(given)) => given,
-        (None, None) => Uuid::new_v4(),
+        (None, None) => new_directory_id(),
     };
+    if is_reserved_directory_id(directory_id) {
+        return Err(usage(format!(
+            "--directory-id {}: {RESERVED}",
+            format_directory_id(directory_id)
+        )));
+    }
     let meta = MetaProperties {
         cluster_id: cluster_id.to_string(),
         node_id,
@@ -474,7 +484,7 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
         let id = if data.is_formatted() {
             MetaProperties::read(&data.meta_path())?.directory_id
         } else {
-            Uuid::new_v4()
+            new_directory_id()
         };
         ids.push(id);
     }
@@ -569,7 +579,7 @@ mod tests {
     #[test]
     fn initial_controllers_parse_and_refuse_bad_input() {
         let set = parse_initial_controllers(
-            "1@localhost:9093:ILZ5MPTeRWakmJu99uBJCA,2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@localhost:9093:ILZ5MPTeRWakmJu99uBJCA,2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAZA",
         )
         .unwrap();
         assert_eq!(set.len(), 2);
@@ -592,8 +602,12 @@ mod tests {
             "x@localhost:9093:ILZ5MPTeRWakmJu99uBJCA",
             "1@localhost:99999:ILZ5MPTeRWakmJu99uBJCA",
             "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAAA",
+            // Kafka's reserved ids: msb 0 and lsb < 100 (signed), e.g. 1, 99 and lsb 2^63.
+            "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAYw",
+            "1@localhost:9093:AAAAAAAAAACAAAAAAAAAAA",
             "1@localhost:9093",
-            "1@h:1:ILZ5MPTeRWakmJu99uBJCA,1@h:2:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@h:1:ILZ5MPTeRWakmJu99uBJCA,1@h:2:AAAAAAAAAAAAAAAAAAAAZA",
         ] {
             assert!(
                 parse_initial_controllers(bad).is_err(),
@@ -605,9 +619,9 @@ mod tests {
     #[test]
     fn format_writes_identity_and_refuses_a_second_format() {
         let dir = tempfile::tempdir().unwrap();
-        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAAQ").unwrap();
+        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAZA").unwrap();
         let meta = format_dir(dir.path(), "c", 1, &voters, None, false).unwrap();
-        assert_eq!(meta.directory_id, Uuid::from_u128(1));
+        assert_eq!(meta.directory_id, Uuid::from_u128(100));
         assert_eq!(
             DataDir::new(dir.path()).open(Some(1), Some("c")).unwrap(),
             meta
@@ -631,7 +645,60 @@ mod tests {
         // An observer gets a fresh directory id.
         let other = tempfile::tempdir().unwrap();
         let observer = format_dir(other.path(), "c", 4, &voters, None, false).unwrap();
-        assert!(!observer.directory_id.is_nil());
+        assert!(!is_reserved_directory_id(observer.directory_id));
+        // A reserved --directory-id is refused, and nothing is written.
+        let third = tempfile::tempdir().unwrap();
+        let err = format_dir(
+            third.path(),
+            "c",
+            5,
+            &voters,
+            Some(Uuid::from_u128(7)),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
+        assert!(err.message.contains("reserved"), "{}", err.message);
+        assert!(!DataDir::new(third.path()).is_formatted());
+    }
+
+    #[test]
+    fn a_node_refuses_a_directory_with_a_reserved_id() {
+        // As Kafka's controller does ("Invalid reserved directory ID ... found in ..."), e.g. on a directory
+        // Kafka's storage tool formatted with such an id in --initial-controllers (it does not refuse it).
+        let dir = tempfile::tempdir().unwrap();
+        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAZA").unwrap();
+        format_dir(dir.path(), "c", 1, &voters, None, false).unwrap();
+        let data = DataDir::new(dir.path());
+        let text = std::fs::read_to_string(data.meta_path()).unwrap();
+        std::fs::write(
+            data.meta_path(),
+            text.replace("AAAAAAAAAAAAAAAAAAAAZA", "AAAAAAAAAAAAAAAAAAAAAg"),
+        )
+        .unwrap();
+        let settings = NodeSettings::resolve(NodeArgs {
+            data_dir: Some(dir.path().to_path_buf()),
+            listener: Some("127.0.0.1:0".into()),
+            ..NodeArgs::default()
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(start_node(&settings, std::future::pending()))
+            .err()
+            .expect("a reserved directory id must be refused");
+        assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
+        assert!(
+            err.message
+                .contains("invalid reserved directory id AAAAAAAAAAAAAAAAAAAAAg"),
+            "{}",
+            err.message
+        );
+        // `kraft format --ignore-formatted` on it is refused too (Kafka's format verifies the existing one).
+        assert!(format_dir(dir.path(), "c", 1, &voters, None, true).is_err());
     }
 
     #[test]

@@ -64,6 +64,12 @@
 //!   bootstrap `metadata.version` from it), and `kraft node` needs a voter set in it, so a directory
 //!   Kafka formatted with `--no-initial-controllers` (KRaftVersion without Voters; Kafka then finds the
 //!   quorum through `controller.quorum.bootstrap.servers`) is refused: format it with `--initial-controllers`.
+//! - Reserved directory ids (Kafka's `DirectoryId.reserved`: high 64 bits 0, low 64 bits as a signed long
+//!   below 100): `kraft node` refuses a `meta.properties` holding one, as Kafka's controller does ("Invalid
+//!   reserved directory ID ... found in ..."). `kraft format` refuses one at format time (for
+//!   `--directory-id` and every `--initial-controllers` entry), where Kafka 4.4.0's storage tool writes it
+//!   and only the controller's start fails: no voter with such an id can ever start, so refusing early
+//!   loses nothing. Generated ids avoid reserved ids and a leading '-' as Kafka's do.
 //! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
 //!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
 //! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
