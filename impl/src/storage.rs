@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 pub use file_log::{FileLog, DEFAULT_SEGMENT_BYTES};
 pub use meta::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, write_bootstrap, MetaProperties,
+    read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
 };
 pub use quorum_state::{read_quorum_state, write_quorum_state};
 

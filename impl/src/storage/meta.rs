@@ -168,18 +168,32 @@ pub fn parse_directory_id(text: &str) -> Result<Uuid, String> {
 /// Writes the bootstrap snapshot Kafka's `kafka-storage format --initial-controllers` writes (header,
 /// KRaftVersion(1), Voters, footer; no metadata records), atomically, stamped with the current time.
 pub fn write_bootstrap(path: &Path, voters: &VoterSet) -> Result<(), StorageError> {
+    write_bootstrap_snapshot(path, Some(voters))
+}
+
+/// As [`write_bootstrap`]; `None` writes what `kafka-storage format --no-initial-controllers` writes
+/// (KRaftVersion(1), no voter set), read back as [`Bootstrap::NoInitialVoters`].
+pub fn write_bootstrap_snapshot(
+    path: &Path,
+    voters: Option<&VoterSet>,
+) -> Result<(), StorageError> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let bytes =
-        records::encode_bootstrap_snapshot(voters, now_ms).map_err(|e| StorageError::Corrupt {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let bytes = match voters {
+        Some(voters) => records::encode_bootstrap_snapshot(voters, now_ms),
+        None => records::encode_bootstrap_snapshot_without_voters(now_ms),
+    }
+    .map_err(|e| StorageError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     write_atomically(path, &bytes)
 }
 
-/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1. A file named
+/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1, or
+/// [`Bootstrap::NoInitialVoters`] for a snapshot with `kraft.version` 1 and no voter set (Kafka's
+/// `--no-initial-controllers`). A file named
 /// `bootstrap.checkpoint` is the one control batch {KRaftVersion(1), Voters} older `kraft format` wrote;
 /// any other is a Kafka snapshot (Kafka's storage tool or `kraft format`), whose metadata records are
 /// skipped.
@@ -211,6 +225,9 @@ pub fn read_bootstrap(path: &Path) -> Result<Bootstrap, StorageError> {
     };
     match (version, voters) {
         (Some(1), Some(set)) => Ok(Bootstrap::Checkpoint(set)),
+        (Some(1), None) if path.file_name() != Some(std::ffi::OsStr::new(BOOTSTRAP_FILE)) => {
+            Ok(Bootstrap::NoInitialVoters)
+        }
         (version, voters) => Err(corrupt(format!(
             "expected kraft.version 1 and a voter set, found version {version:?}, voters present: {}",
             voters.is_some()
@@ -359,6 +376,9 @@ mod tests {
             read_bootstrap(&path),
             Err(StorageError::Corrupt { .. })
         ));
+        // --no-initial-controllers: KRaftVersion(1) without voters.
+        write_bootstrap_snapshot(&path, None).unwrap();
+        assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::NoInitialVoters);
         write_bootstrap(&path, &set).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;

@@ -19,7 +19,8 @@ import org.apache.kafka.common.Uuid;
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
  * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}),
  * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}), (m) a Kafka controller on a
- * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}). One Kafka quorum serves
+ * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
+ * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}). One Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
@@ -100,6 +101,16 @@ final class Scenarios {
                 + " the Kafka controller and kraft nodes elect, lead in turn and replicate");
             try {
                 new KraftFormatsKafkaScenario(report, tools, work.resolve("kraft-formats-kafka"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("n")) {
+            report.scenario("n: mixed quorum: a kraft node on a kafka-storage format --no-initial-controllers directory"
+                + " finds Kafka's quorum through --bootstrap-servers, learns the voters from the log, is added with"
+                + " Kafka's add-controller and votes");
+            try {
+                new NoInitialControllersScenario(report, tools, work.resolve("no-initial"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
