@@ -105,7 +105,9 @@ fn an_observer_finds_the_leader_through_a_bootstrap_server_and_learns_the_voters
         vec![1, 2, 3]
     );
     assert_eq!(
-        joiner.committed_voters().map(|s| s.ids().collect::<Vec<_>>()),
+        joiner
+            .committed_voters()
+            .map(|s| s.ids().collect::<Vec<_>>()),
         Some(vec![1, 2, 3])
     );
     assert_eq!(joiner.log().end_offset(), sim.node(1).log().end_offset());

@@ -3,11 +3,8 @@ package kraft.interop;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Properties;
 import java.util.stream.Collectors;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.Uuid;
 
 /**
@@ -84,21 +81,40 @@ final class NoInitialControllersScenario {
             + " leader " + next[0] + "'s end offset");
         m.sample("n: after the election", next[0]);
 
-        // 4. kill -9 and restart of the kraft node (unless it leads): it starts from its own log.
-        if (next[0] != OURS) {
-            ours.kill(OURS);
-            ours.restart(OURS);
-            m.awaitCaughtUp(m.address(next[0]), OURS, "the restarted kraft node catches up again");
-        }
+        // 4. kill -9 and restart of the kraft node: it starts from its own log (voters known) and catches up.
+        ours.kill(OURS);
+        int[] last = next[0] == OURS ? m.awaitLeader(next[1], "after kill -9 of the kraft leader: a Kafka leader")
+            : next;
+        ours.restart(OURS);
+        m.awaitCaughtUp(m.address(last[0]), OURS, "the restarted kraft node catches up from leader " + last[0]);
     }
 
-    /** The node ids Kafka's Admin gets from DescribeCluster via {@code bootstrap} (sorted). */
-    private static List<Integer> describeClusterIds(String bootstrap) throws Exception {
-        Properties props = new Properties();
-        props.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, bootstrap);
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
-        try (Admin admin = Admin.create(props)) {
-            return admin.describeCluster().nodes().get().stream().map(n -> n.id()).sorted().toList();
+    /**
+     * The node ids in one DescribeCluster v1 answer (controller endpoints) of the node at {@code address}
+     * itself: a {@code kraft} node lists the voters of its latest voter set and itself.
+     */
+    private static List<Integer> describeClusterIds(String address) throws Exception {
+        String[] hostPort = address.split(":");
+        var request = new org.apache.kafka.common.requests.DescribeClusterRequest.Builder(
+            new org.apache.kafka.common.message.DescribeClusterRequestData().setEndpointType((byte) 2))
+            .build((short) 1);
+        var frame = request.serializeWithHeader(new org.apache.kafka.common.requests.RequestHeader(
+            org.apache.kafka.common.protocol.ApiKeys.DESCRIBE_CLUSTER, (short) 1, "kraft-interop", 1));
+        try (java.net.Socket sock = new java.net.Socket(hostPort[0], Integer.parseInt(hostPort[1]))) {
+            sock.setSoTimeout(5000);
+            var out = new java.io.DataOutputStream(sock.getOutputStream());
+            out.writeInt(frame.remaining());
+            out.write(frame.array(), frame.arrayOffset() + frame.position(), frame.remaining());
+            out.flush();
+            var in = new java.io.DataInputStream(sock.getInputStream());
+            byte[] payload = new byte[in.readInt()];
+            in.readFully(payload);
+            var buf = java.nio.ByteBuffer.wrap(payload);
+            org.apache.kafka.common.requests.ResponseHeader.parse(buf,
+                org.apache.kafka.common.protocol.ApiKeys.DESCRIBE_CLUSTER.responseHeaderVersion((short) 1));
+            var d = new org.apache.kafka.common.message.DescribeClusterResponseData(
+                new org.apache.kafka.common.protocol.ByteBufferAccessor(buf), (short) 1);
+            return d.brokers().stream().map(b -> b.brokerId()).sorted().toList();
         }
     }
 
