@@ -263,8 +263,15 @@ impl LocalCluster {
         let mut nodes = Vec::new();
         for i in 1..=total {
             let dir = root.path().join(format!("node-{i}"));
-            format_dir(&dir, &cluster_id, i, &set, Some(directory_id(i)), false)
-                .map_err(|f| err(f.message))?;
+            format_dir(
+                &dir,
+                &cluster_id,
+                i,
+                Some(&set),
+                Some(directory_id(i)),
+                false,
+            )
+            .map_err(|f| err(f.message))?;
             let mut settings = NodeSettings::resolve(NodeArgs {
                 data_dir: Some(dir),
                 listener: Some(format!("127.0.0.1:{}", ports[(i - 1) as usize])),

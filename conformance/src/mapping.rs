@@ -131,6 +131,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
         directory_id: directory_id(i),
         listeners: vec![endpoint(i)],
         bootstrap: Bootstrap::Checkpoint(voter_set(bootstrap)?),
+        bootstrap_servers: Vec::new(),
         election_timeout_ms: ELECTION_TIMEOUT_MS,
         fetch_timeout_ms: FETCH_TIMEOUT_MS,
         fetch_interval_ms: FETCH_INTERVAL_MS,

@@ -111,6 +111,7 @@ pub struct BenchDescribeArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("voters").required(true).args(["initial_controllers", "no_initial_controllers"])))]
 pub struct FormatArgs {
     #[arg(long)]
     pub data_dir: PathBuf,
@@ -120,7 +121,11 @@ pub struct FormatArgs {
     pub node_id: i32,
     /// The bootstrap voters: `ID@HOST:PORT:DIRECTORY_ID,...` (directory ids in Kafka's base64 form).
     #[arg(long)]
-    pub initial_controllers: String,
+    pub initial_controllers: Option<String>,
+    /// No bootstrap voter set (Kafka's `--no-initial-controllers`): the node starts as an observer, finds
+    /// the quorum through `kraft node --bootstrap-servers` and learns the voters from the log.
+    #[arg(long)]
+    pub no_initial_controllers: bool,
     /// Directory id of this node when it is not among the initial controllers (default: random).
     #[arg(long)]
     pub directory_id: Option<String>,
@@ -139,6 +144,11 @@ pub struct NodeArgs {
     /// HOST:PORT to listen on and advertise (listener name CONTROLLER).
     #[arg(long)]
     pub listener: Option<String>,
+    /// Kafka's `controller.quorum.bootstrap.servers`: `HOST:PORT[,HOST:PORT...]` an observer asks while it
+    /// knows no leader (default: the voters of its latest set). Required on a directory formatted with
+    /// `--no-initial-controllers`.
+    #[arg(long)]
+    pub bootstrap_servers: Option<String>,
     /// Refuse to start unless the data directory belongs to this node id.
     #[arg(long)]
     pub node_id: Option<i32>,

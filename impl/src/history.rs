@@ -134,8 +134,8 @@ impl Eq for Hint {}
 /// Voter sets by offset, with the static set (if any) as fallback.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VoterSetHistory {
-    /// The static set (`kraft.version` 0) or the bootstrap set; `latest()` falls back to it so that a
-    /// history can never be without a voter set.
+    /// The static set (`kraft.version` 0), the bootstrap set, or the empty set of a replica formatted
+    /// without initial voters; `latest()` falls back to it.
     base: VoterSet,
     is_static: bool,
     history: OffsetHistory<VoterSet>,
@@ -164,6 +164,17 @@ impl VoterSetHistory {
             base: set,
             is_static: false,
             history,
+            committed: Hint::default(),
+        }
+    }
+
+    /// `kraft.version` 1 without a bootstrap voter set (Kafka's `--no-initial-controllers`): no entry
+    /// until a VotersRecord is replicated; `latest()` is the empty set until then.
+    pub fn without_voters() -> Self {
+        VoterSetHistory {
+            base: VoterSet::empty(),
+            is_static: false,
+            history: OffsetHistory::new(),
             committed: Hint::default(),
         }
     }

@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 
 pub use file_log::{FileLog, DEFAULT_SEGMENT_BYTES};
 pub use meta::{
-    format_directory_id, parse_directory_id, read_bootstrap, write_bootstrap, MetaProperties,
+    format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
+    read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
 };
 pub use quorum_state::{read_quorum_state, write_quorum_state};
 
@@ -53,6 +54,10 @@ pub enum StorageError {
         expected: String,
         found: String,
     },
+    /// Kafka's "Invalid reserved directory ID ... found in ...": `meta.properties` holds an id that Kafka's
+    /// `DirectoryId.reserved` sets aside.
+    #[error("invalid reserved directory id {id} found in {path}")]
+    ReservedDirectoryId { path: PathBuf, id: String },
     #[error("corrupt {path}: {reason}")]
     Corrupt { path: PathBuf, reason: String },
     #[error(transparent)]

@@ -143,6 +143,14 @@ impl From<VoterSet> for VoterMap {
 }
 
 impl VoterSet {
+    /// No voters: what a replica formatted with Kafka's `--no-initial-controllers` knows until it
+    /// replicates a VotersRecord ([`crate::node::Bootstrap::NoInitialVoters`]). Never decoded from bytes.
+    pub fn empty() -> VoterSet {
+        VoterSet {
+            voters: Arc::new(BTreeMap::new()),
+        }
+    }
+
     /// Builds a set; refuses an empty list and duplicate ids.
     pub fn new(nodes: impl IntoIterator<Item = VoterNode>) -> Result<VoterSet, VoterSetError> {
         let mut voters = BTreeMap::new();

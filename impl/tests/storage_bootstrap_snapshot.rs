@@ -1,16 +1,26 @@
 //! Kafka's bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`): the file Kafka 4.4.0's
 //! `kafka-storage format --initial-controllers` wrote (testdata, two voters) is read by `kraft node`'s
-//! bootstrap reader; the one `kraft format` writes has Kafka's frame; damaged files are typed errors.
+//! bootstrap reader, and so is the one of `--no-initial-controllers` (KRaftVersion 1, no voters); the one
+//! `kraft format` writes has Kafka's frame; damaged files are typed errors.
 
 use bytes::Bytes;
 use kraft::node::Bootstrap;
-use kraft::records::{decode_snapshot, encode_bootstrap_snapshot, RecordsError};
-use kraft::storage::{parse_directory_id, read_bootstrap, write_bootstrap, DataDir};
+use kraft::records::{
+    decode_snapshot, encode_bootstrap_snapshot, encode_bootstrap_snapshot_without_voters,
+    RecordsError,
+};
+use kraft::storage::{
+    parse_directory_id, read_bootstrap, write_bootstrap, write_bootstrap_snapshot, DataDir,
+};
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
 /// `kafka-storage format --cluster-id MkU3OEVBNTcwNTJENDM2Qk --initial-controllers
 /// 1@127.0.0.1:19091:AAAAAAAAAAAAAAAAAAAAAQ,2@127.0.0.1:19092:AAAAAAAAAAAAAAAAAAAAAg` (Kafka 4.4.0).
 const KAFKA: &[u8] = include_bytes!("testdata/kafka-4.4.0-bootstrap.checkpoint");
+
+/// `kafka-storage format --cluster-id abc --no-initial-controllers` (node 4, Kafka 4.4.0).
+const KAFKA_NO_VOTERS: &[u8] =
+    include_bytes!("testdata/kafka-4.4.0-no-initial-controllers.checkpoint");
 
 fn voter(id: i32, dir: &str, port: u16) -> VoterNode {
     VoterNode {
@@ -120,4 +130,37 @@ fn damaged_snapshots_are_typed_errors() {
     }])
     .unwrap();
     assert!(decode_snapshot(log).is_err());
+}
+
+#[test]
+fn no_initial_controllers_snapshots_kafkas_and_ours() {
+    // Kafka's: {header, KRaftVersion(1)}, six FeatureLevelRecords, footer; no voter set.
+    let snapshot = decode_snapshot(Bytes::from_static(KAFKA_NO_VOTERS)).unwrap();
+    assert_eq!(snapshot.kraft_version, Some(1));
+    assert_eq!(snapshot.voters, None);
+    assert_eq!(snapshot.data_records, 6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(kraft::storage::BOOTSTRAP_SNAPSHOT_FILE);
+    std::fs::write(&path, KAFKA_NO_VOTERS).unwrap();
+    assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::NoInitialVoters);
+
+    // Ours: the same first batch, byte for byte but the records' timestamps (Kafka stamps them), then the
+    // footer at offset 2 (Kafka's is at 8, after its metadata records).
+    let ours = encode_bootstrap_snapshot_without_voters(1_764_000_000_000).unwrap();
+    let snapshot = decode_snapshot(ours.clone()).unwrap();
+    assert_eq!(
+        (
+            snapshot.kraft_version,
+            snapshot.voters,
+            snapshot.data_records
+        ),
+        (Some(1), None, 0)
+    );
+    assert_eq!(batch_len(&ours), batch_len(KAFKA_NO_VOTERS));
+    let footer = &ours[batch_len(&ours)..];
+    assert_eq!(&footer[0..8], &2i64.to_be_bytes());
+    let kafka_footer = &KAFKA_NO_VOTERS[KAFKA_NO_VOTERS.len() - footer.len()..];
+    assert_eq!(&kafka_footer[0..8], &8i64.to_be_bytes());
+    write_bootstrap_snapshot(&path, None).unwrap();
+    assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::NoInitialVoters);
 }

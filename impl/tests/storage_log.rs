@@ -169,7 +169,7 @@ fn data_dir_identity_is_enforced() {
     let meta = MetaProperties {
         cluster_id: "abc".into(),
         node_id: 2,
-        directory_id: Uuid::from_u128(77),
+        directory_id: Uuid::from_u128(777),
     };
     meta.write(&data_dir.meta_path()).unwrap();
     assert_eq!(data_dir.open(Some(2), Some("abc")).unwrap(), meta);

@@ -13,8 +13,8 @@ use crate::node::{Node, NodeConfig};
 use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
-    format_directory_id, parse_directory_id, read_bootstrap, read_quorum_state, write_bootstrap,
-    DataDir, FileLog, MetaProperties,
+    format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
+    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, FileLog, MetaProperties,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -40,6 +40,28 @@ pub fn parse_host_port(text: &str) -> Result<(String, u16), Failure> {
     Ok((host.to_string(), port))
 }
 
+/// Why a reserved directory id is refused at format time (a listed difference: `node/mod.rs`).
+const RESERVED: &str =
+    "reserved directory id (Kafka's DirectoryId.reserved: a controller refuses to start on it)";
+
+/// Parses `--bootstrap-servers` (Kafka's `controller.quorum.bootstrap.servers`): `HOST:PORT,...`, as
+/// endpoints on this node's listener name; empty: none.
+pub fn parse_bootstrap_servers(text: &str) -> Result<Vec<Endpoint>, Failure> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (host, port) = parse_host_port(item)
+                .map_err(|f| usage(format!("--bootstrap-servers: {}", f.message)))?;
+            Ok(Endpoint {
+                name: LISTENER_NAME.into(),
+                host,
+                port,
+            })
+        })
+        .collect()
+}
+
 /// Parses `--initial-controllers`: `ID@HOST:PORT:DIRECTORY_ID,...`, as `kafka-storage format` takes it.
 pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
     let mut voters = Vec::new();
@@ -59,8 +81,8 @@ pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
             .rsplit_once(':')
             .ok_or_else(|| bad("missing directory id"))?;
         let directory = parse_directory_id(directory).map_err(|e| bad(&e))?;
-        if directory.is_nil() {
-            return Err(bad("the directory id must not be zero"));
+        if is_reserved_directory_id(directory) {
+            return Err(bad(RESERVED));
         }
         let (host, port) = parse_host_port(address).map_err(|f| bad(&f.message))?;
         voters.push(VoterNode {
@@ -77,11 +99,12 @@ pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
 }
 
 /// Writes identity and bootstrap checkpoint unless the directory is already formatted.
+/// `voters`: the `--initial-controllers` set, or `None` for `--no-initial-controllers`.
 pub fn format_dir(
     dir: &Path,
     cluster_id: &str,
     node_id: i32,
-    voters: &VoterSet,
+    voters: Option<&VoterSet>,
     directory_id: Option<Uuid>,
     ignore_formatted: bool,
 ) -> Result<MetaProperties, Failure> {
@@ -107,7 +130,9 @@ pub fn format_dir(
             ),
         ));
     }
-    let listed = voters.voter(node_id).and_then(|v| v.key.directory_id);
+    let listed = voters
+        .and_then(|v| v.voter(node_id))
+        .and_then(|v| v.key.directory_id);
     let directory_id = match (listed, directory_id) {
         (Some(listed), Some(given)) if listed != given => {
             return Err(usage(format!(
@@ -118,8 +143,14 @@ pub fn format_dir(
         }
         (Some(listed), _) => listed,
         (None, Some(given)) => given,
-        (None, None) => Uuid::new_v4(),
+        (None, None) => new_directory_id(),
     };
+    if is_reserved_directory_id(directory_id) {
+        return Err(usage(format!(
+            "--directory-id {}: {RESERVED}",
+            format_directory_id(directory_id)
+        )));
+    }
     let meta = MetaProperties {
         cluster_id: cluster_id.to_string(),
         node_id,
@@ -130,14 +161,22 @@ pub fn format_dir(
         source,
     };
     std::fs::create_dir_all(data.log_dir()).map_err(io)?;
-    write_bootstrap(&data.bootstrap_path(), voters)?;
+    write_bootstrap_snapshot(&data.bootstrap_path(), voters)?;
     // meta.properties last: its presence means "formatted".
     meta.write(&data.meta_path())?;
     Ok(meta)
 }
 
 pub fn format(args: &FormatArgs) -> Result<(), Failure> {
-    let voters = parse_initial_controllers(&args.initial_controllers)?;
+    let voters = match (&args.initial_controllers, args.no_initial_controllers) {
+        (Some(list), false) => Some(parse_initial_controllers(list)?),
+        (None, true) => None,
+        _ => {
+            return Err(usage(
+                "give exactly one of --initial-controllers and --no-initial-controllers",
+            ))
+        }
+    };
     let directory_id = args
         .directory_id
         .as_deref()
@@ -148,11 +187,11 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
         &args.data_dir,
         &args.cluster_id,
         args.node_id,
-        &voters,
+        voters.as_ref(),
         directory_id,
         args.ignore_formatted,
     )?;
-    let role = if voters.contains_id(meta.node_id) {
+    let role = if voters.as_ref().is_some_and(|v| v.contains_id(meta.node_id)) {
         "initial voter"
     } else {
         "observer"
@@ -163,7 +202,7 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
         meta.cluster_id,
         meta.node_id,
         format_directory_id(meta.directory_id),
-        voters.len()
+        voters.as_ref().map_or(0, VoterSet::len)
     );
     Ok(())
 }
@@ -173,6 +212,8 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
 pub struct NodeSettings {
     pub data_dir: PathBuf,
     pub listener: String,
+    /// Kafka's `controller.quorum.bootstrap.servers` (see `NodeConfig::bootstrap_servers`).
+    pub bootstrap_servers: Vec<Endpoint>,
     pub node_id: Option<i32>,
     pub cluster_id: Option<String>,
     pub election_timeout_ms: u64,
@@ -191,6 +232,7 @@ pub struct NodeSettings {
 struct FileConfig {
     data_dir: Option<PathBuf>,
     listener: Option<String>,
+    bootstrap_servers: Option<String>,
     node_id: Option<i32>,
     cluster_id: Option<String>,
     election_timeout_ms: Option<u64>,
@@ -278,6 +320,12 @@ impl NodeSettings {
                 .listener
                 .or(file.listener)
                 .ok_or_else(|| usage("--listener (or listener in --config) is required"))?,
+            bootstrap_servers: parse_bootstrap_servers(
+                args.bootstrap_servers
+                    .as_deref()
+                    .or(file.bootstrap_servers.as_deref())
+                    .unwrap_or(""),
+            )?,
             node_id: args.node_id.or(file.node_id),
             cluster_id: args.cluster_id.or(file.cluster_id),
             election_timeout_ms: args
@@ -353,6 +401,16 @@ pub async fn start_node(
     let data = DataDir::new(&settings.data_dir);
     let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
     let bootstrap = read_bootstrap(&data.bootstrap_file())?;
+    if bootstrap == crate::node::Bootstrap::NoInitialVoters && settings.bootstrap_servers.is_empty()
+    {
+        // Kafka: "Missing kraft bootstrap servers. Must specify a value for
+        // controller.quorum.bootstrap.servers."
+        return Err(usage(format!(
+            "{} was formatted with --no-initial-controllers: --bootstrap-servers (or bootstrap_servers in \
+             --config) is required to find the quorum",
+            settings.data_dir.display()
+        )));
+    }
     let log = FileLog::open(&data.log_dir())?;
     let state = read_quorum_state(&data.quorum_state_path())?;
     let (host, port) = parse_host_port(&settings.listener)?;
@@ -366,6 +424,7 @@ pub async fn start_node(
             port,
         }],
         bootstrap,
+        bootstrap_servers: settings.bootstrap_servers.clone(),
         election_timeout_ms: settings.election_timeout_ms,
         fetch_timeout_ms: settings.fetch_timeout_ms,
         fetch_interval_ms: settings.fetch_interval_ms,
@@ -474,7 +533,7 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
         let id = if data.is_formatted() {
             MetaProperties::read(&data.meta_path())?.directory_id
         } else {
-            Uuid::new_v4()
+            new_directory_id()
         };
         ids.push(id);
     }
@@ -490,7 +549,7 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
         .join(",");
     let voters = parse_initial_controllers(&initial)?;
     for i in 1..=args.nodes {
-        format_dir(&dir(i), &args.cluster_id, i, &voters, None, true)?;
+        format_dir(&dir(i), &args.cluster_id, i, Some(&voters), None, true)?;
     }
     let tls = if args.tls {
         let ids: Vec<i32> = (1..=args.nodes).collect();
@@ -569,7 +628,7 @@ mod tests {
     #[test]
     fn initial_controllers_parse_and_refuse_bad_input() {
         let set = parse_initial_controllers(
-            "1@localhost:9093:ILZ5MPTeRWakmJu99uBJCA,2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@localhost:9093:ILZ5MPTeRWakmJu99uBJCA,2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAZA",
         )
         .unwrap();
         assert_eq!(set.len(), 2);
@@ -592,8 +651,12 @@ mod tests {
             "x@localhost:9093:ILZ5MPTeRWakmJu99uBJCA",
             "1@localhost:99999:ILZ5MPTeRWakmJu99uBJCA",
             "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAAA",
+            // Kafka's reserved ids: msb 0 and lsb < 100 (signed), e.g. 1, 99 and lsb 2^63.
+            "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@localhost:9093:AAAAAAAAAAAAAAAAAAAAYw",
+            "1@localhost:9093:AAAAAAAAAACAAAAAAAAAAA",
             "1@localhost:9093",
-            "1@h:1:ILZ5MPTeRWakmJu99uBJCA,1@h:2:AAAAAAAAAAAAAAAAAAAAAQ",
+            "1@h:1:ILZ5MPTeRWakmJu99uBJCA,1@h:2:AAAAAAAAAAAAAAAAAAAAZA",
         ] {
             assert!(
                 parse_initial_controllers(bad).is_err(),
@@ -605,33 +668,135 @@ mod tests {
     #[test]
     fn format_writes_identity_and_refuses_a_second_format() {
         let dir = tempfile::tempdir().unwrap();
-        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAAQ").unwrap();
-        let meta = format_dir(dir.path(), "c", 1, &voters, None, false).unwrap();
-        assert_eq!(meta.directory_id, Uuid::from_u128(1));
+        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAZA").unwrap();
+        let meta = format_dir(dir.path(), "c", 1, Some(&voters), None, false).unwrap();
+        assert_eq!(meta.directory_id, Uuid::from_u128(100));
         assert_eq!(
             DataDir::new(dir.path()).open(Some(1), Some("c")).unwrap(),
             meta
         );
         assert_eq!(
-            format_dir(dir.path(), "c", 1, &voters, None, false)
+            format_dir(dir.path(), "c", 1, Some(&voters), None, false)
                 .unwrap_err()
                 .code,
             EXIT_STORAGE
         );
         assert_eq!(
-            format_dir(dir.path(), "c", 1, &voters, None, true).unwrap(),
+            format_dir(dir.path(), "c", 1, Some(&voters), None, true).unwrap(),
             meta
         );
         assert_eq!(
-            format_dir(dir.path(), "other", 1, &voters, None, true)
+            format_dir(dir.path(), "other", 1, Some(&voters), None, true)
                 .unwrap_err()
                 .code,
             EXIT_STORAGE
         );
         // An observer gets a fresh directory id.
         let other = tempfile::tempdir().unwrap();
-        let observer = format_dir(other.path(), "c", 4, &voters, None, false).unwrap();
-        assert!(!observer.directory_id.is_nil());
+        let observer = format_dir(other.path(), "c", 4, Some(&voters), None, false).unwrap();
+        assert!(!is_reserved_directory_id(observer.directory_id));
+        // A reserved --directory-id is refused, and nothing is written.
+        let third = tempfile::tempdir().unwrap();
+        let err = format_dir(
+            third.path(),
+            "c",
+            5,
+            Some(&voters),
+            Some(Uuid::from_u128(7)),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
+        assert!(err.message.contains("reserved"), "{}", err.message);
+        assert!(!DataDir::new(third.path()).is_formatted());
+    }
+
+    #[test]
+    fn no_initial_controllers_format_and_bootstrap_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = format_dir(dir.path(), "c", 4, None, None, false).unwrap();
+        assert!(!is_reserved_directory_id(meta.directory_id));
+        let data = DataDir::new(dir.path());
+        assert_eq!(
+            read_bootstrap(&data.bootstrap_file()).unwrap(),
+            crate::node::Bootstrap::NoInitialVoters
+        );
+        assert_eq!(
+            parse_bootstrap_servers(" 127.0.0.1:9091, [::1]:9092 ,").unwrap(),
+            vec![
+                Endpoint {
+                    name: LISTENER_NAME.into(),
+                    host: "127.0.0.1".into(),
+                    port: 9091
+                },
+                Endpoint {
+                    name: LISTENER_NAME.into(),
+                    host: "::1".into(),
+                    port: 9092
+                }
+            ]
+        );
+        assert!(parse_bootstrap_servers("127.0.0.1").is_err());
+        // Without bootstrap servers the quorum cannot be found: refused, as Kafka refuses to start.
+        let settings = NodeSettings::resolve(NodeArgs {
+            data_dir: Some(dir.path().to_path_buf()),
+            listener: Some("127.0.0.1:0".into()),
+            ..NodeArgs::default()
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(start_node(&settings, std::future::pending()))
+            .err()
+            .expect("no bootstrap servers must be refused");
+        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
+        assert!(
+            err.message.contains("--bootstrap-servers"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_node_refuses_a_directory_with_a_reserved_id() {
+        // As Kafka's controller does ("Invalid reserved directory ID ... found in ..."), e.g. on a directory
+        // Kafka's storage tool formatted with such an id in --initial-controllers (it does not refuse it).
+        let dir = tempfile::tempdir().unwrap();
+        let voters = parse_initial_controllers("1@127.0.0.1:9001:AAAAAAAAAAAAAAAAAAAAZA").unwrap();
+        format_dir(dir.path(), "c", 1, Some(&voters), None, false).unwrap();
+        let data = DataDir::new(dir.path());
+        let text = std::fs::read_to_string(data.meta_path()).unwrap();
+        std::fs::write(
+            data.meta_path(),
+            text.replace("AAAAAAAAAAAAAAAAAAAAZA", "AAAAAAAAAAAAAAAAAAAAAg"),
+        )
+        .unwrap();
+        let settings = NodeSettings::resolve(NodeArgs {
+            data_dir: Some(dir.path().to_path_buf()),
+            listener: Some("127.0.0.1:0".into()),
+            ..NodeArgs::default()
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(start_node(&settings, std::future::pending()))
+            .err()
+            .expect("a reserved directory id must be refused");
+        assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
+        assert!(
+            err.message
+                .contains("invalid reserved directory id AAAAAAAAAAAAAAAAAAAAAg"),
+            "{}",
+            err.message
+        );
+        // `kraft format --ignore-formatted` on it is refused too (Kafka's format verifies the existing one).
+        assert!(format_dir(dir.path(), "c", 1, Some(&voters), None, true).is_err());
     }
 
     #[test]

@@ -49,12 +49,18 @@ impl<L: RaftLog> Node<L> {
                 target.unwrap_or_default()
             }
             RoleState::Unattached if !self.is_voter() => {
-                let others: Vec<i32> = self
-                    .history
-                    .latest()
-                    .ids()
-                    .filter(|&id| id != self.local.id)
-                    .collect();
+                // Kafka's observer asks its bootstrap servers; without any configured, the voters.
+                let others: Vec<i32> = if self.config.bootstrap_servers.is_empty() {
+                    self.history
+                        .latest()
+                        .ids()
+                        .filter(|&id| id != self.local.id)
+                        .collect()
+                } else {
+                    (0..self.config.bootstrap_servers.len())
+                        .map(bootstrap_server_id)
+                        .collect()
+                };
                 if others.is_empty() {
                     self.next_fetch_at = None;
                     return;
@@ -311,8 +317,15 @@ impl<L: RaftLog> Node<L> {
             }
             return;
         }
-        // A successful reply comes from the leader of the request's epoch.
-        if !self.maybe_transition(now, reply.leader_epoch, from, out)
+        // A successful reply comes from the leader of the request's epoch; a bootstrap server (a peer id
+        // ≤ −2, its node id unknown) is named by the reply's CurrentLeader, as Kafka reads it.
+        let leader = if bootstrap_server_index(from).is_some() {
+            reply.leader_id
+        } else {
+            from
+        };
+        if leader < 0
+            || !self.maybe_transition(now, reply.leader_epoch, leader, out)
             || reply.leader_epoch != sent.epoch
         {
             return;

@@ -54,16 +54,29 @@
 //!   correlation ids already pair it with the one outstanding request.
 //! - A diverging-epoch reply that would truncate below the follower's HW is ignored (Kafka treats it as
 //!   fatal); it cannot happen in a consistent run.
-//! - Observers that know no leader fetch from the voters of their latest set in turn, and follow the
-//!   leader named in the error reply (Kafka uses `controller.quorum.bootstrap.servers` the same way).
+//! - Observers that know no leader fetch from their bootstrap servers ([`NodeConfig::bootstrap_servers`],
+//!   Kafka's `controller.quorum.bootstrap.servers`, peers −2, −3, … as Kafka numbers them) in turn, else
+//!   from the voters of their latest set in turn (Kafka picks a ready bootstrap server at random, and
+//!   without bootstrap servers configured its bootstrap list is the voters), and follow the leader the
+//!   reply names (CurrentLeader and NodeEndpoints), as Kafka does. Unattached *voters* do not fetch
+//!   (Kafka 4.4's send a Fetch to a bootstrap server while their election timer runs; the model has no
+//!   such fetch). A TLS link to a bootstrap server checks the certificate's trust and host name but not
+//!   a node identity (its id is unknown until it answers).
 //! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
 //!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
 //!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
 //! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
 //!   its control records only (no metadata records: a Kafka controller started on such a directory has no
-//!   bootstrap `metadata.version` from it), and `kraft node` needs a voter set in it, so a directory
-//!   Kafka formatted with `--no-initial-controllers` (KRaftVersion without Voters; Kafka then finds the
-//!   quorum through `controller.quorum.bootstrap.servers`) is refused: format it with `--initial-controllers`.
+//!   bootstrap `metadata.version` from it and appends the default one when it first leads). A directory
+//!   formatted with `--no-initial-controllers` (Kafka's or `kraft format`'s: KRaftVersion 1, no Voters)
+//!   starts as [`Bootstrap::NoInitialVoters`]: an observer with an empty voter set until it replicates a
+//!   VotersRecord; it needs bootstrap servers, as Kafka does.
+//! - Reserved directory ids (Kafka's `DirectoryId.reserved`: high 64 bits 0, low 64 bits as a signed long
+//!   below 100): `kraft node` refuses a `meta.properties` holding one, as Kafka's controller does ("Invalid
+//!   reserved directory ID ... found in ..."). `kraft format` refuses one at format time (for
+//!   `--directory-id` and every `--initial-controllers` entry), where Kafka 4.4.0's storage tool writes it
+//!   and only the controller's start fails: no voter with such an id can ever start, so refusing early
+//!   loses nothing. Generated ids avoid reserved ids and a leading '-' as Kafka's do.
 //! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
 //!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
 //! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
@@ -217,7 +230,15 @@ impl<L: RaftLog> Node<L> {
         let (history, base_kraft_version) = match &config.bootstrap {
             Bootstrap::Static(set) => (VoterSetHistory::with_static(set.clone()), 0),
             Bootstrap::Checkpoint(set) => (VoterSetHistory::with_bootstrap(set.clone()), 1),
+            Bootstrap::NoInitialVoters => (VoterSetHistory::without_voters(), 1),
         };
+        if config.bootstrap == Bootstrap::NoInitialVoters && config.bootstrap_servers.is_empty() {
+            // Kafka: "Missing kraft bootstrap servers. Must specify a value for
+            // controller.quorum.bootstrap.servers."
+            return Err(invalid(
+                "no initial voters and no bootstrap servers: the quorum cannot be found",
+            ));
+        }
         let mut kraft_versions = OffsetHistory::new();
         if base_kraft_version > 0 {
             kraft_versions.add_at(-1, base_kraft_version)?;

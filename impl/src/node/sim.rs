@@ -85,6 +85,7 @@ pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
         directory_id: directory_id(id),
         listeners: vec![listener(id)],
         bootstrap,
+        bootstrap_servers: Vec::new(),
         election_timeout_ms: 1000,
         fetch_timeout_ms: 2000,
         fetch_interval_ms: 50,

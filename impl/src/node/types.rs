@@ -117,6 +117,10 @@ pub enum Bootstrap {
     Static(VoterSet),
     /// `kraft.version` 1: the formatted bootstrap checkpoint, a voter set at offset −1.
     Checkpoint(VoterSet),
+    /// `kraft.version` 1 without a voter set (Kafka's `kafka-storage format --no-initial-controllers`): an
+    /// observer that finds the quorum through [`NodeConfig::bootstrap_servers`] and learns the voters from
+    /// the replicated VotersRecord.
+    NoInitialVoters,
 }
 
 /// Static configuration of a node.
@@ -128,6 +132,10 @@ pub struct NodeConfig {
     /// This node's listeners; the first is the default listener (sent in BeginQuorumEpoch, AddRaftVoter).
     pub listeners: Vec<Endpoint>,
     pub bootstrap: Bootstrap,
+    /// Kafka's `controller.quorum.bootstrap.servers`: where an observer that knows no leader sends its
+    /// Fetch, as peers −2, −3, … (Kafka's ids for them; see [`bootstrap_server_id`]). Empty: the voters of
+    /// its latest set instead. Required with [`Bootstrap::NoInitialVoters`].
+    pub bootstrap_servers: Vec<Endpoint>,
     /// Election timeout base; the actual timeout is drawn from [base, 2·base) with the seeded RNG.
     pub election_timeout_ms: Millis,
     /// Follower fetch timeout: no successful fetch for this long starts an election (voters only).
@@ -146,6 +154,16 @@ pub struct NodeConfig {
     pub observer_expiry_ms: Millis,
     /// Seed of the election-timeout RNG: the same seed and inputs give the same run.
     pub seed: u64,
+}
+
+/// The peer id of `bootstrap_servers[index]`: −2 − index, as Kafka numbers them (`KafkaRaftClient`).
+pub fn bootstrap_server_id(index: usize) -> i32 {
+    -2 - i32::try_from(index).unwrap_or(i32::MAX - 2)
+}
+
+/// The index in `bootstrap_servers` of peer id `id`, if it names one.
+pub fn bootstrap_server_index(id: i32) -> Option<usize> {
+    usize::try_from(-2i64 - i64::from(id)).ok()
 }
 
 /// Errors of [`Node::new`].

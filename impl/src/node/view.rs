@@ -90,9 +90,12 @@ impl<L: RaftLog> Node<L> {
         found
     }
 
-    /// Where to send a request for `id`: the leader's announced endpoint if `id` is the known leader,
-    /// else [`Self::known_endpoint`].
+    /// Where to send a request for `id`: bootstrap server −2 − i for ids ≤ −2 ([`bootstrap_server_id`]);
+    /// the leader's announced endpoint if `id` is the known leader; else [`Self::known_endpoint`].
     pub fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
+        if let Some(i) = bootstrap_server_index(id) {
+            return self.config.bootstrap_servers.get(i).cloned();
+        }
         match self.leader_endpoint() {
             Some((leader, e)) if leader == id => Some(e),
             _ => self.known_endpoint(id),

@@ -164,6 +164,22 @@ pub fn encode_bootstrap_snapshot(
     voters: &VoterSet,
     last_contained_log_timestamp: i64,
 ) -> Result<Bytes, RecordsError> {
+    encode_bootstrap(Some(voters), last_contained_log_timestamp)
+}
+
+/// The bootstrap snapshot of `kraft format --no-initial-controllers`, as Kafka's storage tool writes it in
+/// that mode without its metadata records: {SnapshotHeader, KRaftVersion(1)} at offsets 0–1 and
+/// {SnapshotFooter} at 2 — no voter set.
+pub fn encode_bootstrap_snapshot_without_voters(
+    last_contained_log_timestamp: i64,
+) -> Result<Bytes, RecordsError> {
+    encode_bootstrap(None, last_contained_log_timestamp)
+}
+
+fn encode_bootstrap(
+    voters: Option<&VoterSet>,
+    last_contained_log_timestamp: i64,
+) -> Result<Bytes, RecordsError> {
     let encode_err = |reason: String| RecordsError::Encode {
         base_offset: 0,
         reason,
@@ -179,7 +195,7 @@ pub fn encode_bootstrap_snapshot(
         r.value = Some(value);
         Ok::<_, RecordsError>(r)
     };
-    let first = vec![
+    let mut first = vec![
         control(
             0,
             0,
@@ -187,16 +203,19 @@ pub fn encode_bootstrap_snapshot(
             encode_message(&header, SNAPSHOT_HEADER_VERSION).map_err(encode_err)?,
         )?,
         to_kafka_record(&Record::KRaftVersion(1), 1, 1, 0)?,
-        to_kafka_record(&Record::Voters(voters.clone()), 2, 2, 0)?,
     ];
+    if let Some(voters) = voters {
+        first.push(to_kafka_record(&Record::Voters(voters.clone()), 2, 2, 0)?);
+    }
+    let footer_offset = first.len() as i64;
     let last = vec![control(
-        3,
+        footer_offset,
         0,
         CONTROL_SNAPSHOT_FOOTER,
         encode_message(&footer, SNAPSHOT_FOOTER_VERSION).map_err(encode_err)?,
     )?];
     let mut buf = bytes::BytesMut::new();
     write_run(&first, &mut buf, 0)?;
-    write_run(&last, &mut buf, 3)?;
+    write_run(&last, &mut buf, footer_offset)?;
     Ok(buf.freeze())
 }

@@ -264,6 +264,7 @@ mod tests {
             directory_id: Uuid::from_u128(1),
             listeners: vec![voter(1, 1).listeners[0].clone()],
             bootstrap: Bootstrap::Checkpoint(voters),
+            bootstrap_servers: Vec::new(),
             election_timeout_ms: 20,
             fetch_timeout_ms: 100,
             fetch_interval_ms: 10,

@@ -142,7 +142,7 @@ impl PeerTask {
 
     /// TLS to a peer: its certificate must be trusted, name the host dialled (unless
     /// `ssl.endpoint.identification.algorithm` is empty) and, with controller identities configured, prove
-    /// the node id this link is for.
+    /// the node id this link is for (not for a bootstrap server, whose id is unknown).
     async fn handshake(
         &self,
         tls: &Tls,
@@ -177,7 +177,9 @@ impl PeerTask {
                 return None;
             }
         };
-        if tls.identities.is_configured() {
+        // A bootstrap server (peer id ≤ −2: its node id is not known yet) is only checked as trusted and
+        // named by the host dialled; its answers only point at the leader, whose link proves its id.
+        if tls.identities.is_configured() && peer >= 0 {
             let principal = stream
                 .get_ref()
                 .1

@@ -67,9 +67,6 @@ impl MetaProperties {
             .ok_or("missing cluster.id")?;
         let node_id = node_id.ok_or("missing node.id")?;
         let directory_id = directory_id.ok_or("missing directory.id")?;
-        if directory_id.is_nil() {
-            return Err("directory.id must not be the zero UUID".into());
-        }
         Ok(MetaProperties {
             cluster_id,
             node_id,
@@ -77,19 +74,47 @@ impl MetaProperties {
         })
     }
 
+    /// Reads and checks `meta.properties`. Like Kafka's `MetaPropertiesEnsemble.verify`, a reserved
+    /// directory id ([`is_reserved_directory_id`]) is refused: "Invalid reserved directory ID ... found in".
     pub fn read(path: &Path) -> Result<MetaProperties, StorageError> {
         let text = std::fs::read_to_string(path).map_err(|source| StorageError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        MetaProperties::parse(&text).map_err(|reason| StorageError::Corrupt {
+        let meta = MetaProperties::parse(&text).map_err(|reason| StorageError::Corrupt {
             path: path.to_path_buf(),
             reason,
-        })
+        })?;
+        if is_reserved_directory_id(meta.directory_id) {
+            return Err(StorageError::ReservedDirectoryId {
+                path: path.to_path_buf(),
+                id: format_directory_id(meta.directory_id),
+            });
+        }
+        Ok(meta)
     }
 
     pub fn write(&self, path: &Path) -> Result<(), StorageError> {
         write_atomically(path, self.to_properties().as_bytes())
+    }
+}
+
+/// Kafka's `DirectoryId.reserved` (4.4.0, read in the jar's bytecode): the most significant 64 bits are 0
+/// and the least significant 64, as a *signed* long, are below 100. Kafka reserves them for UNASSIGNED (0),
+/// LOST (1), MIGRATING (2) and future markers; the zero UUID is one of them.
+pub fn is_reserved_directory_id(id: Uuid) -> bool {
+    let (msb, lsb) = id.as_u64_pair();
+    msb == 0 && (lsb as i64) < 100
+}
+
+/// A fresh directory id as Kafka's `MetaPropertiesEnsemble.Copier.generateValidDirectoryId` makes one: random,
+/// not reserved, and whose string form does not start with '-' (which command lines would take for an option).
+pub fn new_directory_id() -> Uuid {
+    loop {
+        let id = Uuid::new_v4();
+        if !is_reserved_directory_id(id) && !format_directory_id(id).starts_with('-') {
+            return id;
+        }
     }
 }
 
@@ -143,18 +168,32 @@ pub fn parse_directory_id(text: &str) -> Result<Uuid, String> {
 /// Writes the bootstrap snapshot Kafka's `kafka-storage format --initial-controllers` writes (header,
 /// KRaftVersion(1), Voters, footer; no metadata records), atomically, stamped with the current time.
 pub fn write_bootstrap(path: &Path, voters: &VoterSet) -> Result<(), StorageError> {
+    write_bootstrap_snapshot(path, Some(voters))
+}
+
+/// As [`write_bootstrap`]; `None` writes what `kafka-storage format --no-initial-controllers` writes
+/// (KRaftVersion(1), no voter set), read back as [`Bootstrap::NoInitialVoters`].
+pub fn write_bootstrap_snapshot(
+    path: &Path,
+    voters: Option<&VoterSet>,
+) -> Result<(), StorageError> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let bytes =
-        records::encode_bootstrap_snapshot(voters, now_ms).map_err(|e| StorageError::Corrupt {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let bytes = match voters {
+        Some(voters) => records::encode_bootstrap_snapshot(voters, now_ms),
+        None => records::encode_bootstrap_snapshot_without_voters(now_ms),
+    }
+    .map_err(|e| StorageError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     write_atomically(path, &bytes)
 }
 
-/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1. A file named
+/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1, or
+/// [`Bootstrap::NoInitialVoters`] for a snapshot with `kraft.version` 1 and no voter set (Kafka's
+/// `--no-initial-controllers`). A file named
 /// `bootstrap.checkpoint` is the one control batch {KRaftVersion(1), Voters} older `kraft format` wrote;
 /// any other is a Kafka snapshot (Kafka's storage tool or `kraft format`), whose metadata records are
 /// skipped.
@@ -186,6 +225,9 @@ pub fn read_bootstrap(path: &Path) -> Result<Bootstrap, StorageError> {
     };
     match (version, voters) {
         (Some(1), Some(set)) => Ok(Bootstrap::Checkpoint(set)),
+        (Some(1), None) if path.file_name() != Some(std::ffi::OsStr::new(BOOTSTRAP_FILE)) => {
+            Ok(Bootstrap::NoInitialVoters)
+        }
         (version, voters) => Err(corrupt(format!(
             "expected kraft.version 1 and a voter set, found version {version:?}, voters present: {}",
             voters.is_some()
@@ -242,11 +284,59 @@ mod tests {
             MetaProperties::parse("version=1\nnode.id=1\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAQ")
                 .is_err()
         );
-        assert!(MetaProperties::parse(
-            "version=1\ncluster.id=c\nnode.id=1\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAA"
-        )
-        .is_err());
         assert!(MetaProperties::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn reserved_directory_ids_as_kafka_defines_them() {
+        for reserved in [0u128, 1, 2, 99, u128::from(u64::MAX), 1 << 63] {
+            // msb 0 and lsb < 100 as a signed long: 0..=99 and every lsb with the top bit set.
+            assert!(
+                is_reserved_directory_id(Uuid::from_u128(reserved)),
+                "{reserved:#x}"
+            );
+        }
+        for free in [100u128, 0x1000, (1 << 64) | 1, u128::MAX] {
+            assert!(
+                !is_reserved_directory_id(Uuid::from_u128(free)),
+                "{free:#x}"
+            );
+        }
+        for _ in 0..200 {
+            let id = new_directory_id();
+            assert!(!is_reserved_directory_id(id) && !format_directory_id(id).starts_with('-'));
+        }
+    }
+
+    #[test]
+    fn meta_properties_with_a_reserved_directory_id_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.properties");
+        for text in [
+            "AAAAAAAAAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAAQ",
+            "AAAAAAAAAAAAAAAAAAAAYw",
+        ] {
+            std::fs::write(
+                &path,
+                format!("version=1\ncluster.id=c\nnode.id=1\ndirectory.id={text}\n"),
+            )
+            .unwrap();
+            match MetaProperties::read(&path) {
+                Err(StorageError::ReservedDirectoryId { id, .. }) => assert_eq!(id, text),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        // 100 is the first free id.
+        std::fs::write(
+            &path,
+            "version=1\ncluster.id=c\nnode.id=1\ndirectory.id=AAAAAAAAAAAAAAAAAAAAZA\n",
+        )
+        .unwrap();
+        assert_eq!(
+            MetaProperties::read(&path).unwrap().directory_id,
+            Uuid::from_u128(100)
+        );
     }
 
     #[test]
@@ -286,6 +376,9 @@ mod tests {
             read_bootstrap(&path),
             Err(StorageError::Corrupt { .. })
         ));
+        // --no-initial-controllers: KRaftVersion(1) without voters.
+        write_bootstrap_snapshot(&path, None).unwrap();
+        assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::NoInitialVoters);
         write_bootstrap(&path, &set).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;

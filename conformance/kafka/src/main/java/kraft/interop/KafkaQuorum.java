@@ -126,6 +126,24 @@ final class KafkaQuorum implements AutoCloseable {
         start(id);
     }
 
+    /** Picks controller {@code id}'s port now (e.g. to name it in an initial voter set) unless it has one. */
+    int reservePort(int id) throws IOException {
+        if (!ports.containsKey(id)) ports.put(id, freePort());
+        return ports.get(id);
+    }
+
+    /**
+     * Starts controller {@code id} on a directory someone else formatted at {@link #logDir} (e.g. {@code kraft
+     * format}), with {@link #bootstrapServers} (which must be set) as {@code controller.quorum.bootstrap.servers};
+     * returns once it listens.
+     */
+    void startPreformatted(int id) throws Exception {
+        reservePort(id);
+        writeConfig(id);
+        directoryIds.put(id, readDirectoryId(logDir(id)));
+        start(id);
+    }
+
     private void writeConfig(int id) throws IOException {
         Properties p = new Properties();
         p.setProperty("process.roles", "controller");

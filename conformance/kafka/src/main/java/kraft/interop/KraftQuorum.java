@@ -128,6 +128,31 @@ final class KraftQuorum implements AutoCloseable {
     }
 
     /**
+     * Node {@code id} on a directory Kafka's storage tool formatted with {@code --no-initial-controllers}
+     * (meta.properties and a bootstrap snapshot with KRaftVersion 1 and no voters), started with
+     * {@code --bootstrap-servers bootstrapServers} and {@code nodeArgs}: an observer that finds the quorum through
+     * them and learns the voters from the replicated VotersRecord.
+     */
+    void startNoInitialControllers(int id, String clusterId, String bootstrapServers, String... nodeArgs)
+            throws Exception {
+        reservePort(id);
+        Path config = dir.resolve("kafka-format-" + id + ".properties");
+        java.nio.file.Files.createDirectories(dir);
+        java.nio.file.Files.writeString(config, String.join("\n", "process.roles=controller", "node.id=" + id,
+            "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + address(id),
+            "controller.quorum.bootstrap.servers=" + bootstrapServers, "log.dirs=" + dataDir(id),
+            "metadata.log.dir=" + dataDir(id), ""));
+        Procs.Result f = Procs.run(Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+            "--config", config.toString(), "--no-initial-controllers"), 120);
+        if (f.code() != 0) throw new IOException("kafka-storage format of kraft node " + id + " failed: " + f);
+        List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
+            address(id), "--bootstrap-servers", bootstrapServers));
+        cmd.addAll(List.of(nodeArgs));
+        nodeCommands.put(id, cmd);
+        restart(id);
+    }
+
+    /**
      * Formats nodes {@code ids} as the initial voters of {@code clusterId} ({@code kraft format
      * --initial-controllers}, fresh ports and directory ids) and runs each as its own {@code kraft node} process
      * with {@code nodeArgs.apply(id)} (so one can be killed); returns the {@code --initial-controllers} value.

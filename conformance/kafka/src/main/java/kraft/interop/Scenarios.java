@@ -18,7 +18,9 @@ import org.apache.kafka.common.Uuid;
  * The scenarios, in value order: (a) Kafka's tool and admin client against our quorum from any one node,
  * (b) Kafka's add-controller / remove-controller against our quorum, (c) our CLI against a Kafka quorum,
  * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}),
- * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}). One Kafka quorum serves
+ * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}), (m) a Kafka controller on a
+ * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
+ * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}). One Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
@@ -90,6 +92,25 @@ final class Scenarios {
                 + " disrupting, a paused leader is replaced and steps down, check-quorum resignation");
             try {
                 new PartitionScenario(report, tools, work.resolve("partition"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("m")) {
+            report.scenario("m: mixed quorum: kraft format writes every directory, an Apache Kafka controller's too;"
+                + " the Kafka controller and kraft nodes elect, lead in turn and replicate");
+            try {
+                new KraftFormatsKafkaScenario(report, tools, work.resolve("kraft-formats-kafka"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("n")) {
+            report.scenario("n: mixed quorum: a kraft node on a kafka-storage format --no-initial-controllers directory"
+                + " finds Kafka's quorum through --bootstrap-servers, learns the voters from the log, is added with"
+                + " Kafka's add-controller and votes");
+            try {
+                new NoInitialControllersScenario(report, tools, work.resolve("no-initial"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
