@@ -106,6 +106,7 @@ use crate::leader::LeaderState;
 use crate::log::{RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
+mod add_check;
 mod admin;
 mod commit;
 mod describe_cluster;
@@ -122,6 +123,7 @@ mod types;
 mod view;
 mod vote;
 
+pub use add_check::api_versions_request;
 pub use admin::SUPPORTED_APIS;
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
@@ -183,6 +185,8 @@ pub struct Node<L: RaftLog> {
     outstanding_fetch: Option<OutstandingFetch>,
     bootstrap_cursor: usize,
     pending: Option<PendingChange>,
+    /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
+    add_check: Option<add_check::AddCheck>,
     last_change_reply: Option<ChangeReply>,
     #[cfg(feature = "faults")]
     faults: ActiveFaults,
@@ -260,6 +264,7 @@ impl<L: RaftLog> Node<L> {
             outstanding_fetch: None,
             bootstrap_cursor: 0,
             pending: None,
+            add_check: None,
             last_change_reply: None,
             #[cfg(feature = "faults")]
             faults: ActiveFaults::default(),
@@ -326,6 +331,14 @@ impl<L: RaftLog> Node<L> {
             }
             Message::FetchRequest(r) => self.on_fetch_request(now, from, r, &mut out),
             Message::FetchResponse(r) => self.on_fetch_response(now, from, r, &mut out),
+            Message::ApiVersionsRequest(r) => {
+                let resp = self.api_versions(&r);
+                out.messages
+                    .push((from, Message::ApiVersionsResponse(resp)));
+            }
+            Message::ApiVersionsResponse(r) => {
+                self.on_api_versions_response(now, from, r, &mut out)
+            }
         }
         self.finish(now, &mut out);
         out

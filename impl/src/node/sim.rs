@@ -336,19 +336,45 @@ impl Sim {
         Ok(())
     }
 
-    /// Sends a client request to node `id`; returns the replies produced right away.
+    /// Sends a client request to node `id`; returns the replies produced right away. The ApiVersions round
+    /// trip an AddRaftVoter starts (the leader asking the new voter, KIP-853) is delivered at once, as a
+    /// reachable voter answers it; [`Sim::client_held`] leaves it in the network.
     pub fn client(&mut self, id: i32, req: ClientRequest) -> Vec<ClientResponse> {
-        self.next_client += 1;
-        let client = ClientId(self.next_client);
-        let now = self.clock(id);
-        let out = self.node_mut(id).handle_client(now, client, req);
         let before = self.client_replies.len();
-        self.absorb(id, out);
+        let client = self.client_held(id, req);
+        self.deliver_api_versions();
         self.client_replies[before..]
             .iter()
             .filter(|(_, c, _)| *c == client)
             .map(|(_, _, r)| r.clone())
             .collect()
+    }
+
+    /// Sends a client request to node `id` and delivers nothing; returns its client id.
+    pub fn client_held(&mut self, id: i32, req: ClientRequest) -> ClientId {
+        self.next_client += 1;
+        let client = ClientId(self.next_client);
+        let now = self.clock(id);
+        let out = self.node_mut(id).handle_client(now, client, req);
+        self.absorb(id, out);
+        client
+    }
+
+    /// Delivers every ApiVersions request in flight and then its answer; returns what was delivered, in
+    /// order. A request to a crashed node is lost (no answer).
+    pub fn deliver_api_versions(&mut self) -> Vec<Envelope> {
+        let mut delivered = Vec::new();
+        let is_api_versions = |m: &Message| {
+            matches!(
+                m,
+                Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_)
+            )
+        };
+        while let Some(i) = self.network.iter().position(|e| is_api_versions(&e.msg)) {
+            delivered.push(self.network[i].clone());
+            self.deliver(i);
+        }
+        delivered
     }
 
     /// DescribeQuorum at `version` answered by node `id`.
