@@ -12,7 +12,12 @@
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
-//! 5. Fetch requests carry the replica id in `replica_state` (Fetch v15+), the directory id (v17) and the
+//! 5. `Message::ApiVersionsRequest` (the leader asking a voter being added) goes to the new voter's
+//!    listener ([`Node::endpoint_of`] knows it while the add waits), at ApiVersions v4; its answer is
+//!    handed to `handle` as from that voter. A request the shell cannot send is answered there with an
+//!    ApiVersionsResponse of BROKER_NOT_AVAILABLE (Kafka's network channel does the same); the core
+//!    does not resend it.
+//! 6. Fetch requests carry the replica id in `replica_state` (Fetch v15+), the directory id (v17) and the
 //!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
@@ -62,9 +67,11 @@
 //!   (Kafka 4.4's send a Fetch to a bootstrap server while their election timer runs; the model has no
 //!   such fetch). A TLS link to a bootstrap server checks the certificate's trust and host name but not
 //!   a node identity (its id is unknown until it answers).
-//! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
-//!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
-//!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
+//! - AddRaftVoter makes Kafka's ApiVersions round trip to the new voter (`add_check.rs`, KIP-853): the
+//!   same checks in the same order and error codes, the answered `kraft.version` range recorded in the
+//!   VotersRecord, one deadline (arrival + request timeout) for the whole request. The catch-up rule is
+//!   "fetched up to the leader's end offset at that moment, in this epoch" (Kafka also requires a fetch
+//!   within the last hour).
 //! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
 //!   its control records only (no metadata records: a Kafka controller started on such a directory has no
 //!   bootstrap `metadata.version` from it and appends the default one when it first leads). A directory
