@@ -70,7 +70,7 @@ fn the_leader_asks_the_new_voter_on_its_default_listener_before_adding_it() {
     assert_eq!(sim.node(1).endpoint_of(4), Some(sim::listener(4)));
     let deadline = sim.clock(1) + 2000;
     assert_eq!(sim.node(1).timers().pending_change, Some(deadline));
-    let delivered = sim.deliver_api_versions();
+    let delivered = sim.deliver_api_versions(0);
     let kinds: Vec<(i32, i32, bool)> = delivered
         .iter()
         .map(|e| {

@@ -307,6 +307,7 @@ impl Runner {
         };
         let sim = self.sim()?;
         let before = sim.client_replies.len();
+        let queued = sim.network.len();
         let client = sim.client_held(leader, req);
         let mut out = String::new();
         // An add's ApiVersions round trip: delivered at once (and shown), or left in the network.
@@ -323,7 +324,7 @@ impl Runner {
                 }
             }
         } else {
-            for env in sim.deliver_api_versions() {
+            for env in sim.deliver_api_versions(queued) {
                 let lost = if sim.is_running(env.to) {
                     ""
                 } else {

@@ -341,8 +341,9 @@ impl Sim {
     /// reachable voter answers it; [`Sim::client_held`] leaves it in the network.
     pub fn client(&mut self, id: i32, req: ClientRequest) -> Vec<ClientResponse> {
         let before = self.client_replies.len();
+        let queued = self.network.len();
         let client = self.client_held(id, req);
-        self.deliver_api_versions();
+        self.deliver_api_versions(queued);
         self.client_replies[before..]
             .iter()
             .filter(|(_, c, _)| *c == client)
@@ -360,9 +361,9 @@ impl Sim {
         client
     }
 
-    /// Delivers every ApiVersions request in flight and then its answer; returns what was delivered, in
-    /// order. A request to a crashed node is lost (no answer).
-    pub fn deliver_api_versions(&mut self) -> Vec<Envelope> {
+    /// Delivers every ApiVersions request in flight from network position `start` on, and then its
+    /// answer; returns what was delivered, in order. A request to a crashed node is lost (no answer).
+    pub fn deliver_api_versions(&mut self, start: usize) -> Vec<Envelope> {
         let mut delivered = Vec::new();
         let is_api_versions = |m: &Message| {
             matches!(
@@ -370,7 +371,9 @@ impl Sim {
                 Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_)
             )
         };
-        while let Some(i) = self.network.iter().position(|e| is_api_versions(&e.msg)) {
+        while let Some(i) =
+            (start..self.network.len()).find(|i| is_api_versions(&self.network[*i].msg))
+        {
             delivered.push(self.network[i].clone());
             self.deliver(i);
         }
