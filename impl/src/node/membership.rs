@@ -1,8 +1,9 @@
 //! AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter (KIP-853) at the leader.
 //!
 //! Every precondition lives in one function, [`Node::check_change`], which returns a typed [`Refusal`]
-//! (the model's `spec::check_change` has the same shape). A refusal becomes a Kafka error code only in
-//! [`Refusal::error_code`], when the reply is built.
+//! (the model's `spec::check_change` has the same shape); its first part, [`Node::check_request`], is what
+//! an AddRaftVoter must pass before the leader asks the new voter for its ApiVersions (`add_check.rs`). A
+//! refusal becomes a Kafka error code only in [`Refusal::error_code`], when the reply is built.
 
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
