@@ -295,7 +295,11 @@ fn a_replica_that_voted_grants_only_the_same_candidate_again() {
     sim.fire(3, Timer::FetchTimeout);
     let template = take(&mut sim, 3, 2);
     let vote = vote_from(&template, (3, 2), false, 2, (last, leo));
-    assert_eq!(ask(&mut sim, 3, 2, vote), (true, false), "the vote is persisted");
+    assert_eq!(
+        ask(&mut sim, 3, 2, vote),
+        (true, false),
+        "the vote is persisted"
+    );
     assert_eq!(
         (sim.node(2).role(), sim.node(2).epoch()),
         (Role::Unattached, 2)

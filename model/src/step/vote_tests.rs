@@ -84,6 +84,7 @@ fn every_role_grants_and_refuses_as_kafka_4_4() {
     use Role::*;
     // (role, voted for, known leader, fetched) → granted (pre-vote, stale pre-vote, vote, stale vote)
     // from server 2, all at the receiver's epoch.
+    #[rustfmt::skip]
     let table = [
         ((Unattached, None, None, false), (true, false, true, false)),
         ((Unattached, Some(2), None, false), (true, false, true, true)),
@@ -103,14 +104,20 @@ fn every_role_grants_and_refuses_as_kafka_4_4() {
         let before = s.servers[1].clone();
         let case = format!("{role:?} voted {voted:?} leader {leader:?} fetched {fetched}");
         let mut got = [false; 4];
-        for (k, msg) in [PRE_VOTE, STALE_PRE_VOTE, VOTE, STALE_VOTE].into_iter().enumerate() {
+        for (k, msg) in [PRE_VOTE, STALE_PRE_VOTE, VOTE, STALE_VOTE]
+            .into_iter()
+            .enumerate()
+        {
             let (granted, after) = answer(&s, msg);
             got[k] = granted;
             let mut expect_after = before.clone();
             if granted && matches!(msg, Msg::VoteRequest { .. }) {
                 expect_after.voted_for = Some(2);
             }
-            assert_eq!(after, expect_after, "{case}: only a granted vote records anything");
+            assert_eq!(
+                after, expect_after,
+                "{case}: only a granted vote records anything"
+            );
         }
         let (a, b, c, d) = expected;
         assert_eq!(got, [a, b, c, d], "{case}");
