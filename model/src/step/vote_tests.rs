@@ -55,7 +55,7 @@ fn answer(s: &State, msg: Msg) -> (bool, Server) {
         })
         .collect();
     assert_eq!(replies.len(), 1, "one answer of epoch 2: {replies:?}");
-    (replies[0], after.servers[1].clone())
+    (replies[0], after.servers[1])
 }
 
 const PRE_VOTE: Msg = Msg::PreVoteRequest {
@@ -101,7 +101,7 @@ fn every_role_grants_and_refuses_as_kafka_4_4() {
     ];
     for ((role, voted, leader, fetched), expected) in table {
         let s = receiver(role, voted, leader, fetched);
-        let before = s.servers[1].clone();
+        let before = s.servers[1];
         let case = format!("{role:?} voted {voted:?} leader {leader:?} fetched {fetched}");
         let mut got = [false; 4];
         for (k, msg) in [PRE_VOTE, STALE_PRE_VOTE, VOTE, STALE_VOTE]
@@ -110,7 +110,7 @@ fn every_role_grants_and_refuses_as_kafka_4_4() {
         {
             let (granted, after) = answer(&s, msg);
             got[k] = granted;
-            let mut expect_after = before.clone();
+            let mut expect_after = before;
             if granted && matches!(msg, Msg::VoteRequest { .. }) {
                 expect_after.voted_for = Some(2);
             }
