@@ -232,7 +232,7 @@ fn vote_from(
 fn ask(sim: &mut Sim, from: i32, to: i32, msg: Message) -> (bool, bool) {
     let now = sim.clock(to);
     let out = sim.node_mut(to).handle(now, from, msg);
-    let (error, granted) = vote_reply(&out.messages[0].1);
+    let (error, granted) = vote_reply(&out.replies[0].1);
     assert_eq!(error, errors::NONE);
     (granted, out.effects.is_empty())
 }
@@ -261,12 +261,12 @@ fn leader_resigned_and_candidate_answer_pre_votes_and_votes_as_kafka_4_4() {
     let now = sim.clock(1);
     let out = sim.node_mut(1).handle(now, 3, pre);
     assert!(out.effects.is_empty());
-    assert_eq!(vote_reply(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(vote_reply(&out.replies[0].1), (errors::NONE, true));
     assert_eq!(sim.node(1).role(), Role::Resigned, "nothing changes");
 
     // The resigned leader's grant is the second of three: node 3 stands at epoch 2.
     let now = sim.clock(3);
-    let out = sim.node_mut(3).handle(now, 1, out.messages[0].1.clone());
+    let out = sim.node_mut(3).handle(now, 1, out.replies[0].1.clone());
     assert_eq!(
         (sim.node(3).role(), sim.node(3).epoch()),
         (Role::Candidate, 2)
@@ -348,7 +348,7 @@ fn a_stored_vote_without_directory_matches_any_directory_of_that_id() {
         assert_eq!(node.role(), Role::Unattached);
         let out = node.handle(0, 3, other_dir.clone());
         assert_eq!(
-            vote_reply(&out.messages[0].1),
+            vote_reply(&out.replies[0].1),
             (errors::NONE, granted),
             "{voted:?}"
         );
