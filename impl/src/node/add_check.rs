@@ -45,7 +45,7 @@ impl<L: RaftLog> Node<L> {
     pub(super) fn start_add_check(&mut self, check: AddCheck, out: &mut Output) {
         let to = check.key.id;
         self.add_check = Some(check);
-        out.messages
+        out.requests
             .push((to, Message::ApiVersionsRequest(api_versions_request())));
     }
 
