@@ -12,6 +12,7 @@ pub mod encode;
 pub mod net;
 pub mod report;
 pub mod scenarios;
+pub mod tour;
 pub mod walk;
 
 use std::net::SocketAddr;
@@ -72,6 +73,10 @@ pub struct KitArgs {
     /// `kraft node` per path (not with --bootstrap). Repeatable.
     #[arg(long)]
     pub walk: Vec<String>,
+    /// Tour graph GRAPH (`first-election`, `membership`): paths that together drive every transition
+    /// of its kit-drivable graph, one fresh `kraft node` per path (not with --bootstrap). Repeatable.
+    #[arg(long)]
+    pub tour: Vec<String>,
     /// Paths per walked graph.
     #[arg(long, default_value_t = 8)]
     pub walk_paths: usize,
@@ -120,12 +125,33 @@ pub fn model_config(node_appends: u8) -> ModelConfig {
 pub struct NodeProcess {
     child: Child,
     pub dir: PathBuf,
+    bin: PathBuf,
+    port: u16,
 }
 
 impl Drop for NodeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl NodeProcess {
+    /// Kills the process (SIGKILL: no shutdown of its own) and waits for it.
+    pub fn kill(&mut self) -> Result<(), String> {
+        self.child.kill().map_err(|e| format!("kill: {e}"))?;
+        self.child.wait().map_err(|e| format!("wait: {e}"))?;
+        Ok(())
+    }
+
+    /// Starts the node again on the same data directory with timers `(election, fetch)` (ms), and
+    /// waits until it listens.
+    pub fn start(&mut self, timers: (u64, u64), wait: Duration) -> Result<(), String> {
+        self.child = spawn_node(&self.bin, &self.dir, self.port, timers)?;
+        let a: SocketAddr = format!("127.0.0.1:{}", self.port)
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        wait_listening_for(a, wait, Some(self))
     }
 }
 
@@ -181,7 +207,7 @@ fn start_node(
     bin: &PathBuf,
     dir: PathBuf,
     eps: &Endpoints,
-    (election, fetch): (u64, u64),
+    timers: (u64, u64),
 ) -> Result<NodeProcess, String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -199,20 +225,39 @@ fn start_node(
     if !status.success() {
         return Err(format!("kraft format failed: {status}"));
     }
-    let log = std::fs::File::create(dir.join("node.log")).map_err(|e| e.to_string())?;
-    let child = Command::new(bin)
+    let child = spawn_node(bin, &dir, eps.ports[0], timers)?;
+    Ok(NodeProcess {
+        child,
+        dir,
+        bin: bin.clone(),
+        port: eps.ports[0],
+    })
+}
+
+/// `kraft node` on `dir`/data listening on `port` (its log appended to `dir`/node.log).
+fn spawn_node(
+    bin: &PathBuf,
+    dir: &std::path::Path,
+    port: u16,
+    (election, fetch): (u64, u64),
+) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("node.log"))
+        .map_err(|e| e.to_string())?;
+    Command::new(bin)
         .arg("node")
         .arg("--data-dir")
-        .arg(&data)
-        .args(["--listener", &format!("127.0.0.1:{}", eps.ports[0])])
+        .arg(dir.join("data"))
+        .args(["--listener", &format!("127.0.0.1:{port}")])
         .args(["--election-timeout-ms", &election.to_string()])
         .args(["--fetch-timeout-ms", &fetch.to_string()])
         .args(["--request-timeout-ms", "5000", "--seed", "1"])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    Ok(NodeProcess { child, dir })
+        .map_err(|e| format!("{}: {e}", bin.display()))
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
@@ -252,6 +297,8 @@ pub struct Outcome {
     pub scenarios: Vec<(String, Result<(), String>)>,
     /// Per walked graph (`--walk`): its totals.
     pub walks: Vec<(String, walk::WalkOutcome)>,
+    /// Per toured graph (`--tour`): its totals.
+    pub tours: Vec<(String, tour::TourOutcome)>,
 }
 
 impl Outcome {
@@ -266,7 +313,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         &crate::wire::default_messages_dir().join("DescribeQuorumResponse.json"),
     )
     .map_err(|e| e.to_string())?;
-    if !args.walk.is_empty() {
+    if !args.walk.is_empty() || !args.tour.is_empty() {
         return run_walks(args, &schema);
     }
     let mut wanted: Vec<&str> = Vec::new();
@@ -391,17 +438,16 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         report,
         scenarios: results,
         walks: Vec::new(),
+        tours: Vec::new(),
     })
 }
 
 use std::io::Write as _;
 
-/// `--walk`: graph-generated paths against fresh `kraft node` processes.
+/// `--walk` and `--tour`: graph-generated paths against fresh `kraft node` processes.
 fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Outcome, String> {
     if args.bootstrap.is_some() {
-        return Err(
-            "--walk starts a fresh node per path: it cannot be used with --bootstrap".into(),
-        );
+        return Err("--walk and --tour start a fresh node per path: not with --bootstrap".into());
     }
     let bin = kraft_bin(args)?;
     let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
@@ -428,6 +474,12 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
         outcome.results.append(&mut one.results);
         walks.push((g.clone(), one));
     }
+    let mut tours = Vec::new();
+    for g in &args.tour {
+        let mut t = tour::run(args, g, &bin, &work, schema, &mut report)?;
+        outcome.results.append(&mut t.results);
+        tours.push((g.clone(), t));
+    }
     if let Some(out) = report.out.as_mut() {
         let _ = out.flush();
     }
@@ -438,6 +490,7 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
         report,
         scenarios: outcome.results,
         walks,
+        tours,
     })
 }
 
@@ -516,6 +569,17 @@ pub fn print_summary(o: &Outcome, took: Duration) {
              distinct model states), {} paths ended where the node's own steps left the graph's bounds",
             w.paths, w.choices, w.distinct, w.states, w.left_bounds
         );
+    }
+    for (g, t) in &o.tours {
+        println!(
+            "tour {g}: {} of {} drivable transitions covered ({} states; {} paths, {} steps, {} \
+             paths cut by the node's own timer)",
+            t.covered, t.transitions, t.vertices, t.paths, t.steps, t.cut
+        );
+        println!("  not drivable (model transitions enabled at the tour's states, by reason):");
+        for (why, n) in &t.not_drivable {
+            println!("  {n:7}  {why}");
+        }
     }
     println!(
         "kit: {} scenarios, {} steps, {} divergences ({:.1} s)",

@@ -34,6 +34,7 @@ pub struct Listeners {
     writers: Writers,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    next_conn: Arc<AtomicU64>,
 }
 
 impl Listeners {
@@ -61,6 +62,7 @@ impl Listeners {
                 writers,
                 stop,
                 threads,
+                next_conn,
             },
             addrs,
         ))
@@ -79,6 +81,22 @@ impl Listeners {
             .get_mut(&conn)
             .ok_or_else(|| format!("connection {conn} is gone"))?;
         s.write_all(frame).map_err(|e| format!("write: {e}"))
+    }
+}
+
+impl Listeners {
+    /// Shuts every connection down (the node under test was killed) and returns the first
+    /// connection id of the node's next life: frames of older connections are ignored.
+    pub fn close_all(&self) -> u64 {
+        for (_, s) in self
+            .writers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        self.next_conn.load(Ordering::Relaxed)
     }
 }
 
