@@ -422,16 +422,9 @@ impl Kit {
             Incoming::Client(ClientRequest::ApiVersions(_)) => {
                 // Kafka's network client opens every connection with ApiVersions; not in the model.
                 line.action = "ApiVersions (connection handshake, not in the model)".into();
-                self.report.cover("node→kit ApiVersionsRequest".into());
                 let resp = ClientResponse::ApiVersions(api_versions());
-                let frame = codec::client_response(&reply, &resp)
-                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-                line.sent = hex(&frame);
-                self.listeners
-                    .reply(conn, &frame)
-                    .map_err(|e| Box::new(Divergence::Io(e)))?;
-                self.report.push(line.verdict("ok".into()));
-                return Ok(());
+                let frame = codec::client_response(&reply, &resp);
+                return self.handshake(line, conn, "node→kit ApiVersionsRequest".into(), frame);
             }
             Incoming::Unsupported if reply.api_key == ApiKey::ApiVersions as i16 => {
                 // A newer ApiVersions than the kit's codec speaks (Kafka 4.4.0 sends v5): refused
@@ -441,18 +434,12 @@ impl Kit {
                     "ApiVersions v{} (connection handshake): UNSUPPORTED_VERSION, the client retries lower",
                     reply.api_version
                 );
-                self.report.cover(format!(
+                let key = format!(
                     "node→kit ApiVersionsRequest v{} (unsupported by the kit)",
                     reply.api_version
-                ));
-                let frame = codec::unsupported_response(&reply, api_versions())
-                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-                line.sent = hex(&frame);
-                self.listeners
-                    .reply(conn, &frame)
-                    .map_err(|e| Box::new(Divergence::Io(e)))?;
-                self.report.push(line.verdict("ok".into()));
-                return Ok(());
+                );
+                let frame = codec::unsupported_response(&reply, api_versions());
+                return self.handshake(line, conn, key, frame);
             }
             other => {
                 let d = Divergence::Unexpected {
@@ -517,6 +504,25 @@ impl Kit {
         }
         line.action = how;
         self.answer(held, line)
+    }
+
+    /// Writes the kit's answer `frame` to a connection handshake of the node (ApiVersions, not in the
+    /// model) on connection `conn`.
+    fn handshake(
+        &mut self,
+        mut line: Line,
+        conn: u64,
+        cover: String,
+        frame: Result<Bytes, codec::CodecError>,
+    ) -> R<()> {
+        self.report.cover(cover);
+        let frame = frame.map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
+        line.sent = hex(&frame);
+        self.listeners
+            .reply(conn, &frame)
+            .map_err(|e| Box::new(Divergence::Io(e)))?;
+        self.report.push(line.verdict("ok".into()));
+        Ok(())
     }
 
     /// The played replica handles the node's request `h` in the model and writes the model's answer

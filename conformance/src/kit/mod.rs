@@ -6,6 +6,7 @@
 //! - [`driver`]: the lockstep of model and node, and the typed divergences.
 //! - [`scenarios`]: the model paths the kit can force.
 //! - [`report`]: JSON Lines and coverage.
+//! - [`walk`]: graph-generated paths; [`tour`]: every drivable transition of a small graph.
 
 pub mod driver;
 pub mod encode;
@@ -361,13 +362,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         };
         let (listeners, addrs) =
             Listeners::bind(&ports).map_err(|e| format!("kit listeners: {e}"))?;
-        let mut eps = Endpoints {
-            ports: vec![0; 4],
-            cluster_id: args.cluster_id.clone(),
-        };
-        for (i, a) in addrs {
-            eps.ports[i as usize] = a.port();
-        }
+        let mut eps = Endpoints::played(&args.cluster_id, addrs);
         let (node_addr, process) = match &args.bootstrap {
             Some(b) => {
                 let a: SocketAddr = b.parse().map_err(|e| format!("--bootstrap {b}: {e}"))?;

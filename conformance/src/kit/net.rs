@@ -103,14 +103,7 @@ impl Listeners {
 impl Drop for Listeners {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        for (_, s) in self
-            .writers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
+        self.close_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

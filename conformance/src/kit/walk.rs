@@ -300,13 +300,7 @@ pub(super) fn fresh_kit(
 ) -> Result<(Kit, super::NodeProcess), String> {
     let (listeners, addrs) =
         Listeners::bind(&[(1, 0), (2, 0), (3, 0)]).map_err(|e| format!("kit listeners: {e}"))?;
-    let mut eps = Endpoints {
-        ports: vec![0; 4],
-        cluster_id: args.cluster_id.clone(),
-    };
-    for (i, a) in addrs {
-        eps.ports[i as usize] = a.port();
-    }
+    let mut eps = Endpoints::played(&args.cluster_id, addrs);
     eps.ports[0] = super::free_port()?;
     let mut node = start_node(&bin.to_path_buf(), dir, &eps, (election, NEVER))?;
     let addr = format!("127.0.0.1:{}", eps.ports[0])
