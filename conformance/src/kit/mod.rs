@@ -56,6 +56,13 @@ pub struct KitArgs {
     /// The `kraft` binary to start (default: `kit-kraft` next to this executable).
     #[arg(long)]
     pub kraft_bin: Option<PathBuf>,
+    /// Format and start the nodes under test with SCRIPT instead of `kraft` (`--walk`, `--tour` and
+    /// the scenarios without --bootstrap): `SCRIPT format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID`
+    /// formats node 0 in DIR; `SCRIPT start DIR PORT ELECTION_MS FETCH_MS` runs it in the foreground
+    /// (`exec` the server: the kit ends and restarts it with SIGKILL). conformance/kafka/kit-node.sh
+    /// does this for Apache Kafka.
+    #[arg(long)]
+    pub node_script: Option<PathBuf>,
     /// Where started nodes keep their data and logs (default: a fresh directory under the temp dir).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -122,11 +129,20 @@ pub fn model_config(node_appends: u8) -> ModelConfig {
     }
 }
 
+/// How the kit formats and starts a node of its own.
+#[derive(Clone, Debug)]
+pub enum Launcher {
+    /// `kraft format` and `kraft node` of this binary.
+    Kraft(PathBuf),
+    /// `--node-script`: `SCRIPT format ...` and `SCRIPT start ...`.
+    Script(PathBuf),
+}
+
 /// A started node process, killed when dropped.
 pub struct NodeProcess {
     child: Child,
     pub dir: PathBuf,
-    bin: PathBuf,
+    launcher: Launcher,
     port: u16,
 }
 
@@ -148,7 +164,7 @@ impl NodeProcess {
     /// Starts the node again on the same data directory with timers `(election, fetch)` (ms), and
     /// waits until it listens.
     pub fn start(&mut self, timers: (u64, u64), wait: Duration) -> Result<(), String> {
-        self.child = spawn_node(&self.bin, &self.dir, self.port, timers)?;
+        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers)?;
         let a: SocketAddr = format!("127.0.0.1:{}", self.port)
             .parse()
             .map_err(|e| format!("{e}"))?;
@@ -173,9 +189,12 @@ fn free_port() -> Result<u16, String> {
     Err("no free port in 20000-29999".into())
 }
 
-fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
+fn kraft_bin(args: &KitArgs) -> Result<Launcher, String> {
+    if let Some(s) = &args.node_script {
+        return Ok(Launcher::Script(s.clone()));
+    }
     if let Some(b) = &args.kraft_bin {
-        return Ok(b.clone());
+        return Ok(Launcher::Kraft(b.clone()));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
@@ -185,7 +204,7 @@ fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
     }
     let bin = dir.join("kit-kraft");
     if bin.exists() {
-        Ok(bin)
+        Ok(Launcher::Kraft(bin))
     } else {
         Err(format!(
             "{} not found (build it with `cargo build -p conformance`, or pass --kraft-bin)",
@@ -205,39 +224,56 @@ fn default_work_dir() -> PathBuf {
 
 /// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
 fn start_node(
-    bin: &PathBuf,
+    launcher: &Launcher,
     dir: PathBuf,
     eps: &Endpoints,
     timers: (u64, u64),
 ) -> Result<NodeProcess, String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let data = dir.join("data");
-    let status = Command::new(bin)
-        .arg("format")
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
-        .args(["--initial-controllers", &eps.initial_controllers(0b111)])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    if !status.success() {
-        return Err(format!("kraft format failed: {status}"));
+    let initial = eps.initial_controllers(0b111);
+    let port = eps.ports[0].to_string();
+    let mut cmd = match launcher {
+        Launcher::Kraft(bin) => {
+            let mut c = Command::new(bin);
+            c.arg("format")
+                .arg("--data-dir")
+                .arg(dir.join("data"))
+                .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
+                .args(["--initial-controllers", &initial]);
+            c
+        }
+        Launcher::Script(script) => {
+            let mut c = Command::new(script);
+            c.arg("format")
+                .arg(&dir)
+                .args([&port, &initial, &eps.cluster_id]);
+            c
+        }
+    };
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{launcher:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "formatting the node failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    let child = spawn_node(bin, &dir, eps.ports[0], timers)?;
+    let child = spawn_node(launcher, &dir, eps.ports[0], timers)?;
     Ok(NodeProcess {
         child,
         dir,
-        bin: bin.clone(),
+        launcher: launcher.clone(),
         port: eps.ports[0],
     })
 }
 
-/// `kraft node` on `dir`/data listening on `port` (its log appended to `dir`/node.log).
+/// The node on `dir` listening on `port` (its log appended to `dir`/node.log).
 fn spawn_node(
-    bin: &PathBuf,
+    launcher: &Launcher,
     dir: &std::path::Path,
     port: u16,
     (election, fetch): (u64, u64),
@@ -247,18 +283,33 @@ fn spawn_node(
         .append(true)
         .open(dir.join("node.log"))
         .map_err(|e| e.to_string())?;
-    Command::new(bin)
-        .arg("node")
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .args(["--listener", &format!("127.0.0.1:{port}")])
-        .args(["--election-timeout-ms", &election.to_string()])
-        .args(["--fetch-timeout-ms", &fetch.to_string()])
-        .args(["--request-timeout-ms", "5000", "--seed", "1"])
+    let mut cmd = match launcher {
+        Launcher::Kraft(bin) => {
+            let mut c = Command::new(bin);
+            c.arg("node")
+                .arg("--data-dir")
+                .arg(dir.join("data"))
+                .args(["--listener", &format!("127.0.0.1:{port}")])
+                .args(["--election-timeout-ms", &election.to_string()])
+                .args(["--fetch-timeout-ms", &fetch.to_string()])
+                .args(["--request-timeout-ms", "5000", "--seed", "1"]);
+            c
+        }
+        Launcher::Script(script) => {
+            let mut c = Command::new(script);
+            c.arg("start").arg(dir).args([
+                port.to_string(),
+                election.to_string(),
+                fetch.to_string(),
+            ]);
+            c
+        }
+    };
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))
+        .map_err(|e| format!("{launcher:?}: {e}"))
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {

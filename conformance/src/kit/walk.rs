@@ -227,7 +227,7 @@ pub struct WalkPlan<'a> {
 pub fn run(
     args: &KitArgs,
     w: &WalkPlan,
-    bin: &Path,
+    bin: &super::Launcher,
     work: &Path,
     schema: &MessageSchema,
     report: &mut Report,
@@ -291,7 +291,7 @@ pub fn run(
 /// playing replicas 1, 2, 3 against it with the checking model `check`.
 pub(super) fn fresh_kit(
     args: &KitArgs,
-    bin: &Path,
+    bin: &super::Launcher,
     dir: std::path::PathBuf,
     election: u64,
     check: KraftModel,
@@ -302,7 +302,7 @@ pub(super) fn fresh_kit(
         Listeners::bind(&[(1, 0), (2, 0), (3, 0)]).map_err(|e| format!("kit listeners: {e}"))?;
     let mut eps = Endpoints::played(&args.cluster_id, addrs);
     eps.ports[0] = super::free_port()?;
-    let mut node = start_node(&bin.to_path_buf(), dir, &eps, (election, NEVER))?;
+    let mut node = start_node(bin, dir, &eps, (election, NEVER))?;
     let addr = format!("127.0.0.1:{}", eps.ports[0])
         .parse()
         .map_err(|e| format!("{e}"))?;
