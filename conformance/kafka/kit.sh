@@ -70,8 +70,10 @@ PROPS
 }
 if [ "${1:-}" = "--tour" ]; then
     export KIT_CLASSPATH="${classpath/#target\//$here/target/}" KIT_FORMAT_ARGS="$format_args"
+    # 3 s election timeout: a cold controller JVM answers the kit's first requests slowly, and its
+    # pre-vote round must end before its timer fires again (at 300 ms it did not: README findings).
     "$kit" node --node-script "$here/kit-node.sh" --cluster-id "$cluster" --describe-max 2 \
-        --node-appends 7 --wait-ms 60000 --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
+        --node-appends 7 --wait-ms 60000 --election-ms 3000 --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
         | tee "$work/tour.out"
     status=${PIPESTATUS[0]}
 elif [ $# -gt 0 ]; then

@@ -85,6 +85,11 @@ pub struct KitArgs {
     /// of its kit-drivable graph, one fresh `kraft node` per path (not with --bootstrap). Repeatable.
     #[arg(long)]
     pub tour: Vec<String>,
+    /// Election timeout (ms) of a started node that stands first in a --walk or --tour path. The
+    /// node's steps up to its election must fit in it (a slower node times out again: a race the kit
+    /// reports as a divergence); a Kafka controller's JVM needs more than `kraft`.
+    #[arg(long, default_value_t = 300)]
+    pub election_ms: u64,
     /// Paths per walked graph.
     #[arg(long, default_value_t = 8)]
     pub walk_paths: usize,

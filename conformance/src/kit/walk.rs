@@ -40,8 +40,7 @@ use crate::sources::graph_config;
 
 type R<T> = Result<T, Box<Divergence>>;
 
-/// Election timeout of a node that must stand first, and of one that must never time out (ms).
-pub(super) const SHORT: u64 = 300;
+/// Election timeout of a node that must never time out (ms).
 pub(super) const NEVER: u64 = 60_000;
 
 /// The totals of a walk run.
@@ -254,7 +253,7 @@ pub fn run(
             args,
             bin,
             dir,
-            if stands { SHORT } else { NEVER },
+            if stands { args.election_ms } else { NEVER },
             check,
             std::mem::take(report),
             schema,

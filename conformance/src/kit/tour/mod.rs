@@ -7,7 +7,7 @@
 //! there ([`super::walk::not_choosable`]), followed by the node's eager steps, whose successor stays
 //! within the tour's bounds. The only node timer in it is the first election of the fresh node
 //! (`first-election` only: the path starts with the node's short election timeout and the kit quiet).
-//! A greedy path cover ([`cover`]) then gives paths from the start that together take every
+//! A greedy path cover ([`TourGraph::cover`]) then gives paths from the start that together take every
 //! transition. On the wire every step's outcome is checked against the model as in any kit run, and
 //! its vertex against the prediction: a path whose node took a step of its own clock (a timer that
 //! fired anyway) is cut there, and the transitions it did not reach get paths of their own in the
@@ -23,7 +23,7 @@ use model::{KraftModel, ModelConfig};
 
 use super::driver::{Divergence, Kit};
 use super::report::Report;
-use super::walk::{self, check_config, in_bounds, not_choosable, NEVER, SHORT};
+use super::walk::{self, check_config, in_bounds, not_choosable, NEVER};
 use super::{KitArgs, NUT};
 use crate::schema::MessageSchema;
 use crate::sources::graph_config;
@@ -328,7 +328,7 @@ pub fn run(
                 args,
                 bin,
                 dir,
-                if stands { SHORT } else { NEVER },
+                if stands { args.election_ms } else { NEVER },
                 check,
                 std::mem::take(report),
                 schema,
