@@ -56,16 +56,17 @@ fn a_timed_out_voter_asks_for_pre_votes_without_bumping_its_epoch() {
     // The receiver grants and records nothing.
     let out = sim.node_mut(2).handle(0, 1, to2);
     assert!(out.effects.is_empty(), "a pre-vote persists nothing");
-    assert_eq!(vote_reply(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(vote_reply(&out.replies[0].1), (errors::NONE, true));
     assert_eq!(sim.node(2).election_state().voted, None);
     // One grant plus its own: a majority of 3, so node 1 stands at epoch 1 with real votes.
     let now = sim.clock(1);
-    let out = sim.node_mut(1).handle(now, 2, out.messages[0].1.clone());
+    let out = sim.node_mut(1).handle(now, 2, out.replies[0].1.clone());
     assert_eq!(
         (sim.node(1).role(), sim.node(1).epoch()),
         (Role::Candidate, 1)
     );
-    let votes: Vec<_> = out.messages.iter().map(|(_, m)| vote_request(m)).collect();
+    assert!(out.replies.is_empty());
+    let votes: Vec<_> = out.requests.iter().map(|(_, m)| vote_request(m)).collect();
     assert_eq!(votes, vec![(false, 1, 0), (false, 1, 0)]);
     assert!(!out.effects.is_empty(), "the vote for itself is persisted");
 }
@@ -83,7 +84,7 @@ fn a_follower_that_fetched_refuses_pre_votes_and_the_prospective_goes_back() {
     let to2 = take(&mut sim, 3, 2);
     let _ = take(&mut sim, 3, 1);
     let out = sim.node_mut(2).handle(0, 3, to2);
-    assert_eq!(vote_reply(&out.messages[0].1), (errors::NONE, false));
+    assert_eq!(vote_reply(&out.replies[0].1), (errors::NONE, false));
     // Its election timeout ends the round: back to following 1 in the same epoch, nobody disturbed.
     sim.fire(3, Timer::Election);
     assert_eq!(
@@ -116,12 +117,12 @@ fn pre_vote_epochs_are_validated_as_kafka_does() {
     }
     let out = sim.node_mut(3).handle(0, 2, vote);
     assert_eq!(
-        vote_reply(&out.messages[0].1),
+        vote_reply(&out.replies[0].1),
         (errors::INVALID_REQUEST, false)
     );
     let out = sim.node_mut(3).handle(0, 2, pre);
     assert_eq!(
-        vote_reply(&out.messages[0].1),
+        vote_reply(&out.replies[0].1),
         (errors::NONE, false),
         "valid, refused by a follower that has fetched"
     );
@@ -139,7 +140,8 @@ fn unsupported_version_makes_a_prospective_stand_at_once() {
         (sim.node(1).role(), sim.node(1).epoch()),
         (Role::Candidate, 1)
     );
-    assert!(out.messages.iter().all(|(_, m)| !vote_request(m).0));
+    assert!(out.replies.is_empty());
+    assert!(out.requests.iter().all(|(_, m)| !vote_request(m).0));
 }
 
 #[test]
@@ -183,7 +185,7 @@ fn a_leader_outside_the_voter_set_is_reached_at_the_endpoint_it_announced() {
     assert_eq!(sim.node(4).endpoint_of(9), None);
     let out = sim.node_mut(4).handle(0, 9, begin);
     assert!(matches!(
-        out.messages[0].1,
+        out.replies[0].1,
         Message::BeginQuorumEpochResponse(_)
     ));
     assert_eq!(sim.node(4).leader_id(), Some(9));

@@ -5,10 +5,11 @@
 //!
 //! Shell contract:
 //! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
-//! 2. A response to a peer request handed to `handle` is in the `Output` of that same call, addressed to the
-//!    requester; the shell writes it to the requesting connection. Other messages are new requests.
+//! 2. Every peer request handed to `handle` gets one response, in [`Output::replies`] addressed to the
+//!    requester (the shell writes it to the requesting connection), in the `Output` of that same call.
 //!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
-//!    Fetch responses to one requester come out in the order of its Fetch requests.
+//!    responses to one requester's requests of one API come out in the order of its requests.
+//!    [`Output::requests`] are new requests to peers.
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.

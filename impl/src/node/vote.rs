@@ -123,7 +123,7 @@ impl<L: RaftLog> Node<L> {
             let _ = from;
             reply(self, 0, errors::NONE, granted)
         };
-        out.messages.push((from, Message::VoteResponse(resp)));
+        out.replies.push((from, Message::VoteResponse(resp)));
     }
 
     pub(super) fn on_vote_response(
