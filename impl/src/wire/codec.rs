@@ -6,16 +6,12 @@
 //! allocates more than the input could actually hold; a reader made with [`Reader::from_bytes`] returns
 //! strings as [`StrBytes`] slices of the input buffer (no copy, as kafka-protocol does).
 
-use std::collections::BTreeMap;
-
 use bytes::{BufMut, Bytes};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::error::WireError;
-
-/// Tagged fields this codec does not know, kept verbatim (sorted by tag) so they survive a round trip.
-pub type UnknownTaggedFields = BTreeMap<u32, Bytes>;
+pub use super::tagged::UnknownTaggedFields;
 
 /// Java's limit for string fields (`0x7fff` bytes), enforced on both encode and decode as Kafka does.
 pub const MAX_STRING_LEN: usize = i16::MAX as usize;
@@ -128,7 +124,7 @@ fn nonempty_tagged_fields_size(
         max: u32::MAX as usize,
     })?;
     let mut size = varint_size(count);
-    for (&tag, value) in tags {
+    for (&tag, value) in tags.iter() {
         let len = u32::try_from(value.len()).map_err(|_| WireError::TooLong {
             field,
             length: value.len(),
@@ -139,7 +135,7 @@ fn nonempty_tagged_fields_size(
     Ok(size)
 }
 
-/// Writes a tagged-field section (sizes checked by the size pass); a BTreeMap iterates in tag order.
+/// Writes a tagged-field section (sizes checked by the size pass), in ascending tag order.
 #[inline(always)]
 pub(crate) fn put_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     if tags.is_empty() {
@@ -152,7 +148,7 @@ pub(crate) fn put_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedField
 #[inline(never)]
 fn put_nonempty_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     put_varint(buf, tags.len() as u32);
-    for (&tag, value) in tags {
+    for (&tag, value) in tags.iter() {
         put_varint(buf, tag);
         put_varint(buf, value.len() as u32);
         buf.put_slice(value);
@@ -543,7 +539,7 @@ impl<'a> Reader<'a> {
             previous = Some(tag);
             let size = self.varint(field)? as usize;
             let value = self.take(field, size)?;
-            tags.insert(tag, Bytes::copy_from_slice(value));
+            tags.push_ascending(tag, Bytes::copy_from_slice(value));
         }
         Ok(tags)
     }
