@@ -396,6 +396,27 @@ impl<'a> Reader<'a> {
         &mut self,
         field: &'static str,
     ) -> Result<Option<StrBytes>, WireError> {
+        // Fast path: a borrowing reader, a one-byte length prefix (under 127 bytes, so within
+        // MAX_STRING_LEN), all the bytes there and valid UTF-8; anything else (null, a longer prefix,
+        // an error to report) goes the general way.
+        if let (Some(source), Some((&n, tail))) = (self.source, self.rest.split_first()) {
+            let len = usize::from(n.wrapping_sub(1));
+            if (1..0x80).contains(&n) && len <= tail.len() {
+                let start = self.end - tail.len();
+                if let Ok(s) = StrBytes::from_utf8(source.slice(start..start + len)) {
+                    self.rest = &tail[len..];
+                    return Ok(Some(s));
+                }
+            }
+        }
+        self.compact_nullable_str_bytes_general(field)
+    }
+
+    #[inline(never)]
+    fn compact_nullable_str_bytes_general(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<StrBytes>, WireError> {
         let Some((start, raw)) = self.compact_nullable_raw(field)? else {
             return Ok(None);
         };
