@@ -21,7 +21,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let parsed = match args.as_slice() {
         [decoder, version, n, iterations] => {
-            match (version.parse::<i16>(), n.parse::<usize>(), iterations.parse::<u64>()) {
+            match (
+                version.parse::<i16>(),
+                n.parse::<usize>(),
+                iterations.parse::<u64>(),
+            ) {
                 (Ok(v), Ok(n), Ok(i)) if (0..=3).contains(&v) => Some((decoder.as_str(), v, n, i)),
                 _ => None,
             }
@@ -46,7 +50,9 @@ fn main() -> ExitCode {
         }
         "kraft_copy" => {
             for _ in 0..iterations {
-                black_box(DescribeQuorumResponse::decode(black_box(&body), version).expect("decodes"));
+                black_box(
+                    DescribeQuorumResponse::decode(black_box(&body), version).expect("decodes"),
+                );
             }
         }
         "kafka-protocol" if version <= 2 => {

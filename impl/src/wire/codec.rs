@@ -530,9 +530,8 @@ impl<'a> Reader<'a> {
     ) -> Result<UnknownTaggedFields, WireError> {
         let at = self.position();
         let count = self.varint(field)?;
-        let mut tags = UnknownTaggedFields::new();
         if count == 0 {
-            return Ok(tags);
+            return Ok(UnknownTaggedFields::new());
         }
         // Each tagged field takes at least two bytes (tag and size).
         if u64::from(count) * 2 > self.rest.len() as u64 {
@@ -543,6 +542,8 @@ impl<'a> Reader<'a> {
                 remaining: self.rest.len(),
             });
         }
+        // Grown as fields are read, not reserved from the count: a field takes 2 input bytes, an entry 40.
+        let mut tags = Vec::new();
         let mut previous: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.position();
@@ -560,9 +561,9 @@ impl<'a> Reader<'a> {
             previous = Some(tag);
             let size = self.varint(field)? as usize;
             let value = self.take(field, size)?;
-            tags.push_ascending(tag, Bytes::copy_from_slice(value));
+            tags.push((tag, Bytes::copy_from_slice(value)));
         }
-        Ok(tags)
+        Ok(UnknownTaggedFields::from_wire(tags))
     }
 }
 
