@@ -7,10 +7,12 @@
 //! - [`refusal`]: refusal reasons, model ⇄ implementation (compared with the codes).
 //! - [`harness`]: the implementation cluster driven by model actions.
 //! - [`replay`]: the lockstep replay and its divergences; [`report`] renders them.
+//! - [`batch`]: many traces on worker threads, stopping at a number of divergences.
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
+pub mod batch;
 pub mod graph;
 pub mod harness;
 pub mod kit;

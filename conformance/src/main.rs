@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use conformance::replay::{self, Options, TraceSpec};
-use conformance::{graph, report, sources, vectors, wire};
+use conformance::{batch, graph, report, sources, vectors, wire};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Source {
@@ -74,7 +74,8 @@ struct Cli {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Stop after this many divergences are printed (all are counted).
+    /// Stop the run at this many divergences (at least 1) and print them; the sources not yet run are
+    /// skipped, so `--max-reports 1` exits at the first divergence (the mutation run uses it).
     #[arg(long, default_value_t = 3)]
     max_reports: usize,
 }
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let mut problems: Vec<String> = Vec::new();
     let wants = |s: Source| cli.only.is_empty() || cli.only.contains(&s);
+    let limit = cli.max_reports.max(1);
 
     let messages = cli
         .messages
@@ -133,6 +135,9 @@ fn main() -> ExitCode {
     let mut covered = Vec::new();
     if wants(Source::Graph) {
         for name in &cli.graph {
+            if graph_divergences.len() >= limit {
+                break;
+            }
             let Some(mut cfg) = sources::graph_config(name) else {
                 problems.push(format!(
                     "unknown --graph bounds {name} (known: {})",
@@ -146,7 +151,7 @@ fn main() -> ExitCode {
             let mut opts = graph::GraphOptions::new(cfg);
             opts.threads = cli.threads.max(1);
             opts.variants = cli.variants;
-            opts.max_divergences = cli.max_reports.max(1);
+            opts.max_divergences = limit - graph_divergences.len();
             opts.max_states = cli.max_states;
             opts.progress_secs = cli.progress;
             match graph::run(&opts, &checker) {
@@ -184,7 +189,8 @@ fn main() -> ExitCode {
             }
         }
     }
-    if wants(Source::Exhaustive) && cli.depth > 0 {
+    let more = |found: usize| found < limit;
+    if wants(Source::Exhaustive) && cli.depth > 0 && more(graph_divergences.len()) {
         match sources::exhaustive(sources::exhaustive_config(), cli.depth) {
             Ok(v) => {
                 println!(
@@ -198,7 +204,7 @@ fn main() -> ExitCode {
             Err(e) => problems.push(format!("exhaustive source: {e}")),
         }
     }
-    if wants(Source::Random) {
+    if wants(Source::Random) && more(graph_divergences.len()) {
         match sources::random_walks(cli.walks, cli.walk_depth, cli.seed) {
             Ok(v) => {
                 println!(
@@ -212,7 +218,7 @@ fn main() -> ExitCode {
             Err(e) => problems.push(format!("random source: {e}")),
         }
     }
-    if wants(Source::Files) {
+    if wants(Source::Files) && more(graph_divergences.len()) {
         let paths = if cli.traces.is_empty() {
             vec![default_traces_dir()]
         } else {
@@ -241,14 +247,16 @@ fn main() -> ExitCode {
     }
 
     let opts = Options::default();
-    let outcome = run_all(&traces, &checker, &opts, cli.threads.max(1));
+    let left = limit.saturating_sub(graph_divergences.len());
+    let outcome = batch::replay_all(&traces, &checker, &opts, cli.threads, left.max(1));
     let outcome_content = outcome.content;
     let refusals = outcome.refusals + graph_refusals;
-    let mut divergences = outcome.divergences;
+    let mut divergences = graph_divergences;
+    divergences.extend(outcome.divergences);
     let (mut steps, mut encodings, mut count) =
-        (outcome.steps, outcome.encodings, traces.len() as u64);
+        (outcome.steps, outcome.encodings, outcome.replayed);
 
-    if wants(Source::Bugs) {
+    if wants(Source::Bugs) && more(divergences.len()) {
         // (d) Each bug-variant counterexample must diverge from the correct implementation.
         for (bug, t) in sources::bug_traces() {
             if cli.bug.as_deref().is_some_and(|b| b != bug.name()) {
@@ -287,9 +295,8 @@ fn main() -> ExitCode {
         }
     }
     encodings += checker.checked + encodings_wire;
-    divergences.extend(graph_divergences);
 
-    for d in divergences.iter().take(cli.max_reports) {
+    for d in &divergences {
         eprintln!("{}", report::render(d));
     }
     for p in &problems {
@@ -306,6 +313,11 @@ fn main() -> ExitCode {
         encodings
     );
     let d = divergences.len();
+    let stopped = if more(d) {
+        String::new()
+    } else {
+        format!(" (--max-reports {limit} reached: the run stopped there)")
+    };
     let bounds = if covered.is_empty() {
         "no bounds".to_string()
     } else {
@@ -314,7 +326,7 @@ fn main() -> ExitCode {
     println!(
         "conformance: {graph_transitions} transitions of {graph_states} model states (100% of the graph at {bounds}), \
          {count} walks, {encodings} DescribeQuorum encodings checked, {refusals} refusal reasons compared, \
-         {d} divergences"
+         {d} divergences{stopped}"
     );
     divergences.clear();
     if d > 0 || !problems.is_empty() {
@@ -326,66 +338,4 @@ fn main() -> ExitCode {
 
 fn default_traces_dir() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
-}
-
-struct Outcome {
-    steps: u64,
-    /// Distinct encodings through every decoder.
-    encodings: u64,
-    /// DescribeQuorum responses checked against the model (every node, version and state).
-    content: u64,
-    /// Refusal reasons compared.
-    refusals: u64,
-    divergences: Vec<replay::Divergence>,
-}
-
-/// Replays `traces` on `threads` workers, each with its own copy of the schemas.
-fn run_all(
-    traces: &[TraceSpec],
-    checker: &wire::WireChecker,
-    opts: &Options,
-    threads: usize,
-) -> Outcome {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let next = AtomicUsize::new(0);
-    let total = Mutex::new(Outcome {
-        steps: 0,
-        encodings: 0,
-        content: 0,
-        refusals: 0,
-        divergences: Vec::new(),
-    });
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut wire =
-                    wire::WireChecker::new(checker.response.clone(), checker.request.clone());
-                let (mut steps, mut content, mut refusals, mut divs) =
-                    (0u64, 0u64, 0u64, Vec::new());
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(t) = traces.get(i) else { break };
-                    match replay::replay(t, &mut wire, opts) {
-                        Ok(c) => {
-                            steps += c.steps;
-                            content += c.encodings;
-                            refusals += c.refusals;
-                        }
-                        Err(d) => {
-                            steps += d.step as u64;
-                            divs.push(*d);
-                        }
-                    }
-                }
-                let mut tot = total.lock().unwrap_or_else(|p| p.into_inner());
-                tot.steps += steps;
-                tot.encodings += wire.checked;
-                tot.content += content;
-                tot.refusals += refusals;
-                tot.divergences.extend(divs);
-            });
-        }
-    });
-    total.into_inner().unwrap_or_else(|p| p.into_inner())
 }

@@ -163,8 +163,69 @@ fn wait<C: Checker<KraftModel>>(checker: C, progress: bool, started: Instant) ->
     checker.join()
 }
 
-/// Runs a check of `model` with `opts`.
+/// Runs a check of `model` with `opts`. An exhaustive DFS with symmetry (the proof) runs on
+/// [`crate::dfs`]; everything else, and the counterexample of a failed proof, on Stateright.
 pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
+    if opts.strategy == Strategy::Dfs
+        && opts.symmetry
+        && opts.depth.is_none()
+        && !opts.stop_at_first_violation
+    {
+        return run_proof(model, opts);
+    }
+    run_stateright(model, opts)
+}
+
+/// The proof on [`crate::dfs::search`]; if an `always` property fails, Stateright's DFS (stopping at
+/// the first violation) finds the counterexample path.
+fn run_proof(model: KraftModel, opts: CheckOptions) -> CheckReport {
+    let started = Instant::now();
+    let limits = crate::dfs::Limits {
+        timeout: opts.timeout,
+        max_states: opts.max_states,
+        progress: opts.progress,
+    };
+    let out = crate::dfs::search(&model, opts.threads, limits);
+    let seconds = started.elapsed().as_secs_f64();
+    let properties: Vec<PropertyResult> = model
+        .properties()
+        .iter()
+        .zip(&out.discovered)
+        .map(|(p, &found)| PropertyResult {
+            name: p.name.to_string(),
+            kind: kind_name(&p.expectation).to_string(),
+            status: match (&p.expectation, found) {
+                (Expectation::Always, true) => Status::Violated,
+                (Expectation::Always, false) => Status::Holds,
+                (_, true) => Status::ExampleFound,
+                (_, false) => Status::NoExample,
+            },
+        })
+        .collect();
+    let counterexample = if properties.iter().any(|p| p.status == Status::Violated) {
+        let again = CheckOptions {
+            stop_at_first_violation: true,
+            progress: false,
+            ..opts
+        };
+        run_stateright(model.clone(), again).counterexample
+    } else {
+        None
+    };
+    CheckReport {
+        exhaustive: !out.stopped,
+        bounds: model.cfg,
+        states: out.generated,
+        unique_states: out.unique,
+        max_depth: out.max_depth,
+        seconds,
+        properties,
+        counterexample,
+    }
+}
+
+/// A check on Stateright's checkers (any strategy; `run` uses it for everything but the proof).
+pub fn run_stateright(model: KraftModel, opts: CheckOptions) -> CheckReport {
     let bounds = model.cfg;
     let properties = model.properties();
     let started = Instant::now();

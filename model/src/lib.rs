@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod config;
+pub mod dfs;
 pub mod diagram;
 pub mod properties;
 pub mod spec;

@@ -105,9 +105,13 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
     }
 }
 
-/// An id-free summary of a server used to order ids (ties keep their order).
-fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 12] {
-    let mut k = [0u8; 2 * MAX_LOG + 12];
+/// An id-free summary of a server used to order ids: its own fields, whether it voted for or
+/// follows itself, and an order-free digest of the messages it sends and receives (each described
+/// without ids, a leader named in a vote answer only as "the receiver", "the sender" or "another").
+/// The finer the summary, the fewer ids tie and the fewer permutations `representative` tries;
+/// any id-free summary keeps the representative canonical.
+fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; 2 * MAX_LOG + 14], u64, u64) {
+    let mut k = [0u8; 2 * MAX_LOG + 14];
     k[0] = s.role as u8;
     k[1] = s.epoch;
     k[2] = s.log.len();
@@ -122,15 +126,79 @@ fn sort_key(s: &Server) -> [u8; 2 * MAX_LOG + 12] {
     }
     let t = 3 + 2 * MAX_LOG;
     k[t] = s.hw.map_or(0, |h| h + 1);
-    k[t + 1] = s.voted_for.is_some() as u8;
-    k[t + 2] = s.leader.is_some() as u8;
+    k[t + 1] = s.voted_for.map_or(0, |v| 1 + (v == i) as u8);
+    k[t + 2] = s.leader.map_or(0, |l| 1 + (l == i) as u8);
     k[t + 3] = s.votes.count_ones() as u8;
     k[t + 4] = s.pending.is_some() as u8;
     k[t + 5] = s.fetching.map_or(0, |f| f.fetch_offset + 1);
     k[t + 6] = s.fetching.map_or(0, |f| f.epoch);
     k[t + 7] = s.fetched as u8;
     k[t + 8] = s.pre_votes.count_ones() as u8;
-    k
+    k[t + 9] = s.caught_up.count_ones() as u8;
+    k[t + 10] = s.end.iter().filter(|e| e.is_some()).count() as u8;
+    (k, traffic.0, traffic.1)
+}
+
+/// An id-free description of a message, mixed into 64 bits (splitmix64's finaliser).
+fn message_digest(env: &Envelope) -> u64 {
+    let who = |x: Option<Id>| match x {
+        None => 0u64,
+        Some(x) if x == env.dst => 1,
+        Some(x) if x == env.src => 2,
+        Some(_) => 3,
+    };
+    let code: u64 = match env.msg {
+        Msg::VoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        } => u64::from_le_bytes([1, epoch, last_epoch, last_offset, 0, 0, 0, 0]),
+        Msg::PreVoteRequest {
+            epoch,
+            last_epoch,
+            last_offset,
+        } => u64::from_le_bytes([2, epoch, last_epoch, last_offset, 0, 0, 0, 0]),
+        Msg::VoteResponse {
+            epoch,
+            granted,
+            error,
+            leader,
+        } => u64::from_le_bytes([
+            3,
+            epoch,
+            granted as u8,
+            error as u8,
+            who(leader) as u8,
+            0,
+            0,
+            0,
+        ]),
+        Msg::BeginQuorumEpoch { epoch } => u64::from_le_bytes([4, epoch, 0, 0, 0, 0, 0, 0]),
+        Msg::EndQuorumEpoch { epoch } => u64::from_le_bytes([5, epoch, 0, 0, 0, 0, 0, 0]),
+        Msg::FetchRequest(k) => {
+            u64::from_le_bytes([6, k.epoch, k.fetch_offset, k.last_fetched_epoch, 0, 0, 0, 0])
+        }
+        Msg::FetchResponse(r) => u64::from_le_bytes([
+            7,
+            r.request.epoch,
+            r.request.fetch_offset,
+            r.error as u8,
+            r.leader_epoch,
+            who(r.leader_id) as u8,
+            r.high_watermark.map_or(0, |h| h + 1),
+            r.records.len(),
+        ]),
+    };
+    let mut z = code.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The hash that orders the candidates of a tie: any fixed function of the state would do;
+/// ahash with fixed seeds is several times faster than the standard library's SipHash.
+fn candidate_hash(s: &State) -> u64 {
+    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(s)
 }
 
 impl Representative for State {
@@ -144,11 +212,25 @@ impl Representative for State {
         for (i, o) in order.iter_mut().enumerate().take(n) {
             *o = i as Id;
         }
+        // Per server: digests of the messages it sends and receives, summed (order-free).
+        let mut traffic = [(0u64, 0u64); MAX_SERVERS];
+        for env in &self.network {
+            let d = message_digest(env);
+            let (s, r) = (env.src as usize, env.dst as usize);
+            traffic[s].0 = traffic[s].0.wrapping_add(d);
+            traffic[r].1 = traffic[r].1.wrapping_add(d);
+        }
         let keys: Vec<_> = self
             .servers
             .iter()
             .enumerate()
-            .map(|(i, s)| (self.bootstrap & bit(i as Id) == 0, sort_key(s)))
+            .map(|(i, s)| {
+                let i = i as Id;
+                (
+                    self.bootstrap & bit(i) == 0,
+                    sort_key(s, i, traffic[i as usize]),
+                )
+            })
             .collect();
         // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
         order[..n].sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
@@ -185,9 +267,7 @@ impl Representative for State {
             } else {
                 permute(self, &to_perm(&candidate)[..n])
             };
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&st, &mut h);
-            let fp = std::hash::Hasher::finish(&h);
+            let fp = candidate_hash(&st);
             if best.as_ref().is_none_or(|(b, _)| fp < *b) {
                 best = Some((fp, st));
             }

@@ -92,14 +92,10 @@ fn first_election_from_a_fresh_cluster_holds() {
     }
 }
 
-#[test]
-fn negative_controls() {
-    // KRaft's rule (latest set only) is the default and holds above. The committed-set-only rule
-    // loses no data and never rolls a voter set back; it only trips HighWatermarkMajority, whose
-    // either/or form (latest set or set at HW − 1) describes the latest-set rule: committing an
-    // AddVoter record with the old set's majority leaves the new set without a majority at HW − 1.
-    // The HW rule does not depend on the election: Kafka 3.9's, without check-quorum, keeps it short.
-    let cfg = ModelConfig {
+/// The negative control: HW over the committed set only. The HW rule does not depend on the
+/// election: Kafka 3.9's, without check-quorum, keeps it short.
+fn committed_hw_rule() -> ModelConfig {
+    ModelConfig {
         hw_rule: HwRule::Committed,
         max_log: 4,
         max_changes: 1,
@@ -107,8 +103,36 @@ fn negative_controls() {
         pre_vote: false,
         check_quorum: false,
         ..ModelConfig::default()
-    };
-    let (exhaustive, bad) = violated(cfg);
+    }
+}
+
+#[test]
+fn proof_search_agrees_with_stateright() {
+    // `check::run`'s own DFS (`model::dfs`) and Stateright's DFS reach the same representatives and
+    // the same verdicts, on the protocol and on a negative control whose proof fails (whose
+    // counterexample then comes from Stateright).
+    for cfg in [shared_small(FetchMode::Sync), committed_hw_rule()] {
+        let ours = check::run(KraftModel::new(cfg).unwrap(), dfs());
+        let theirs = check::run_stateright(KraftModel::new(cfg).unwrap(), dfs());
+        assert!(ours.exhaustive && theirs.exhaustive);
+        assert_eq!(ours.unique_states, theirs.unique_states, "{cfg}");
+        assert_eq!(ours.states, theirs.states, "{cfg}");
+        assert_eq!(ours.properties, theirs.properties, "{cfg}");
+        assert_eq!(
+            ours.counterexample.is_some(),
+            !ours.violated().is_empty(),
+            "{cfg}"
+        );
+    }
+}
+
+#[test]
+fn negative_controls() {
+    // KRaft's rule (latest set only) is the default and holds above. The committed-set-only rule
+    // loses no data and never rolls a voter set back; it only trips HighWatermarkMajority, whose
+    // either/or form (latest set or set at HW − 1) describes the latest-set rule: committing an
+    // AddVoter record with the old set's majority leaves the new set without a majority at HW − 1.
+    let (exhaustive, bad) = violated(committed_hw_rule());
     assert!(exhaustive);
     assert_eq!(bad, vec!["HighWatermarkMajority".to_string()]);
 }

@@ -738,8 +738,19 @@ mod tests {
         );
         assert!(parse_bootstrap_servers("127.0.0.1").is_err());
         // Without bootstrap servers the quorum cannot be found: refused, as Kafka refuses to start.
+        let err = start_refused(dir.path(), "no bootstrap servers must be refused");
+        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
+        assert!(
+            err.message.contains("--bootstrap-servers"),
+            "{}",
+            err.message
+        );
+    }
+
+    /// Starts a node on `dir` (listener on an ephemeral port) and returns the error it must refuse with.
+    fn start_refused(dir: &Path, why: &str) -> Failure {
         let settings = NodeSettings::resolve(NodeArgs {
-            data_dir: Some(dir.path().to_path_buf()),
+            data_dir: Some(dir.to_path_buf()),
             listener: Some("127.0.0.1:0".into()),
             ..NodeArgs::default()
         })
@@ -748,16 +759,9 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let err = rt
-            .block_on(start_node(&settings, std::future::pending()))
+        rt.block_on(start_node(&settings, std::future::pending()))
             .err()
-            .expect("no bootstrap servers must be refused");
-        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
-        assert!(
-            err.message.contains("--bootstrap-servers"),
-            "{}",
-            err.message
-        );
+            .expect(why)
     }
 
     #[test]
@@ -774,20 +778,7 @@ mod tests {
             text.replace("AAAAAAAAAAAAAAAAAAAAZA", "AAAAAAAAAAAAAAAAAAAAAg"),
         )
         .unwrap();
-        let settings = NodeSettings::resolve(NodeArgs {
-            data_dir: Some(dir.path().to_path_buf()),
-            listener: Some("127.0.0.1:0".into()),
-            ..NodeArgs::default()
-        })
-        .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let err = rt
-            .block_on(start_node(&settings, std::future::pending()))
-            .err()
-            .expect("a reserved directory id must be refused");
+        let err = start_refused(dir.path(), "a reserved directory id must be refused");
         assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
         assert!(
             err.message

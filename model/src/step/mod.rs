@@ -628,3 +628,5 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vote_tests;

@@ -16,20 +16,9 @@ import org.apache.kafka.common.Uuid;
  * next leader needs the Kafka controller's pre-vote and vote; the killed node restarts and catches up;
  * {@code kraft remove-voter} removes the Kafka controller (a self-removal if it leads by then); the end checks.
  */
-final class KafkaJoinsScenario {
+record KafkaJoinsScenario(Report report, Tools tools, Path work, String kraft) {
     private static final int KAFKA = 1;
     private static final List<Integer> KRAFT = List.of(5, 6, 7);
-    private final Report report;
-    private final Tools tools;
-    private final Path work;
-    private final String kraft;
-
-    KafkaJoinsScenario(Report report, Tools tools, Path work, String kraft) {
-        this.report = report;
-        this.tools = tools;
-        this.work = work;
-        this.kraft = kraft;
-    }
 
     /** The kraft nodes' timeouts: short, so a kraft node normally wins; Kafka's are the (g) ones. */
     static final String[] KRAFT_TIMEOUTS = {"--election-timeout-ms", "1000", "--fetch-timeout-ms", "2000"};
@@ -45,14 +34,7 @@ final class KafkaJoinsScenario {
     }
 
     void run() throws Exception {
-        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KAFKA_TIMEOUTS)) {
-            try {
-                steps(m);
-                EndChecks.run(m, "h end");
-            } finally {
-                report.check("h: every process still running at the end", m.allAlive(), "see " + work);
-            }
-        }
+        MixedQuorum.runScenario(report, tools, work, kraft, "h", m -> steps(m));
     }
 
     private void steps(MixedQuorum m) throws Exception {

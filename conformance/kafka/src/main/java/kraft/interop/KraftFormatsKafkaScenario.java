@@ -16,30 +16,12 @@ import org.apache.kafka.common.Uuid;
  * activation it appends its own bootstrap {@code metadata.version}, which our snapshot does not carry) and back to
  * a {@code kraft} node; the end checks.
  */
-final class KraftFormatsKafkaScenario {
+record KraftFormatsKafkaScenario(Report report, Tools tools, Path work, String kraft) {
     private static final int KAFKA = 1;
     private static final List<Integer> KRAFT = List.of(5, 6);
-    private final Report report;
-    private final Tools tools;
-    private final Path work;
-    private final String kraft;
-
-    KraftFormatsKafkaScenario(Report report, Tools tools, Path work, String kraft) {
-        this.report = report;
-        this.tools = tools;
-        this.work = work;
-        this.kraft = kraft;
-    }
 
     void run() throws Exception {
-        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS)) {
-            try {
-                steps(m);
-                EndChecks.run(m, "m end");
-            } finally {
-                report.check("m: every process still running at the end", m.allAlive(), "see " + work);
-            }
-        }
+        MixedQuorum.runScenario(report, tools, work, kraft, "m", m -> steps(m));
     }
 
     private void steps(MixedQuorum m) throws Exception {

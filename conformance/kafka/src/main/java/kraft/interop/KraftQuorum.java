@@ -49,6 +49,24 @@ final class KraftQuorum implements AutoCloseable {
         return KafkaQuorum.readDirectoryId(dataDir(id));
     }
 
+    /**
+     * Kafka's {@code kafka-metadata-quorum add-controller}, sent to {@code bootstrap} with a controller config that
+     * names our node {@code id}, adds it: exit 0 (check {@code what}) and Kafka's output line naming its directory id
+     * and endpoint.
+     */
+    void addWithKafkaTool(Report report, int id, String bootstrap, String what) throws Exception {
+        Uuid directory = directoryId(id);
+        Path config = dir.resolve("controller-" + id + ".properties");
+        java.nio.file.Files.writeString(config, String.join("\n", "process.roles=controller", "node.id=" + id,
+            "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + address(id),
+            "metadata.log.dir=" + dataDir(id), ""));
+        Procs.Result add = Tools.kafka("--bootstrap-controller", bootstrap, "--command-config", config.toString(),
+            "add-controller");
+        report.check(what + " (exit 0)", add.code() == 0, add.toString());
+        report.equal("add-controller output", "Added controller " + id + " with directory id " + directory
+            + " and endpoints: CONTROLLER://" + address(id), add.out().trim());
+    }
+
     /** Starts {@code kraft cluster --nodes n} on consecutive free loopback ports. */
     void startCluster(int n) throws Exception {
         startCluster(n, false);

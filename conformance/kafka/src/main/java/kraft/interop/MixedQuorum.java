@@ -375,6 +375,27 @@ final class MixedQuorum implements AutoCloseable {
         ours.close();
     }
 
+    /** What a scenario does with its quorum; {@link #runScenario} adds the end checks. */
+    interface Steps {
+        void run(MixedQuorum m) throws Exception;
+    }
+
+    /**
+     * Runs a scenario labelled {@code label} ((h), (i), ...) on a mixed quorum with Kafka's (g) timeouts: its steps,
+     * then the end checks, and in any case whether every process still runs.
+     */
+    static void runScenario(Report report, Tools tools, Path work, String kraft, String label, Steps steps)
+        throws Exception {
+        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS)) {
+            try {
+                steps.run(m);
+                EndChecks.run(m, label + " end");
+            } finally {
+                report.check(label + ": every process still running at the end", m.allAlive(), "see " + work);
+            }
+        }
+    }
+
     boolean allAlive() {
         return kafka.allAlive() && ours.allAlive();
     }

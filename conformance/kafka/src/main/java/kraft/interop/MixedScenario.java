@@ -1,11 +1,9 @@
 package kraft.interop;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.kafka.common.Uuid;
 
 /**
  * (g) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
@@ -64,16 +62,7 @@ final class MixedScenario {
 
         // 2. Kafka's add-controller, sent to the Kafka leader, makes it a voter (Kafka's leader checks it with
         //    ApiVersions first).
-        Uuid dir = ours.directoryId(OURS);
-        Path config = ours.dir.resolve("controller-" + OURS + ".properties");
-        Files.writeString(config, String.join("\n", "process.roles=controller", "node.id=" + OURS,
-            "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + ours.address(OURS),
-            "metadata.log.dir=" + ours.dataDir(OURS), ""));
-        Procs.Result add = Tools.kafka("--bootstrap-controller", kafka.address(first[0]), "--command-config",
-            config.toString(), "add-controller");
-        report.check("Kafka's add-controller adds the kraft node (exit 0)", add.code() == 0, add.toString());
-        report.equal("add-controller output", "Added controller " + OURS + " with directory id " + dir
-            + " and endpoints: CONTROLLER://" + ours.address(OURS), add.out().trim());
+        ours.addWithKafkaTool(report, OURS, kafka.address(first[0]), "Kafka's add-controller adds the kraft node");
         awaitVoters(kafka.address(first[0]), List.of(1, 2, 3, OURS));
         m.awaitCaughtUp(kafka.address(first[0]), OURS, "the kraft voter is at the Kafka leader's end offset");
         m.sample("g: Kafka leader with a kraft voter", first[0]);

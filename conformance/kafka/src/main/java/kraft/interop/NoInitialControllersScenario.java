@@ -1,11 +1,9 @@
 package kraft.interop;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Collectors;
 
-import org.apache.kafka.common.Uuid;
 
 /**
  * (n) A {@code kraft} node from a {@code --no-initial-controllers} directory joins a Kafka quorum (issue #13):
@@ -17,29 +15,11 @@ import org.apache.kafka.common.Uuid;
  * makes it a voter; kill -9 of the Kafka leader leaves 3 of 4 voters, so the next leader needs its vote; kill -9
  * and restart of the {@code kraft} node (it starts from its log, voters known); the end checks.
  */
-final class NoInitialControllersScenario {
+record NoInitialControllersScenario(Report report, Tools tools, Path work, String kraft) {
     private static final int OURS = 5;
-    private final Report report;
-    private final Tools tools;
-    private final Path work;
-    private final String kraft;
-
-    NoInitialControllersScenario(Report report, Tools tools, Path work, String kraft) {
-        this.report = report;
-        this.tools = tools;
-        this.work = work;
-        this.kraft = kraft;
-    }
 
     void run() throws Exception {
-        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS)) {
-            try {
-                steps(m, m.kafka, m.ours);
-                EndChecks.run(m, "n end");
-            } finally {
-                report.check("n: every process still running at the end", m.allAlive(), "see " + work);
-            }
-        }
+        MixedQuorum.runScenario(report, tools, work, kraft, "n", m -> steps(m, m.kafka, m.ours));
     }
 
     private void steps(MixedQuorum m, KafkaQuorum kafka, KraftQuorum ours) throws Exception {
@@ -56,16 +36,7 @@ final class NoInitialControllersScenario {
             List.of(1, 2, 3, OURS), describeClusterIds(ours.address(OURS)));
 
         // 2. Kafka's add-controller makes it a voter.
-        Uuid dir = ours.directoryId(OURS);
-        Path config = ours.dir.resolve("controller-" + OURS + ".properties");
-        Files.writeString(config, String.join("\n", "process.roles=controller", "node.id=" + OURS,
-            "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + ours.address(OURS),
-            "metadata.log.dir=" + ours.dataDir(OURS), ""));
-        Procs.Result add = Tools.kafka("--bootstrap-controller", kafka.address(first[0]), "--command-config",
-            config.toString(), "add-controller");
-        report.check("Kafka's add-controller adds the kraft node (exit 0)", add.code() == 0, add.toString());
-        report.equal("add-controller output", "Added controller " + OURS + " with directory id " + dir
-            + " and endpoints: CONTROLLER://" + ours.address(OURS), add.out().trim());
+        ours.addWithKafkaTool(report, OURS, kafka.address(first[0]), "Kafka's add-controller adds the kraft node");
         int[] now = m.awaitLeader(-1, "a leader after add-controller");
         report.equal("voters after add-controller (current)", List.of(1, 2, 3, OURS), m.currentVoters(m.address(now[0])));
         m.awaitAllCaughtUp(m.address(now[0]), 3, "the kraft voter and the Kafka followers replicate; HW = end offset");

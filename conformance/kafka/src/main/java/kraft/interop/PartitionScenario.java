@@ -19,33 +19,16 @@ import java.util.List;
  * </ul>
  * Then the end checks.
  */
-final class PartitionScenario {
-    private final Report report;
-    private final Tools tools;
-    private final Path work;
-    private final String kraft;
-
-    PartitionScenario(Report report, Tools tools, Path work, String kraft) {
-        this.report = report;
-        this.tools = tools;
-        this.work = work;
-        this.kraft = kraft;
-    }
-
+record PartitionScenario(Report report, Tools tools, Path work, String kraft) {
     void run() throws Exception {
-        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS)) {
-            try {
-                SelfRemovalScenario.startFiveVoters(m, "k");
-                for (boolean kraftLeader : new boolean[] {false, true}) {
-                    preVote(m, m.steer(kraftLeader, 3, "k pre-vote"));
-                    pausedLeader(m, m.steer(kraftLeader, 3, "k paused leader"));
-                    checkQuorum(m, m.steer(kraftLeader, 3, "k check-quorum"));
-                }
-                EndChecks.run(m, "k end");
-            } finally {
-                report.check("k: every process still running at the end", m.allAlive(), "see " + work);
+        MixedQuorum.runScenario(report, tools, work, kraft, "k", m -> {
+            SelfRemovalScenario.startFiveVoters(m, "k");
+            for (boolean kraftLeader : new boolean[] {false, true}) {
+                preVote(m, m.steer(kraftLeader, 3, "k pre-vote"));
+                pausedLeader(m, m.steer(kraftLeader, 3, "k paused leader"));
+                checkQuorum(m, m.steer(kraftLeader, 3, "k check-quorum"));
             }
-        }
+        });
     }
 
     private static final long FETCH_TIMEOUT_KAFKA = 3000, FETCH_TIMEOUT_KRAFT = 5000;

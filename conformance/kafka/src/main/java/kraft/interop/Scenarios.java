@@ -199,20 +199,8 @@ final class Scenarios {
     private void kafkaReconfiguresKraft(KraftQuorum ours) throws Exception {
         ours.startObserver(4);
         Uuid dir4 = ours.directoryId(4);
-        Path config = ours.dir.resolve("controller-4.properties");
-        Files.writeString(config, String.join("\n",
-            "process.roles=controller",
-            "node.id=4",
-            "controller.listener.names=CONTROLLER",
-            "listeners=CONTROLLER://" + ours.address(4),
-            "metadata.log.dir=" + ours.dataDir(4),
-            ""));
         waitForObserver(ours, 4);
-        Procs.Result add = Tools.kafka("--bootstrap-controller", ours.address(2), "--command-config", config.toString(),
-            "add-controller");
-        report.check("add-controller exits 0", add.code() == 0, add.toString());
-        report.equal("add-controller output", "Added controller 4 with directory id " + dir4
-            + " and endpoints: CONTROLLER://" + ours.address(4), add.out().trim());
+        ours.addWithKafkaTool(report, 4, ours.address(2), "add-controller");
         waitForVoters(ours, List.of(1, 2, 3, 4));
         compareStatus("after add-controller: describe --status via node 4", ours.address(4), ours.address(4), true);
         compareReplication("after add-controller: describe --replication via node 3", ours.address(3), ours.address(3), false);

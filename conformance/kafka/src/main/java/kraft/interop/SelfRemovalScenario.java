@@ -17,31 +17,15 @@ import org.apache.kafka.common.Uuid;
  * with the (g) timeouts a {@code kraft} node usually wins after a Kafka leader's death (see
  * conformance/kafka/README.md); after a {@code kraft} leader's, either kind may. Then the end checks.
  */
-final class SelfRemovalScenario {
+record SelfRemovalScenario(Report report, Tools tools, Path work, String kraft) {
     private static final List<Integer> KAFKA = List.of(1, 2, 3);
     private static final List<Integer> KRAFT = List.of(5, 6);
-    private final Report report;
-    private final Tools tools;
-    private final Path work;
-    private final String kraft;
-
-    SelfRemovalScenario(Report report, Tools tools, Path work, String kraft) {
-        this.report = report;
-        this.tools = tools;
-        this.work = work;
-        this.kraft = kraft;
-    }
 
     void run() throws Exception {
-        try (MixedQuorum m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS)) {
-            try {
-                startFiveVoters(m, "i");
-                steps(m);
-                EndChecks.run(m, "i end");
-            } finally {
-                report.check("i: every process still running at the end", m.allAlive(), "see " + work);
-            }
-        }
+        MixedQuorum.runScenario(report, tools, work, kraft, "i", m -> {
+            startFiveVoters(m, "i");
+            steps(m);
+        });
     }
 
     /**
