@@ -350,6 +350,36 @@ fn stale_and_duplicated_fetch_responses_are_ignored() {
     );
 }
 
+/// A follower that gets its leader's EndQuorumEpoch stops waiting out its fetch timeout (Kafka's
+/// `handleEndQuorumEpochRequest`: `overrideFetchTimeout` by the position in the preferred successors):
+/// the first successor's fetch timeout is due at once, the second's is brought forward but not to now.
+/// Timers are outside the model, so the gate cannot see this rule.
+#[test]
+fn end_quorum_epoch_brings_the_successors_fetch_timeouts_forward() {
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    sim.network.clear();
+    sim.fire(1, Timer::CheckQuorum);
+    let successors = match &sim.network[0].msg {
+        Message::EndQuorumEpochRequest(r) => r.topics[0].partitions[0].preferred_successors.clone(),
+        other => panic!("not an EndQuorumEpoch: {other:?}"),
+    };
+    assert_eq!(successors, vec![2, 3]);
+    let mut deadlines = Vec::new();
+    for id in successors {
+        let before = sim.node(id).timers().fetch_timeout.expect("a follower");
+        let i = sim.network.iter().position(|e| e.to == id).unwrap();
+        sim.deliver(i);
+        assert_eq!(sim.node(id).role(), Role::Follower);
+        let after = sim.node(id).timers().fetch_timeout.unwrap();
+        assert!(after < before, "{id}: {after} not before {before}");
+        deadlines.push(after - sim.clock(id));
+    }
+    assert_eq!(deadlines[0], 0, "the first successor runs at once");
+    assert!(deadlines[1] > 0, "the second waits: {deadlines:?}");
+}
+
 /// An observer whose fetch is refused (no leader yet) asks again after the fetch interval: the fetch
 /// timer is re-armed at `now + fetch.interval`, neither left unset (the observer would never fetch
 /// again) nor due at once (a hot loop).
