@@ -10,11 +10,14 @@
 //! keep is paths: when an `always` property fails, `check::run` asks Stateright's DFS for the
 //! counterexample (a failing check pays twice; a passing one, the common case, once).
 //!
-//! Soundness is the same argument as for any explicit-state DFS: a state's successors are pushed
-//! when its representative's fingerprint is first inserted, every pushed state is expanded, and the
-//! search ends only when every worker's stack and the shared pool are empty. Unique-state counts
-//! equal Stateright's (the representative is canonical, so the set of representatives reached does
-//! not depend on the order of the search); `tests/protocol.rs` checks that they do.
+//! Soundness is the same argument as for any explicit-state DFS with symmetry reduction: a state
+//! is pushed (as its representative, which has the same behaviours up to renaming and satisfies
+//! the same properties, all of which are stated over sets of ids) when its representative's
+//! fingerprint is first inserted, every pushed state is expanded, and the search ends only when
+//! every worker's stack and the shared pool are empty. Unique-state counts equal Stateright's (the
+//! representative is canonical, so the set of representatives reached does not depend on the
+//! order of the search); `tests/protocol.rs` checks that they do, and `symmetry.rs`'s tests that
+//! the fingerprint computed without building the representative is the representative's.
 
 use crate::step::KraftModel;
 use crate::types::State;
