@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kafka_protocol::messages::ApiKey;
 use kraft::log::MemoryLog;
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
@@ -110,13 +111,35 @@ impl Cluster {
     }
 
     /// Applies an output of node `i`: effects first (the shell's rule), then messages and replies.
-    fn absorb(&mut self, i: Id, out: Output, applied: &mut Applied) -> Result<(), String> {
+    /// `request`: the sender and API of the request this output answers, if the input was one.
+    fn absorb(
+        &mut self,
+        i: Id,
+        out: Output,
+        request: Option<(i32, ApiKey)>,
+        applied: &mut Applied,
+    ) -> Result<(), String> {
         for e in out.effects {
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
             }
         }
-        for (dst, msg) in out.messages {
+        // The shell contract: a request is answered once, in the same output (no fetch waits here:
+        // `fetch_max_wait_ms` is 0), to its sender; nothing else produces a reply.
+        let answered: Vec<(i32, ApiKey)> = out
+            .replies
+            .iter()
+            .map(|(to, m)| (*to, m.api_key()))
+            .collect();
+        if answered != Vec::from_iter(request) {
+            return Err(format!(
+                "node {i} answered {answered:?}, expected exactly {request:?}"
+            ));
+        }
+        for (dst, msg) in out.replies {
+            self.send(i, dst, msg)?;
+        }
+        for (dst, msg) in out.requests {
             self.send(i, dst, msg)?;
         }
         for (client, resp) in out.client_replies {
@@ -188,7 +211,7 @@ impl Cluster {
         let now = self.clocks[i as usize].max(deadline);
         self.clocks[i as usize] = now;
         let out = Arc::make_mut(&mut self.nodes[i as usize]).fire(now, timer);
-        self.absorb(i, out, applied)
+        self.absorb(i, out, None, applied)
     }
 
     fn take(&mut self, env: &Envelope) -> Result<Arc<InFlight>, String> {
@@ -208,8 +231,9 @@ impl Cluster {
         let (src, dst) = (m.envelope.src, m.envelope.dst);
         let now = self.tick_clock(dst);
         let msg = Arc::try_unwrap(m).map_or_else(|m| m.msg.clone(), |m| m.msg);
+        let request = msg.is_request().then(|| (i32::from(src), msg.api_key()));
         let out = Arc::make_mut(&mut self.nodes[dst as usize]).handle(now, i32::from(src), msg);
-        self.absorb(dst, out, applied)
+        self.absorb(dst, out, request, applied)
     }
 
     /// Applies one model action (`fetch`: the model's fetch granularity for this action).
@@ -257,7 +281,7 @@ impl Cluster {
                 let (_, out) = Arc::make_mut(&mut self.nodes[i as usize])
                     .append(now, vec![Bytes::from_static(b"conformance")])
                     .map_err(|e| format!("client append at {i} refused: {e}"))?;
-                self.absorb(i, out, &mut applied)?;
+                self.absorb(i, out, None, &mut applied)?;
             }
             Action::Change { server, op } => {
                 check(server)?;
@@ -282,7 +306,7 @@ impl Cluster {
                     ClientId(client),
                     req,
                 );
-                self.absorb(server, out, &mut applied)?;
+                self.absorb(server, out, None, &mut applied)?;
             }
             Action::Fetch { replica, leader } => {
                 check(replica)?;
@@ -292,7 +316,7 @@ impl Cluster {
                 let now = self.tick_clock(replica);
                 let out = Arc::make_mut(&mut self.nodes[replica as usize])
                     .fetch_from(now, i32::from(leader));
-                self.absorb(replica, out, &mut applied)?;
+                self.absorb(replica, out, None, &mut applied)?;
                 let mut sent: Vec<Arc<InFlight>> = self.network.drain(before..).collect();
                 let n = sent.len();
                 let (1, Some(req)) = (n, sent.pop()) else {

@@ -10,7 +10,9 @@
 //! - `Deliver(m)`: the in-flight `kraft` message whose abstraction is `m` is handed to `dst.handle(now,
 //!   src, msg)`. Messages travel as the kafka-protocol structs the implementation emitted, encoded and
 //!   decoded at the version the shell uses ([`wire_version`]), so what crosses is what a socket carries.
-//!   On a duplicating network the message stays in flight; `Drop(m)` removes it.
+//!   On a duplicating network the message stays in flight; `Drop(m)` removes it. A delivered request
+//!   must be answered in that same output (`Output::replies`), once, to its sender; no other input may
+//!   produce a reply.
 //! - `Fetch{replica, leader}` (sync mode): `Node::fetch_from(now, leader)` (the model names the target,
 //!   as an observer's bootstrap choice would); the implementation must send exactly one FetchRequest, to
 //!   `leader`; it is delivered at once, and the FetchResponse the leader

@@ -139,7 +139,7 @@ pub async fn serve<L: RaftLog + Send + 'static>(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64),
         last_state: None,
-        fetch_waiters: Default::default(),
+        reply_waiters: Default::default(),
     };
     let ctx = Arc::new(conn::ConnContext {
         events: events_tx,

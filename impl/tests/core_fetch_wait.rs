@@ -38,7 +38,8 @@ fn cluster(observers: i32) -> (Sim, Millis) {
 fn fetch_of(sim: &mut Sim, follower: i32) -> FetchRequest {
     let now = sim.clock(follower) + 1;
     let out = sim.node_mut(follower).fetch_from(now, 1);
-    match out.messages.as_slice() {
+    assert!(out.replies.is_empty(), "{:?}", out.replies);
+    match out.requests.as_slice() {
         [(1, Message::FetchRequest(r))] => r.clone(),
         other => panic!("{follower} sent {other:?}"),
     }
@@ -46,7 +47,7 @@ fn fetch_of(sim: &mut Sim, follower: i32) -> FetchRequest {
 
 /// The Fetch responses of `out`, by destination.
 fn responses(out: &Output) -> Vec<(i32, FetchResponse)> {
-    out.messages
+    out.replies
         .iter()
         .filter_map(|(to, m)| match m {
             Message::FetchResponse(r) => Some((*to, r.clone())),

@@ -32,12 +32,12 @@ fn cluster(bootstrap: &[i32]) -> Sim {
 /// The one Fetch request in `out`: (destination, request).
 fn fetch_in(out: &Output) -> (i32, Message) {
     let fetches: Vec<_> = out
-        .messages
+        .requests
         .iter()
         .filter(|(_, m)| matches!(m, Message::FetchRequest(_)))
         .cloned()
         .collect();
-    assert_eq!(fetches.len(), 1, "{:?}", out.messages);
+    assert_eq!(fetches.len(), 1, "{:?}", out.requests);
     fetches[0].clone()
 }
 
@@ -46,7 +46,7 @@ fn fetch_in(out: &Output) -> (i32, Message) {
 fn via_bootstrap(sim: &mut Sim, now: Millis, server: i32, to: i32, req: Message) -> i16 {
     let answer = sim.node_mut(server).handle(now, JOINER, req);
     let (dest, resp) = answer
-        .messages
+        .replies
         .iter()
         .find(|(_, m)| matches!(m, Message::FetchResponse(_)))
         .cloned()

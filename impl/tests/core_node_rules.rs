@@ -124,11 +124,15 @@ fn start_clock_delays_restart_deadlines() {
     n.start_clock(1_000_000);
     assert_eq!(n.timers().election, Some(1_000_000 + relative));
     let out = n.tick(1_000_000 + relative - 1);
-    assert!(out.messages.is_empty());
+    assert!(out.requests.is_empty() && out.replies.is_empty());
     let out = n.tick(1_000_000 + relative);
     assert_eq!(n.role(), Role::Prospective);
     assert!(out.effects.is_empty(), "a pre-vote round persists nothing");
-    assert_eq!(out.messages.len(), 2, "pre-votes to 2 and 3");
+    assert_eq!(
+        (out.requests.len(), out.replies.len()),
+        (2, 0),
+        "pre-votes to 2 and 3"
+    );
     // A granted pre-vote: Candidate, and the vote for itself is persisted.
     let reply = n.handle(1_000_000 + relative, 2, pre_vote_grant(0));
     assert_eq!(n.role(), Role::Candidate);
@@ -140,7 +144,11 @@ fn start_clock_delays_restart_deadlines() {
             leader_id: None
         })]
     );
-    assert_eq!(reply.messages.len(), 2, "Vote to 2 and 3");
+    assert_eq!(
+        (reply.requests.len(), reply.replies.len()),
+        (2, 0),
+        "Vote to 2 and 3"
+    );
 }
 
 /// Node `id` times out and wins its pre-vote round (a grant from `granter` is handed to it; its
@@ -199,7 +207,7 @@ fn vote_granting_follows_kafka() {
     let to2 = sim.network.iter().position(|e| e.to == 2).unwrap();
     let req = sim.network[to2].msg.clone();
     let out = sim.node_mut(2).handle(0, 1, req.clone());
-    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(vote_code(&out.replies[0].1), (errors::NONE, true));
     assert_eq!(
         out.effects.len(),
         1,
@@ -207,7 +215,7 @@ fn vote_granting_follows_kafka() {
     );
     // The same candidate again: granted again; another candidate in the same epoch: refused.
     let out = sim.node_mut(2).handle(0, 1, req.clone());
-    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(vote_code(&out.replies[0].1), (errors::NONE, true));
     stand(&mut sim, 3, 1);
     let from3 = sim
         .network
@@ -216,7 +224,7 @@ fn vote_granting_follows_kafka() {
         .unwrap();
     let req3 = sim.network[from3].msg.clone();
     let out = sim.node_mut(2).handle(0, 3, req3);
-    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, false));
+    assert_eq!(vote_code(&out.replies[0].1), (errors::NONE, false));
     // A stale epoch is fenced.
     let mut stale = sim::Sim::new(3, 0, 3).unwrap();
     stand(&mut stale, 1, 3);
@@ -238,14 +246,14 @@ fn vote_granting_follows_kafka() {
         .clone();
     let out = stale.node_mut(2).handle(0, 1, to3);
     assert_eq!(
-        vote_code(&out.messages[0].1),
+        vote_code(&out.replies[0].1),
         (errors::INVALID_VOTER_KEY, false)
     );
     let out = stale.node_mut(2).handle(0, 1, epoch2);
-    assert_eq!(vote_code(&out.messages[0].1), (errors::NONE, true));
+    assert_eq!(vote_code(&out.replies[0].1), (errors::NONE, true));
     let out = stale.node_mut(2).handle(0, 1, epoch1);
     assert_eq!(
-        vote_code(&out.messages[0].1),
+        vote_code(&out.replies[0].1),
         (errors::FENCED_LEADER_EPOCH, false)
     );
 }

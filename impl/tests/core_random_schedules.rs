@@ -805,7 +805,7 @@ proptest! {
             let now = sim.clock(target);
             let out = sim.node_mut(target).handle(now, *from, msg);
             if let Some(code) = expect {
-                let reply = out.messages.iter().find(|(to, m)| *to == *from && response_code(m).is_some());
+                let reply = out.replies.iter().find(|(to, m)| *to == *from && response_code(m).is_some());
                 prop_assert_eq!(reply.and_then(|(_, m)| response_code(m)), Some(code), "{:?} to {:?}", g, view.role);
             }
             sim.absorb(target, out);

@@ -98,7 +98,7 @@ impl<L: RaftLog> Node<L> {
                     .with_replica_directory_id(self.local.directory_or_nil())])]);
         self.outstanding_fetch = Some(fetch);
         self.next_fetch_at = None;
-        out.messages.push((to, Message::FetchRequest(req)));
+        out.requests.push((to, Message::FetchRequest(req)));
     }
 
     /// Kafka's `validateOffsetAndEpoch`: `None` if the fetcher's log matches at `(fetch_offset,
@@ -207,7 +207,7 @@ impl<L: RaftLog> Node<L> {
             Some((args, max_wait_ms)) => {
                 self.park_fetch(now, from, args, max_wait_ms, high_watermark, response, out)
             }
-            None => out.messages.push((from, Message::FetchResponse(response))),
+            None => out.replies.push((from, Message::FetchResponse(response))),
         }
         if hw_advanced {
             self.on_leader_hw_advanced(now, out);

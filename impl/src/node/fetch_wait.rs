@@ -69,7 +69,7 @@ impl<L: RaftLog> Node<L> {
         out: &mut Output,
     ) {
         if self.parked_fetches.len() >= MAX_PARKED_FETCHES {
-            out.messages.push((from, Message::FetchResponse(original)));
+            out.replies.push((from, Message::FetchResponse(original)));
             return;
         }
         self.parked_fetches.push(ParkedFetch {
@@ -140,7 +140,7 @@ impl<L: RaftLog> Node<L> {
             let mut parts = self.fetch_response_base();
             parts.error = errors::NOT_LEADER_OR_FOLLOWER;
             parts.echo = Some(p.args.echo);
-            out.messages.push((
+            out.replies.push((
                 p.from,
                 Message::FetchResponse(messages::fetch_response(parts)),
             ));
@@ -148,7 +148,7 @@ impl<L: RaftLog> Node<L> {
             let mut parts = self.fetch_response_base();
             parts.echo = Some(p.args.echo);
             let hw_advanced = self.try_complete_fetch(now, &p.args, &mut parts);
-            out.messages.push((
+            out.replies.push((
                 p.from,
                 Message::FetchResponse(messages::fetch_response(parts)),
             ));
@@ -156,7 +156,7 @@ impl<L: RaftLog> Node<L> {
                 self.on_leader_hw_advanced(now, out);
             }
         } else {
-            out.messages
+            out.replies
                 .push((p.from, Message::FetchResponse(p.original)));
         }
     }

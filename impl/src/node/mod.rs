@@ -5,10 +5,11 @@
 //!
 //! Shell contract:
 //! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
-//! 2. A response to a peer request handed to `handle` is in the `Output` of that same call, addressed to the
-//!    requester; the shell writes it to the requesting connection. Other messages are new requests.
+//! 2. Every peer request handed to `handle` gets one response, in [`Output::replies`] addressed to the
+//!    requester (the shell writes it to the requesting connection), in the `Output` of that same call.
 //!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
-//!    Fetch responses to one requester come out in the order of its Fetch requests.
+//!    responses to one requester's requests of one API come out in the order of its requests.
+//!    [`Output::requests`] are new requests to peers.
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
@@ -17,14 +18,14 @@
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
 //! Protocol choices (Kafka 4.x unless noted; see also the crate's closing note in `impl/README.md`):
-//! - Pre-vote (KIP-996, Vote v2) as in Kafka 4.x, with these differences, all as the model has them so
-//!   that conformance compares the two: a Candidate or Resigned replica refuses a pre-vote (Kafka's
-//!   grant one whose log is up to date); a Prospective counts grants only and leaves on its election
-//!   timeout (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that
-//!   times out waits a new election timeout as Unattached (Kafka stands again at once); a Candidate
-//!   whose election times out asks for pre-votes again at once, never backing off (Kafka backs off
-//!   exponentially after a refused election). A Vote response of UNSUPPORTED_VERSION makes a Prospective
-//!   stand at once, as in Kafka (a peer without Vote v2).
+//! - Vote and pre-vote (KIP-996, Vote v2) are granted and refused per role exactly as Kafka 4.4's
+//!   `canGrantVote` (`vote.rs`). Elections differ from Kafka 4.x in these ways, all as the model has them so
+//!   that conformance compares the two: a Prospective counts grants only and leaves on its election timeout
+//!   (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that times out
+//!   waits a new election timeout as Unattached (Kafka stands again at once); a Candidate whose election times
+//!   out asks for pre-votes again at once, never backing off (Kafka backs off exponentially after a refused
+//!   election). A Vote response of UNSUPPORTED_VERSION makes a Prospective stand at once, as in Kafka (a peer
+//!   without Vote v2).
 //! - Requests go out at fixed versions (Vote v2, Fetch v18, Begin/EndQuorumEpoch v1) without an
 //!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
 //!   would refuse them.

@@ -125,7 +125,7 @@ impl<L: RaftLog> Node<L> {
             self.known_leader_or_sentinel(),
             self.election.epoch,
         );
-        out.messages
+        out.replies
             .push((from, Message::BeginQuorumEpochResponse(resp)));
     }
 
@@ -203,7 +203,7 @@ impl<L: RaftLog> Node<L> {
             self.known_leader_or_sentinel(),
             self.election.epoch,
         );
-        out.messages
+        out.replies
             .push((from, Message::EndQuorumEpochResponse(resp)));
     }
 

@@ -158,7 +158,7 @@ impl<L: RaftLog> Node<L> {
         self.arm_election_timer(now);
         for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
             let req = self.vote_request(target.key, true);
-            out.messages
+            out.requests
                 .push((target.key.id, Message::VoteRequest(req)));
         }
         self.maybe_become_candidate(now, out);
@@ -224,7 +224,7 @@ impl<L: RaftLog> Node<L> {
         self.arm_election_timer(now);
         for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
             let req = self.vote_request(target.key, false);
-            out.messages
+            out.requests
                 .push((target.key.id, Message::VoteRequest(req)));
         }
         self.maybe_become_leader(now, out);
@@ -293,7 +293,7 @@ impl<L: RaftLog> Node<L> {
         }
         for node in latest.nodes().filter(|n| n.key.id != self.local.id) {
             let req = self.begin_request(node.key);
-            out.messages
+            out.requests
                 .push((node.key.id, Message::BeginQuorumEpochRequest(req)));
         }
     }
@@ -310,7 +310,7 @@ impl<L: RaftLog> Node<L> {
         let latest = self.history.latest().clone();
         for node in latest.nodes().filter(|n| n.key.id != self.local.id) {
             let req = self.end_request(&successors);
-            out.messages
+            out.requests
                 .push((node.key.id, Message::EndQuorumEpochRequest(req)));
         }
     }

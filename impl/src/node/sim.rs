@@ -221,14 +221,20 @@ impl Sim {
         self.nodes[&id].clock
     }
 
-    /// Routes an output: persisted state first, then messages into the network, then client replies.
+    /// Routes an output: persisted state first, then replies and requests into the network, then client
+    /// replies.
     pub fn absorb(&mut self, from: i32, out: Output) {
         let sim_node = self.nodes.get_mut(&from).expect("known node");
         for effect in out.effects {
             let Effect::PersistElectionState(state) = effect;
             sim_node.persisted = state;
         }
-        for (to, msg) in out.messages {
+        for (to, msg) in out.replies {
+            assert!(!msg.is_request(), "a reply that is not a response: {msg:?}");
+            self.network.push(Envelope { from, to, msg });
+        }
+        for (to, msg) in out.requests {
+            assert!(msg.is_request(), "a response among the requests: {msg:?}");
             self.network.push(Envelope { from, to, msg });
         }
         for (client, reply) in out.client_replies {

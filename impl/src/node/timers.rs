@@ -62,7 +62,7 @@ impl<L: RaftLog> Node<L> {
                 };
                 for key in targets {
                     let req = self.begin_request(key);
-                    out.messages
+                    out.requests
                         .push((key.id, Message::BeginQuorumEpochRequest(req)));
                 }
                 self.timers.begin_quorum_epoch =

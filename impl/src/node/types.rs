@@ -1,7 +1,7 @@
 //! The node's public types: its inputs, outputs, configuration, errors, timers and view.
 
 use kafka_protocol::messages::{
-    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
     DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
     FetchResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
@@ -29,6 +29,33 @@ pub enum Message {
     EndQuorumEpochResponse(EndQuorumEpochResponse),
     FetchRequest(FetchRequest),
     FetchResponse(FetchResponse),
+}
+
+impl Message {
+    /// The API this message belongs to (a request and its response share it).
+    pub fn api_key(&self) -> ApiKey {
+        match self {
+            Message::VoteRequest(_) | Message::VoteResponse(_) => ApiKey::Vote,
+            Message::BeginQuorumEpochRequest(_) | Message::BeginQuorumEpochResponse(_) => {
+                ApiKey::BeginQuorumEpoch
+            }
+            Message::EndQuorumEpochRequest(_) | Message::EndQuorumEpochResponse(_) => {
+                ApiKey::EndQuorumEpoch
+            }
+            Message::FetchRequest(_) | Message::FetchResponse(_) => ApiKey::Fetch,
+        }
+    }
+
+    /// A request (else a response).
+    pub fn is_request(&self) -> bool {
+        matches!(
+            self,
+            Message::VoteRequest(_)
+                | Message::BeginQuorumEpochRequest(_)
+                | Message::EndQuorumEpochRequest(_)
+                | Message::FetchRequest(_)
+        )
+    }
 }
 
 /// Identifies a client request so its reply can be routed back by the shell.
@@ -90,8 +117,12 @@ pub enum Effect {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Output {
     pub effects: Vec<Effect>,
-    /// Messages to peers: (destination node id, message).
-    pub messages: Vec<(i32, Message)>,
+    /// Responses to peer requests this node was handed: (requester, response). The core answers every
+    /// request once; one requester's requests of one API are answered in the order they came, a Vote,
+    /// BeginQuorumEpoch or EndQuorumEpoch in the output of the same input, a Fetch possibly later.
+    pub replies: Vec<(i32, Message)>,
+    /// New requests to peers: (destination node id, request).
+    pub requests: Vec<(i32, Message)>,
     pub client_replies: Vec<(ClientId, ClientResponse)>,
     /// Transitions the core refused (the node kept its state); the shell logs them.
     pub refused: Vec<StepError>,

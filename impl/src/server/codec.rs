@@ -299,17 +299,6 @@ pub fn metadata_response(reply: &Reply, info: &BrokerInfo) -> Result<Bytes, Code
     frame(reply, |buf| encode_body("MetadataResponse", &resp, v, buf))
 }
 
-/// Is this message a response (sent back on the requester's connection)?
-pub fn is_response(message: &Message) -> bool {
-    matches!(
-        message,
-        Message::VoteResponse(_)
-            | Message::BeginQuorumEpochResponse(_)
-            | Message::EndQuorumEpochResponse(_)
-            | Message::FetchResponse(_)
-    )
-}
-
 /// Api key and version this shell uses to send a request message.
 pub fn request_api(message: &Message) -> Option<(i16, i16)> {
     Some(match message {

@@ -9,7 +9,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use tokio::time::Instant;
 
-use super::codec::is_response;
+use kafka_protocol::messages::ApiKey;
+
 use super::peer::PeerLinks;
 use super::ServerError;
 use crate::log::RaftLog;
@@ -55,9 +56,10 @@ pub struct Driver<L: RaftLog> {
     /// Wall-clock milliseconds at `start`: DescribeQuorum timestamps are reported as epoch milliseconds.
     pub wall_base_ms: i64,
     pub last_state: Option<(Role, i32, Option<i32>)>,
-    /// Where the Fetch responses to each requester go, oldest first: the core may answer a Fetch in a
-    /// later output (long poll), and answers one requester's fetches in the order they came.
-    pub fetch_waiters: HashMap<i32, VecDeque<oneshot::Sender<Message>>>,
+    /// Where the replies to each requester's requests of each API go, oldest first: the core answers
+    /// every request once, one requester's requests of one API in the order they came (a Fetch possibly
+    /// in a later output: long poll).
+    pub reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -95,7 +97,7 @@ impl<L: RaftLog> Driver<L> {
         let mut next_client = 0u64;
         // Fire timers armed at construction (relative to 0) against the real clock.
         let out = self.node.tick(self.now());
-        self.apply(out, None, &mut clients)?;
+        self.apply(out, &mut clients)?;
         loop {
             let deadline = self
                 .node
@@ -113,33 +115,31 @@ impl<L: RaftLog> Driver<L> {
             match event {
                 None => {
                     let out = self.node.tick(now);
-                    self.apply(out, None, &mut clients)?;
+                    self.apply(out, &mut clients)?;
                 }
                 Some(Event::PeerRequest {
                     from,
                     message,
                     reply,
                 }) => {
-                    let requester = if matches!(message, Message::FetchRequest(_)) {
-                        self.fetch_waiters.entry(from).or_default().push_back(reply);
-                        None
-                    } else {
-                        Some((from, reply))
-                    };
+                    self.reply_waiters
+                        .entry((from, message.api_key()))
+                        .or_default()
+                        .push_back(reply);
                     let out = self.node.handle(now, from, message);
-                    self.apply(out, requester, &mut clients)?;
+                    self.apply(out, &mut clients)?;
                 }
                 Some(Event::PeerResponse { from, message }) => {
                     tracing::trace!(from, ?message, "peer response");
                     let out = self.node.handle(now, from, message);
-                    self.apply(out, None, &mut clients)?;
+                    self.apply(out, &mut clients)?;
                 }
                 Some(Event::Client { request, reply }) => {
                     let id = ClientId(next_client);
                     next_client += 1;
                     clients.insert(id, reply);
                     let out = self.node.handle_client(now, id, request);
-                    self.apply(out, None, &mut clients)?;
+                    self.apply(out, &mut clients)?;
                 }
             }
             // Clients that hung up while waiting (e.g. an add-voter whose caller timed out).
@@ -151,7 +151,6 @@ impl<L: RaftLog> Driver<L> {
     fn apply(
         &mut self,
         out: Output,
-        mut requester: Option<(i32, oneshot::Sender<Message>)>,
         clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
     ) -> Result<(), ServerError> {
         for effect in &out.effects {
@@ -165,37 +164,24 @@ impl<L: RaftLog> Driver<L> {
         for refused in &out.refused {
             tracing::error!(error = %refused, "quorum core refused a transition");
         }
-        for (to, message) in out.messages {
+        for (to, message) in out.replies {
+            tracing::trace!(to, ?message, "replying");
+            let key = (to, message.api_key());
+            let waiter = self
+                .reply_waiters
+                .get_mut(&key)
+                .and_then(VecDeque::pop_front);
+            if self.reply_waiters.get(&key).is_some_and(VecDeque::is_empty) {
+                self.reply_waiters.remove(&key);
+            }
+            match waiter {
+                // A requester that hung up meanwhile: nothing to write.
+                Some(reply) => drop(reply.send(message)),
+                None => tracing::warn!(to, "dropping a response with no matching request"),
+            }
+        }
+        for (to, message) in out.requests {
             tracing::trace!(to, ?message, "sending");
-            if let Message::FetchResponse(_) = message {
-                let waiter = self
-                    .fetch_waiters
-                    .get_mut(&to)
-                    .and_then(VecDeque::pop_front);
-                if self.fetch_waiters.get(&to).is_some_and(VecDeque::is_empty) {
-                    self.fetch_waiters.remove(&to);
-                }
-                match waiter {
-                    // A requester that hung up meanwhile: nothing to write.
-                    Some(reply) => drop(reply.send(message)),
-                    None => {
-                        tracing::warn!(to, "dropping a Fetch response with no matching request")
-                    }
-                }
-                continue;
-            }
-            if is_response(&message) {
-                match requester.take() {
-                    Some((from, reply)) if from == to || from < 0 => {
-                        let _ = reply.send(message);
-                    }
-                    other => {
-                        requester = other;
-                        tracing::warn!(to, "dropping a response with no matching request");
-                    }
-                }
-                continue;
-            }
             match self.endpoint_of(to) {
                 Some(endpoint) => self.peers.send(to, endpoint, message),
                 None => tracing::warn!(to, "no known endpoint for node; dropping request"),
@@ -287,7 +273,7 @@ mod tests {
             status,
             wall_base_ms: 0,
             last_state: None,
-            fetch_waiters: HashMap::new(),
+            reply_waiters: HashMap::new(),
         };
         (driver, status_rx)
     }

@@ -629,3 +629,5 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vote_tests;
