@@ -21,6 +21,8 @@
 //!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
 //! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its log and the last election state it asked
 //!   the shell to persist (`Effect::PersistElectionState`); nothing else survives. Messages in flight stay.
+//!   A node that comes back Candidate fires its `VoteRequests` timer (due at once; the shell's first
+//!   `tick`) in the same step: its Vote requests are part of the model's `Restart`.
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
 //! - `ClientAppend(i)`: `Node::append` of one Data record.

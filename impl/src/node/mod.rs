@@ -30,7 +30,11 @@
 //!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
 //!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
-//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
+//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 and 4.4 do: the shared contract's
+//!   choice. A restarted Candidate asks the voters for their votes at its first `tick`, as Kafka 4.4's
+//!   first `pollCandidate` does; one that is not in its latest voter set comes back Unattached, where
+//!   Kafka's `CandidateState` throws and the controller does not start. Kafka also re-sends a Vote
+//!   request that failed or timed out (its `RequestManager` backoff); this node sends each once.
 //! - Fetch long-poll as Kafka's leader (`fetch_wait.rs`): a Fetch with no error, no records, no diverging
 //!   epoch, `MaxWaitMs` > 0 and the follower's HW (Fetch v18) not behind the leader's is parked until the
 //!   log grows past its fetch offset or the HW moves (answered with what the leader has then), or its
@@ -277,13 +281,20 @@ impl<L: RaftLog> Node<L> {
         if persisted.leader_id == Some(local.id) {
             node.role = RoleState::Resigned;
             node.arm_election_timer(now);
-        } else if persisted.voted.is_some_and(|v| v.id == local.id) && node.is_voter() {
+        } else if persisted.voted.is_some_and(|v| {
+            // Kafka's `ElectionState.isVotedCandidate`: a vote stored without directory id matches.
+            v.id == local.id && (v.directory_id.is_none() || v.directory_id == local.directory_id)
+        }) && node.is_voter()
+        {
             let voters = node.history.latest().clone();
             node.role = RoleState::Candidate {
                 voters,
                 granted: BTreeSet::from([local.id]),
             };
+            node.election.leader_id = None;
             node.arm_election_timer(now);
+            // Its Vote requests go out at the first `tick` (Kafka: the first `pollCandidate`).
+            node.timers.vote_requests = Some(now);
         } else {
             node.election.leader_id = None;
             node.role = RoleState::Unattached;

@@ -186,6 +186,9 @@ impl Tx<'_> {
 
     /// Restart: durable epoch, vote and log stay; a leader comes back Resigned, a replica that voted
     /// for itself (and is a voter) Candidate, anyone else Unattached. Pending change lost unanswered.
+    /// A restarted Candidate asks the other voters for their votes again at its epoch, as Kafka 4.4
+    /// does (`QuorumState.initialize` makes it a `CandidateState`, whose first `pollCandidate` sends
+    /// Vote requests to every voter that has not answered: after a restart, all of them).
     pub(super) fn restart(&mut self, i: Id) {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
@@ -200,6 +203,13 @@ impl Tx<'_> {
             s.role = Role::Candidate;
             s.votes = bit(i);
             self.maybe_become_leader(i);
+            if self.server(i).role == Role::Candidate {
+                self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::VoteRequest {
+                    epoch,
+                    last_epoch,
+                    last_offset,
+                });
+            }
         } else {
             s.role = Role::Unattached;
         }

@@ -161,3 +161,29 @@ fn a_newer_epoch_makes_the_receiver_unattached_before_the_rule_applies() {
             )));
     }
 }
+
+#[test]
+fn a_restarted_candidate_asks_for_its_votes_again() {
+    // Server 1 voted for itself in epoch 2 and learned leader 0 there (it lost); after a crash it is
+    // Candidate again, as Kafka's `QuorumState.initialize` makes it, and sends its Vote requests.
+    let m = KraftModel::new(ModelConfig {
+        gc: false,
+        max_crashes: 1,
+        ..ModelConfig::default()
+    })
+    .unwrap();
+    let s = receiver(Role::Follower, Some(1), Some(0), true);
+    let st = m.step(&s, Action::Restart(1)).unwrap().state;
+    let r = &st.servers[1];
+    assert_eq!(
+        (r.role, r.epoch, r.voted_for, r.votes, r.leader),
+        (Role::Candidate, 2, Some(1), bit(1), None)
+    );
+    let vote = Msg::VoteRequest {
+        epoch: 2,
+        last_epoch: 1,
+        last_offset: 3,
+    };
+    let sent: Vec<_> = st.network.iter().map(|e| (e.src, e.dst, e.msg)).collect();
+    assert_eq!(sent, vec![(1, 0, vote), (1, 2, vote)]);
+}
