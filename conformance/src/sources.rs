@@ -10,8 +10,9 @@ use model::{Bug, FetchMode, KraftModel, ModelConfig, NetworkKind, Start};
 
 use crate::replay::TraceSpec;
 
-/// Bounds of the exhaustive source: the model's default `check` bounds, with refusals as visible steps
-/// and stale messages kept (`trace::trace_config`), so a replay exercises both.
+/// Bounds of the exhaustive source: `ModelConfig::default()` (one change, no crash; `check` adds a
+/// second change and a crash), with refusals as visible steps and stale messages kept
+/// (`trace::trace_config`), so a replay exercises both.
 pub fn exhaustive_config() -> ModelConfig {
     trace::trace_config(ModelConfig::default())
 }

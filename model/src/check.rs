@@ -442,13 +442,23 @@ pub fn impl_bug_counterexample(bug: Bug, fetch: FetchMode) -> Option<Counterexam
     find_counterexample(impl_bug_bounds(bug, fetch)?)
 }
 
-/// `check --preset deep`: the default bounds plus one crash-restart. The bounds the issue asked for
-/// beyond it (a second membership change, epoch 3) did not finish within 12 minutes each on the shared
-/// 2-core machine (model/README.md, "What stands in the way").
-pub fn deep_bounds() -> ModelConfig {
+/// `check`'s default bounds: [`ModelConfig::default`] (3 voters + 1 joiner, epoch ≤ 2, log ≤ 5,
+/// 4 in flight, pre-vote and check-quorum on, which the tests and conformance share) with two
+/// membership changes and one crash-restart, the issue's bounds at epoch 2 (model/README.md,
+/// "Measured", has the time; epoch 3 does not fit in the 60 s budget).
+pub fn default_bounds() -> ModelConfig {
     ModelConfig {
+        max_changes: 2,
         max_crashes: 1,
         ..ModelConfig::default()
+    }
+}
+
+/// `check --preset deep`: the default bounds at epoch 3 (model/README.md, "Measured").
+pub fn deep_bounds() -> ModelConfig {
+    ModelConfig {
+        max_epoch: 3,
+        ..default_bounds()
     }
 }
 

@@ -200,8 +200,9 @@ pub struct ModelConfig {
 }
 
 impl Default for ModelConfig {
-    /// The default `check` bounds: exhaustive within a minute on 2 cores (model/README.md), with
-    /// Kafka 4.x elections (pre-vote and check-quorum on).
+    /// The bounds the tests and conformance start from, with Kafka 4.x elections (pre-vote and
+    /// check-quorum on): one change, no crash. `check` runs `check::default_bounds` (two changes
+    /// and a crash on top).
     fn default() -> Self {
         ModelConfig {
             voters: 3,

@@ -117,7 +117,7 @@ struct CheckArgs {
     #[arg(long)]
     json: bool,
     /// Start from a named set of bounds (flags still override): `default`, or `deep` (the default
-    /// plus one crash-restart; minutes, not seconds: model/README.md).
+    /// at epoch 3; minutes, not seconds: model/README.md).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -300,7 +300,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
     let base = match (a.bounds.bug, a.preset) {
         (Some(bug), _) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
         (None, Some(Preset::Deep)) => check::deep_bounds(),
-        (None, _) => ModelConfig::default(),
+        (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);
     let mut model = model_or_exit(cfg)?;

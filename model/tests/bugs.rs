@@ -150,7 +150,7 @@ fn harm_search_shows_what_a_user_would_see() {
 
 #[test]
 fn deep_preset_extends_the_default() {
-    let (d, p) = (model::ModelConfig::default(), check::deep_bounds());
+    let (d, p) = (check::default_bounds(), check::deep_bounds());
     assert!(p.max_epoch >= d.max_epoch && p.max_log >= d.max_log);
     assert!(p.max_changes >= d.max_changes && p.max_crashes >= d.max_crashes);
     assert!(p.max_in_flight >= d.max_in_flight && p.voters == d.voters && p.joiners >= d.joiners);
