@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use model::types::{Action, ChangeOp, Envelope, Id, Msg, Role, State};
+use model::types::{Action, ChangeOp, Envelope, Id, Role, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
 use super::driver::{Divergence, Kit};
@@ -104,7 +104,6 @@ pub fn not_choosable(
     a: &Action,
     restarts: bool,
 ) -> Option<&'static str> {
-    let response = |m: &Msg| matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_));
     match *a {
         Action::ElectionTimeout(i)
         | Action::FetchTimeout(i)
@@ -131,7 +130,7 @@ pub fn not_choosable(
             op: ChangeOp::Swap { .. },
             ..
         } => Some("a swap (the bug variant: no Kafka request)"),
-        Action::Deliver(e) if (e.src == nut || e.dst == nut) && response(&e.msg) => {
+        Action::Deliver(e) if (e.src == nut || e.dst == nut) && super::driver::is_response(&e.msg) => {
             Some("a response apart from its request (the kit delivers each response with its request)")
         }
         Action::Deliver(e) if e.src == nut && !deliverable.contains(&e) => {
@@ -307,7 +306,7 @@ pub(super) fn fresh_kit(
         .map_err(|e| format!("{e}"))?;
     let wait = Duration::from_millis(args.wait_ms);
     wait_listening_for(addr, wait, Some(&mut node))?;
-    let kit = Kit::new(
+    let mut kit = Kit::new(
         check,
         NUT,
         eps,
@@ -316,6 +315,7 @@ pub(super) fn fresh_kit(
         report,
         schema.clone(),
     );
+    kit.one_in_flight = args.one_in_flight;
     Ok((kit, node))
 }
 

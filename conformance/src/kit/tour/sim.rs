@@ -4,11 +4,11 @@
 
 use std::hash::{Hash, Hasher};
 
-use model::types::{Action, Envelope, Id, Msg, State};
+use model::types::{Action, Envelope, Id, State};
 use model::KraftModel;
 
 use crate::kit::driver::hold::{blocking_fetch, deliverable, parked_news};
-use crate::kit::driver::new_messages;
+use crate::kit::driver::{is_response as response, new_messages};
 
 /// One vertex of the tour graph: the model state and the node's requests the played replicas hold
 /// (oldest first; the node keeps one connection per replica, so a connection is its destination).
@@ -16,10 +16,6 @@ use crate::kit::driver::new_messages;
 pub struct Sim {
     pub state: State,
     pub held: Vec<Envelope>,
-}
-
-fn response(m: &Msg) -> bool {
-    matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
 }
 
 /// The key of a vertex: the model's fingerprint of the state and the held requests in order on each
