@@ -206,6 +206,42 @@ fn tour_paths_cover_every_drivable_transition() {
     }
 }
 
+/// The membership tour of a node that writes records of its own once elected (a Kafka controller's
+/// 3 bootstrap metadata records, `--elected-appends 3`): it starts after them, with every replica
+/// caught up to them and the HW past them, and still reaches the operator changes.
+#[test]
+fn membership_tour_starts_after_the_nodes_own_records() {
+    use model::types::{Action, Kind};
+    let g = kit::tour::TourGraph::build_for("membership", 3).expect("the tour graph builds");
+    let start = &g.vertices[0].state;
+    let leader = &start.servers[kit::NUT as usize];
+    let data = leader
+        .log
+        .as_slice()
+        .iter()
+        .filter(|e| e.kind == Kind::Data)
+        .count();
+    assert_eq!(data, 3, "{:?}", leader.log);
+    for (i, s) in start.servers.iter().enumerate() {
+        assert_eq!(s.log, leader.log, "server {i}");
+        assert_eq!(s.hw, Some(leader.log.len()), "server {i}");
+    }
+    assert!(start.network.is_empty());
+    assert!(g.start_fetches.contains(&3), "{:?}", g.start_fetches);
+    let adds = g
+        .edges
+        .iter()
+        .filter(|e| matches!(e.action, Action::Change { server: 0, .. }))
+        .count();
+    assert!(adds > 0, "no operator change");
+    eprintln!(
+        "membership after 3 records: {} states, {} transitions, start fetches {:?}",
+        g.vertices.len(),
+        g.edges.len(),
+        g.start_fetches
+    );
+}
+
 /// The tours over TCP (the CI run of issue #18's transition tour): every drivable transition of both
 /// graphs taken on the wire with the predicted state before and after, the node's restarts included,
 /// and 0 divergences.

@@ -321,11 +321,26 @@ pub(super) fn fresh_kit(
 
 /// The membership graph's start reached over the wire: the node's first election, two fetch rounds
 /// of the voters, the joiner's discovery, records and HW (`KraftModel::election_prefix`); then the
-/// kit's state is checked equal to the model's elected start `start` and becomes it.
-pub(super) fn reach_elected_start(kit: &mut Kit, start: State) -> R<()> {
+/// kit's state is checked equal to the model's elected start `start` and becomes it. A node that
+/// writes `appends` records of its own once elected (`--elected-appends`): after the voters' rounds
+/// the kit waits until DescribeQuorum shows them, then the played replicas in `fetches` fetch in
+/// turn (`tour::elected_start`).
+pub(super) fn reach_elected_start(
+    kit: &mut Kit,
+    start: State,
+    appends: u8,
+    fetches: &[Id],
+) -> R<()> {
     scenarios::first_election(kit, 0..=0)?;
-    for _ in 0..3 {
-        scenarios::fetch_from_node(kit, 3)?;
+    if appends == 0 {
+        for _ in 0..3 {
+            scenarios::fetch_from_node(kit, 3)?;
+        }
+    } else {
+        kit.await_node_appends(appends)?;
+        for &r in fetches {
+            scenarios::fetch_from_node(kit, r)?;
+        }
     }
     let differ: Vec<String> = (0..start.servers.len())
         .filter(|&i| start.servers[i] != kit.state.servers[i])
@@ -354,7 +369,7 @@ fn walk_one(
 ) -> R<()> {
     let me = kit.nut as usize;
     if w.graph == "membership" {
-        reach_elected_start(kit, plan.initial_state())?;
+        reach_elected_start(kit, plan.initial_state(), 0, &[])?;
     } else if stands {
         kit.until("the node's election timeout", |k| {
             k.state.servers[me].role != Role::Unattached
