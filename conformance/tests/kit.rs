@@ -242,6 +242,45 @@ fn membership_tour_starts_after_the_nodes_own_records() {
     );
 }
 
+/// The first-election tour of a node that writes 3 records of its own once elected: they come as the
+/// node's eager step once its HW passes its epoch's first record, and paths go on after them.
+#[test]
+fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
+    use model::types::Kind;
+    let plain = kit::tour::TourGraph::build("first-election").expect("builds");
+    let g = kit::tour::TourGraph::build_for("first-election", 3).expect("builds");
+    let with = |g: &kit::tour::TourGraph| {
+        g.vertices
+            .iter()
+            .filter(|v| v.state.history.data > 0)
+            .count()
+    };
+    assert_eq!(with(&plain), 0);
+    assert!(with(&g) > 0);
+    for v in &g.vertices {
+        let s = &v.state.servers[kit::NUT as usize];
+        let data = s
+            .log
+            .as_slice()
+            .iter()
+            .filter(|e| e.kind == Kind::Data)
+            .count();
+        // All three or none: the node writes them in one eager settle.
+        assert!(data == 0 || data == 3, "{:?}", s.log);
+        assert!(
+            !kit::driver::hold::appends_due(&v.state, kit::NUT, 3),
+            "{:?}",
+            v.state
+        );
+    }
+    eprintln!(
+        "first-election with 3 records: {} states, {} transitions ({} states with them)",
+        g.vertices.len(),
+        g.edges.len(),
+        with(&g)
+    );
+}
+
 /// The tours over TCP (the CI run of issue #18's transition tour): every drivable transition of both
 /// graphs taken on the wire with the predicted state before and after, the node's restarts included,
 /// and 0 divergences.

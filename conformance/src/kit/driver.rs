@@ -159,6 +159,9 @@ pub struct Kit {
     /// Kafka: one request in flight per connection). A declared capability of the node under test
     /// (`--one-in-flight`): the kit then waits only for the oldest request to each replica.
     pub one_in_flight: bool,
+    /// Records the node writes on its own once elected (`--elected-appends`; waited for in
+    /// `settle_node` when [`hold::appends_due`]).
+    pub elected_appends: u8,
     /// True while the model takes an operator's Change step (its replies answer that request).
     in_change: bool,
     /// Connections of the played replicas below this id belong to a killed process of the node.
@@ -196,6 +199,7 @@ impl Kit {
             held: Vec::new(),
             unarrived: Vec::new(),
             one_in_flight: false,
+            elected_appends: 0,
             in_change: false,
             dead_below: 0,
         }

@@ -316,6 +316,7 @@ pub(super) fn fresh_kit(
         schema.clone(),
     );
     kit.one_in_flight = args.one_in_flight;
+    kit.elected_appends = args.elected_appends;
     Ok((kit, node))
 }
 

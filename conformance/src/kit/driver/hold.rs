@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use model::types::{Action, Envelope, Id, Msg, State};
+use model::types::{Action, Envelope, Id, Msg, Role, State};
 use model::KraftModel;
 
 use super::{added, Divergence, Kit, Line, R};
@@ -73,6 +73,19 @@ pub fn deliverable<C: PartialEq>(held: &[(Envelope, C)]) -> Vec<Envelope> {
         }
     }
     out
+}
+
+/// True when a node that writes `appends` records of its own once elected (a Kafka controller's
+/// bootstrap metadata, `--elected-appends`) has them due: it leads, it has not written them all
+/// (the model appends one record a step; Kafka writes them as one batch, once), and its HW has
+/// passed the first record of its epoch (Kafka tells its state machine that it leads only then:
+/// `KafkaRaftClient.maybeFireLeaderChange`, `nextOffset() > epochStartOffset`).
+pub fn appends_due(st: &State, nut: Id, appends: u8) -> bool {
+    let s = &st.servers[nut as usize];
+    let start = s.log.as_slice().iter().position(|e| e.epoch == s.epoch);
+    st.history.data < appends
+        && s.role == Role::Leader
+        && matches!((start, s.hw), (Some(o), Some(h)) if usize::from(h) > o)
 }
 
 /// True when the node's requests that have not reached the kit (`unarrived`) may still be on their
@@ -187,8 +200,13 @@ impl Kit {
             },
         )?;
         // Whatever else already arrived is checked too; a parked fetch that is news now is answered
-        // (and the node's next fetch waited for).
+        // (and the node's next fetch waited for). The node's own records, when due, are waited for
+        // (DescribeQuorum shows them).
         self.serve_for(Duration::ZERO)?;
+        if appends_due(&self.state, me, self.elected_appends) {
+            self.await_node_appends(self.elected_appends)?;
+            return self.settle_node();
+        }
         if self.parked_news().is_some() {
             return self.settle_node();
         }

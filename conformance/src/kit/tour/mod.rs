@@ -39,7 +39,7 @@ const MAX_VERTICES: usize = 20_000;
 
 /// The tour bounds of a named graph: its protocol and start, bounds small enough that every
 /// transition is driven in about a minute (README, "Transition tours"). `appends`: records the node
-/// writes on its own once elected (`--elected-appends`), room for which the membership log gets.
+/// writes on its own once elected (`--elected-appends`), for which the log bound grows.
 pub fn tour_bounds(name: &str, appends: u8) -> Option<ModelConfig> {
     let g = graph_config(name)?;
     Some(match name {
@@ -47,12 +47,15 @@ pub fn tour_bounds(name: &str, appends: u8) -> Option<ModelConfig> {
             max_epoch: 1,
             max_in_flight: 3,
             max_crashes: 1,
+            max_log: g.max_log + appends,
+            max_data: appends,
             ..g
         },
         _ => ModelConfig {
             max_epoch: 1,
             max_in_flight: 1,
             max_log: 4 + appends,
+            max_data: appends,
             ..g
         },
     })
@@ -156,24 +159,27 @@ impl TourGraph {
     }
 
     /// Builds the drivable graph of `name` for a node that writes `appends` records of its own once
-    /// elected (the membership tour starts after them, [`elected_start`]).
+    /// elected (as an eager step of the node, `driver::hold::appends_due`; the membership tour
+    /// starts after them, [`elected_start`]).
     pub fn build_for(name: &str, appends: u8) -> Result<TourGraph, String> {
-        let appends = if name == "membership" { appends } else { 0 };
         let bounds = tour_bounds(name, appends).ok_or_else(|| format!("no tour {name:?}"))?;
-        let (start, fetches) = elected_start(&bounds, appends)?;
-        let mut g = Self::build_with(name, bounds, QUIET_REPLICAS, start)?;
+        // The membership tour starts elected, after the node's records; first-election fresh.
+        let (start, fetches) =
+            elected_start(&bounds, if name == "membership" { appends } else { 0 })?;
+        let mut g = Self::build_with(name, bounds, QUIET_REPLICAS, (start, appends))?;
         g.start_appends = appends;
         g.start_fetches = fetches;
         Ok(g)
     }
 
-    /// Builds the drivable graph of `name`'s protocol at `bounds` from `start`; the timers of the
-    /// played replicas in `quiet` (a bit per id) are left out.
+    /// Builds the drivable graph of `name`'s protocol at `bounds` from `start`, for a node that
+    /// writes `appends` records of its own once elected; the timers of the played replicas in
+    /// `quiet` (a bit per id) are left out.
     pub fn build_with(
         name: &str,
         bounds: ModelConfig,
         quiet: u8,
-        start: State,
+        (start, appends): (State, u8),
     ) -> Result<TourGraph, String> {
         let check = KraftModel::new(check_config(&bounds)).map_err(|e| e.to_string())?;
         let mut g = TourGraph {
@@ -187,7 +193,7 @@ impl TourGraph {
             start_fetches: Vec::new(),
             not_drivable: BTreeMap::new(),
         };
-        let root = Sim::new(start);
+        let root = Sim::new(start, appends);
         let mut index: HashMap<u64, usize> = HashMap::new();
         index.insert(root.key(), 0);
         g.keys.push(root.key());
