@@ -19,8 +19,12 @@
 //!   returns is delivered back at once. Async mode: the request goes into the network like any message.
 //! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
 //!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
-//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its log and the last election state it asked
-//!   the shell to persist (`Effect::PersistElectionState`); nothing else survives. Messages in flight stay.
+//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its durable log (its `AppendLog` and
+//!   `TruncateLog` effects applied in order, which must rebuild the node's own log after every input) and
+//!   the last election state it asked the shell to persist (`Effect::PersistElectionState`); nothing else
+//!   survives. Messages in flight stay.
+//! - Every `Effect::FlushLog` completes at once: its `Node::persisted` report is the node's next input,
+//!   within the same step and at the same time.
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
 //! - `ClientAppend(i)`: `Node::append` of one Data record.

@@ -83,7 +83,7 @@ fn a_seeded_fault_diverges_in_the_graph() {
     };
     let mut opts = GraphOptions::new(cfg);
     opts.hook = Some(Arc::new(
-        |n: &mut kraft::node::Node<kraft::log::MemoryLog>| {
+        |n: &mut kraft::node::Node| {
             n.set_faults(kraft::node::Faults {
                 committed_from_latest: true,
                 ..Default::default()

@@ -25,7 +25,7 @@ fn trace(label: &str, actions: Vec<Action>) -> TraceSpec {
 
 fn hook(faults: Faults) -> Option<NodeHook> {
     Some(Arc::new(
-        move |n: &mut kraft::node::Node<kraft::log::MemoryLog>| n.set_faults(faults),
+        move |n: &mut kraft::node::Node| n.set_faults(faults),
     ))
 }
 

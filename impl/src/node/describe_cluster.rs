@@ -34,7 +34,7 @@ const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 const CLUSTER_OPERATIONS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// DescribeCluster at `version` (0–2) as a Kafka controller answers it.
     pub fn describe_cluster(
         &self,

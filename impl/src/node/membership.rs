@@ -141,7 +141,7 @@ fn endpoints<'a>(names: impl Iterator<Item = (&'a StrBytes, &'a StrBytes, u16)>)
         .collect()
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// Every precondition of a membership change, in Kafka's order; on success, the new voter set.
     pub fn check_change(
         &self,

@@ -1,10 +1,16 @@
 //! The KRaft node: a deterministic state machine.
 //!
-//! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`) and time
-//! (`tick`). Outputs: [`Output`] with effects to persist first and messages to send after.
+//! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`), time
+//! (`tick`) and completed log flushes (`persisted`). Outputs: [`Output`] with effects to persist first and
+//! messages to send after. The core does no I/O: it reasons about an in-memory view of the log and hands
+//! every change of it to the shell as an effect (etcd's way).
 //!
 //! Shell contract:
-//! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
+//! 1. Apply `Output::effects` in order (election state, log appends, truncations, flushes), off the
+//!    thread that drives the core if it likes, and send the messages and client replies of an output only
+//!    once the effects of that output and of every earlier one are durable. Report each
+//!    [`Effect::FlushLog`] once it is durable with [`Node::persisted`], in order. A storage error must
+//!    stop the node before anything of that output or a later one is sent.
 //! 2. Every peer request handed to `handle` gets one response, in [`Output::replies`] addressed to the
 //!    requester (the shell writes it to the requesting connection), in the `Output` of that same call.
 //!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
@@ -104,12 +110,13 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::history::{OffsetHistory, VoterSetHistory};
 use crate::leader::LeaderState;
-use crate::log::{RaftLog, Record};
+use crate::log::{MemoryLog, RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 mod admin;
 mod commit;
 mod describe_cluster;
+mod durable;
 mod fetch;
 mod fetch_wait;
 mod membership;
@@ -162,13 +169,14 @@ enum RoleState {
     Resigned,
 }
 
-/// A KRaft replica: the deterministic quorum state machine over a [`RaftLog`]. `Clone` (for a cloneable
-/// log) lets conformance branch one cluster into every successor of a model state.
+/// A KRaft replica: the deterministic quorum state machine over its in-memory view of the log (the shell
+/// keeps the durable copy, see [`Effect`]). `Clone` lets conformance branch one cluster into every
+/// successor of a model state.
 #[derive(Clone)]
-pub struct Node<L: RaftLog> {
+pub struct Node {
     config: NodeConfig,
     local: ReplicaKey,
-    log: L,
+    log: MemoryLog,
     election: ElectionState,
     role: RoleState,
     /// The HW of a non-leader (the leader's lives in its `LeaderState`).
@@ -195,18 +203,25 @@ pub struct Node<L: RaftLog> {
     learned_leader: Option<(i32, i32, Endpoint)>,
     /// Leader: fetches waiting for new data, a new HW or their `MaxWaitMs` (Kafka's fetch purgatory).
     parked_fetches: Vec<fetch_wait::ParkedFetch>,
+    /// How much of the log the shell has made durable.
+    durable: durable::Durable,
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
     NodeError::Config(msg.into())
 }
 
-impl<L: RaftLog> Node<L> {
-    /// Builds a node from its configuration, its log and its persisted election state, applying the
+impl Node {
+    /// Builds a node from its configuration, its log (what storage holds: all durable) and its persisted
+    /// election state, applying the
     /// restart rules: Resigned if it was the leader, Candidate if it voted for itself (and is a voter),
     /// else Unattached at the persisted epoch. Volatile state (HW, leader progress, pending change) is
     /// not recovered.
-    pub fn new(config: NodeConfig, log: L, persisted: ElectionState) -> Result<Node<L>, NodeError> {
+    pub fn new(
+        config: NodeConfig,
+        log: MemoryLog,
+        persisted: ElectionState,
+    ) -> Result<Node, NodeError> {
         if config.node_id < 0 {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
         }
@@ -245,6 +260,7 @@ impl<L: RaftLog> Node<L> {
             kraft_versions.add_at(-1, base_kraft_version)?;
         }
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let log_end = log.end_offset();
         let mut node = Node {
             local,
             log,
@@ -267,6 +283,7 @@ impl<L: RaftLog> Node<L> {
             clock_started: false,
             learned_leader: None,
             parked_fetches: Vec::new(),
+            durable: durable::Durable::new(log_end),
             config,
         };
         node.history_next_offset = node.log.start_offset();
@@ -307,7 +324,7 @@ impl<L: RaftLog> Node<L> {
     }
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// A message from peer `from`. Requests are answered in the returned output.
     pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
         self.start_clock(now);
@@ -402,6 +419,26 @@ impl<L: RaftLog> Node<L> {
         let mut out = Output::default();
         if self.timers.get(timer).is_some() {
             self.fire_timer(now, timer, &mut out);
+        }
+        self.finish(now, &mut out);
+        out
+    }
+
+    /// The shell completed an [`Effect::FlushLog`]`{ up_to }`: the log is durable up to `up_to` (flushes
+    /// are reported once each, in the order asked for). A leader counts its own log end toward the HW
+    /// only from here on. Kafka's leader counts it just before its flush (`flushLeaderLog`), which runs
+    /// on the same thread before anything else; here the flush runs elsewhere, so the count waits for it.
+    pub fn persisted(&mut self, now: Millis, up_to: i64) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        if self.durable.flushed(up_to) {
+            self.update_leader_end(now, false, &mut out);
+        } else {
+            tracing::error!(
+                node = self.local.id,
+                up_to,
+                "a flush report that is not the oldest flush asked for; ignored"
+            );
         }
         self.finish(now, &mut out);
         out

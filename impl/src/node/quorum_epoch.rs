@@ -12,7 +12,7 @@ use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn leader_endpoints(&self) -> Vec<(StrBytes, StrBytes, u16)> {
         self.config
             .listeners

@@ -7,7 +7,7 @@ use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn refresh_timers(&mut self) {
         self.timers.fetch = match self.outstanding_fetch {
             Some(f) => Some(f.sent_at + self.config.request_timeout_ms),
