@@ -90,12 +90,7 @@ impl Cluster {
         Ok(c)
     }
 
-    fn build(
-        &self,
-        i: Id,
-        log: MemoryLog,
-        state: ElectionState,
-    ) -> Result<Node, String> {
+    fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let cfg = mapping::node_config(i, self.bootstrap, self.seed)?;
         let mut node = Node::new(cfg, log, state).map_err(|e| format!("Node::new for {i}: {e}"))?;
         if let Some(hook) = &self.hook {
@@ -128,9 +123,11 @@ impl Cluster {
             let storage = || Arc::make_mut(&mut self.storage[i as usize]);
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
-                Effect::AppendLog(batches) => storage()
-                    .append_replicated(batches)
-                    .map_err(|e| format!("node {i}: an append that does not continue its log: {e}"))?,
+                Effect::AppendLog(batches) => {
+                    storage().append_replicated(batches).map_err(|e| {
+                        format!("node {i}: an append that does not continue its log: {e}")
+                    })?
+                }
                 Effect::TruncateLog(offset) => storage()
                     .truncate_to(offset)
                     .map_err(|e| format!("node {i}: a truncation outside its log: {e}"))?,

@@ -3,7 +3,6 @@
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::log::RaftLog;
 use crate::voter_set::SupportedVersions;
 use crate::wire::describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumResponse, PartitionData, TopicData,

@@ -15,7 +15,6 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use kafka_protocol::protocol::StrBytes;
 
 use super::{errors, Node};
-use crate::log::RaftLog;
 use crate::voter_set::Endpoint;
 
 /// `EndpointType` values of DescribeCluster v1+ (`EndpointType.java`).

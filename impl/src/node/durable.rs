@@ -66,7 +66,11 @@ mod tests {
         d.flush_requested(8);
         assert_eq!(d.end(), 3);
         assert!(d.flushed(10));
-        assert_eq!(d.end(), 5, "records 5..10 were truncated before the flush was reported");
+        assert_eq!(
+            d.end(),
+            5,
+            "records 5..10 were truncated before the flush was reported"
+        );
         assert!(d.flushed(8));
         assert_eq!(d.end(), 8);
         assert!(!d.flushed(8), "each flush is reported once");

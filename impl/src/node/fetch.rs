@@ -373,7 +373,11 @@ impl Node {
     /// Appends fetched batches after the local LEO (records below it are skipped) and has the shell
     /// persist them: the next Fetch, which acknowledges them, leaves after the flush (persist before
     /// send). Returns whether anything was appended.
-    pub(super) fn append_fetched(&mut self, bytes: Bytes, out: &mut Output) -> Result<bool, String> {
+    pub(super) fn append_fetched(
+        &mut self,
+        bytes: Bytes,
+        out: &mut Output,
+    ) -> Result<bool, String> {
         use crate::log::Replicated;
         let batches =
             crate::records::decode_batches_with_bytes(bytes).map_err(|e| e.to_string())?;

@@ -5,7 +5,6 @@ use kafka_protocol::protocol::StrBytes;
 use rand::Rng;
 use uuid::Uuid;
 
-use crate::log::RaftLog;
 use crate::voter_set::{Endpoint, ReplicaKey};
 
 use super::messages::{self, errors, METADATA_PARTITION};

@@ -344,7 +344,11 @@ impl Sim {
     pub fn crash(&mut self, id: i32) {
         if let Some(sim_node) = self.nodes.get_mut(&id) {
             if let Some(node) = sim_node.node.take() {
-                assert_eq!(node.log().batches(), sim_node.storage.batches(), "view = storage");
+                assert_eq!(
+                    node.log().batches(),
+                    sim_node.storage.batches(),
+                    "view = storage"
+                );
                 sim_node.crashed_log = Some(sim_node.storage.clone());
             }
         }

@@ -1,6 +1,5 @@
 //! Timers: what each deadline does when it fires.
 
-use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
 
 use super::membership::ChangeOutcome;

@@ -171,7 +171,11 @@ impl Driver {
             None => return Err(ServerError::StorageStopped),
         };
         self.durable = done.seq;
-        while self.held.front().is_some_and(|(seq, _)| *seq <= self.durable) {
+        while self
+            .held
+            .front()
+            .is_some_and(|(seq, _)| *seq <= self.durable)
+        {
             if let Some((_, out)) = self.held.pop_front() {
                 self.route(out, clients);
             }
@@ -278,8 +282,8 @@ mod tests {
     use crate::node::{Bootstrap, NodeConfig};
     use crate::node::{ClientRequest, Timer};
     use crate::storage::{read_quorum_state, FileLog};
-    use std::path::PathBuf;
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+    use std::path::PathBuf;
     use tokio::io::AsyncReadExt;
     use uuid::Uuid;
 
@@ -409,7 +413,10 @@ mod tests {
         );
         let out = driver.node.handle(election, 2, refusal);
         assert_eq!(driver.node.role(), Role::Candidate);
-        assert!(!out.effects.is_empty() && !out.requests.is_empty(), "{out:?}");
+        assert!(
+            !out.effects.is_empty() && !out.requests.is_empty(),
+            "{out:?}"
+        );
         out
     }
 
@@ -422,7 +429,11 @@ mod tests {
         let mut clients = HashMap::new();
         let out = stand_as_candidate(&mut driver);
         driver.apply(out, &mut clients);
-        assert_eq!(driver.held.len(), 1, "the Vote request waits for the vote to be durable");
+        assert_eq!(
+            driver.held.len(),
+            1,
+            "the Vote request waits for the vote to be durable"
+        );
         let stored = driver.stored.recv().await;
         let result = driver.on_stored(stored, &mut clients);
         assert!(matches!(result, Err(ServerError::Persist(_))), "{result:?}");
@@ -452,11 +463,20 @@ mod tests {
         assert!(out.effects.is_empty());
         driver.apply(out, &mut clients);
         assert_eq!(driver.held.len(), 2);
-        assert!(rx.try_recv().is_err(), "not released before the vote is durable");
+        assert!(
+            rx.try_recv().is_err(),
+            "not released before the vote is durable"
+        );
         let stored = driver.stored.recv().await;
         driver.on_stored(stored, &mut clients).unwrap();
         assert!(driver.held.is_empty());
-        assert!(matches!(rx.try_recv(), Ok(ClientResponse::DescribeQuorum(_))));
-        assert_eq!(read_quorum_state(&path).unwrap().voted.map(|k| k.id), Some(1));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(ClientResponse::DescribeQuorum(_))
+        ));
+        assert_eq!(
+            read_quorum_state(&path).unwrap().voted.map(|k| k.id),
+            Some(1)
+        );
     }
 }

@@ -84,7 +84,9 @@ pub fn perform(
         seq = job.seq;
         for effect in job.effects {
             match effect {
-                Effect::PersistElectionState(state) => write_quorum_state(quorum_state_path, &state)?,
+                Effect::PersistElectionState(state) => {
+                    write_quorum_state(quorum_state_path, &state)?
+                }
                 Effect::AppendLog(batches) => log.append_replicated(batches)?,
                 Effect::TruncateLog(offset) => log.truncate_to(offset)?,
                 Effect::FlushLog { up_to } => flushed.push(up_to),
@@ -119,7 +121,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state_path = dir.path().join("quorum-state");
         let (tx, mut done) = mpsc::unbounded_channel();
-        let store = Store::spawn(FileLog::open(dir.path()).unwrap(), state_path.clone(), tx).unwrap();
+        let store =
+            Store::spawn(FileLog::open(dir.path()).unwrap(), state_path.clone(), tx).unwrap();
         let state = ElectionState {
             epoch: 3,
             ..Default::default()
@@ -139,7 +142,10 @@ mod tests {
                 flushed: vec![1]
             }
         );
-        assert_eq!(crate::storage::read_quorum_state(&state_path).unwrap(), state);
+        assert_eq!(
+            crate::storage::read_quorum_state(&state_path).unwrap(),
+            state
+        );
         // A batch that does not continue the log: a typed error, then nothing more is performed.
         store.submit(Job {
             seq: 2,
@@ -147,10 +153,12 @@ mod tests {
         });
         assert!(matches!(
             done.recv().await,
-            Some(Err(StorageError::Log(crate::log::LogError::NonContiguous {
-                expected: 1,
-                got: 5
-            })))
+            Some(Err(StorageError::Log(
+                crate::log::LogError::NonContiguous {
+                    expected: 1,
+                    got: 5
+                }
+            )))
         ));
         store.submit(Job {
             seq: 3,
