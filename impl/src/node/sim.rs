@@ -363,6 +363,8 @@ impl Sim {
             return Ok(());
         }
         let log = sim_node.crashed_log.take().unwrap_or_default();
+        // What the node starts from is its durable log (a test may have replaced the disk meanwhile).
+        sim_node.storage = log.clone();
         let mut node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
         node.start_clock(sim_node.clock);
         sim_node.node = Some(node);
