@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use kraft::log::MemoryLog;
+use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
     Node, Output, Timer,
@@ -120,15 +120,14 @@ impl Cluster {
     ) -> Result<(), String> {
         let mut flushed = Vec::new();
         for e in out.effects {
-            let storage = || Arc::make_mut(&mut self.storage[i as usize]);
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
-                Effect::AppendLog(batches) => {
-                    storage().append_replicated(batches).map_err(|e| {
+                Effect::AppendLog(batches) => Arc::make_mut(&mut self.storage[i as usize])
+                    .append_replicated(batches)
+                    .map_err(|e| {
                         format!("node {i}: an append that does not continue its log: {e}")
-                    })?
-                }
-                Effect::TruncateLog(offset) => storage()
+                    })?,
+                Effect::TruncateLog(offset) => Arc::make_mut(&mut self.storage[i as usize])
                     .truncate_to(offset)
                     .map_err(|e| format!("node {i}: a truncation outside its log: {e}"))?,
                 Effect::FlushLog { up_to } => flushed.push(up_to),
