@@ -73,7 +73,7 @@ impl Cluster {
         let mut c = Cluster {
             nodes: Vec::with_capacity(servers),
             persisted: vec![ElectionState::default(); servers],
-            storage: vec![Arc::new(MemoryLog::new()); servers],
+            storage: (0..servers).map(|_| Arc::new(MemoryLog::new())).collect(),
             clocks: vec![0; servers],
             network: Vec::new(),
             clients: BTreeMap::new(),
