@@ -292,6 +292,14 @@ impl Cluster {
                 let log = MemoryLog::clone(&self.storage[i as usize]);
                 let state = self.persisted[i as usize].clone();
                 self.nodes[i as usize] = Arc::new(self.build(i, log, state)?);
+                // A restarted Candidate's first poll (its Vote requests) is part of the restart.
+                if self.nodes[i as usize]
+                    .timers()
+                    .get(Timer::VoteRequests)
+                    .is_some()
+                {
+                    self.fire(i, Timer::VoteRequests, &mut applied)?;
+                }
             }
             Action::ClientAppend(i) => {
                 check(i)?;

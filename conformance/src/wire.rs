@@ -277,9 +277,7 @@ fn strukt(
     })
 }
 
-fn tags_u32(
-    t: &std::collections::BTreeMap<u32, Bytes>,
-) -> std::collections::BTreeMap<u32, Vec<u8>> {
+fn tags_u32(t: &kraft::wire::UnknownTaggedFields) -> std::collections::BTreeMap<u32, Vec<u8>> {
     t.iter().map(|(k, v)| (*k, v.to_vec())).collect()
 }
 

@@ -163,3 +163,80 @@ fn a_silent_node_times_out() {
     let e = run_against(&fake_node(None), "first-election");
     assert!(e.contains("timed out"), "{e}");
 }
+
+/// The tours' path covers (model only, no process): every path starts at the graph's start and is
+/// connected, and together they take every drivable transition, the node's first election and its
+/// operator changes included.
+#[test]
+fn tour_paths_cover_every_drivable_transition() {
+    use model::types::Action;
+    for name in kit::tour::TOURS {
+        let g = kit::tour::TourGraph::build(name).expect("the tour graph builds");
+        let paths = g.cover(&vec![true; g.edges.len()], 40);
+        let mut hit = vec![false; g.edges.len()];
+        for p in &paths {
+            let mut at = 0;
+            for &e in p {
+                assert_eq!(g.edges[e].from, at, "{name}: a path jumps");
+                at = g.edges[e].to;
+                hit[e] = true;
+            }
+        }
+        let missed = hit.iter().filter(|h| !**h).count();
+        assert_eq!(missed, 0, "{name}: {missed} transitions no path takes");
+        eprintln!(
+            "{name}: {} states, {} transitions, {} paths, {} steps",
+            g.vertices.len(),
+            g.edges.len(),
+            paths.len(),
+            paths.iter().map(Vec::len).sum::<usize>()
+        );
+        let acts: Vec<Action> = g.edges.iter().map(|e| e.action).collect();
+        let wanted = if name == "first-election" {
+            vec![Action::ElectionTimeout(kit::NUT), Action::Restart(kit::NUT)]
+        } else {
+            vec![Action::Change {
+                server: kit::NUT,
+                op: model::types::ChangeOp::Add(3),
+            }]
+        };
+        for w in wanted {
+            assert!(acts.contains(&w), "{name}: no {w:?}");
+        }
+    }
+}
+
+/// The tours over TCP (the CI run of issue #18's transition tour): every drivable transition of both
+/// graphs taken on the wire with the predicted state before and after, the node's restarts included,
+/// and 0 divergences.
+#[test]
+fn kraft_node_takes_every_drivable_transition_of_the_tours() {
+    let a = args(&[
+        "--kraft-bin",
+        env!("CARGO_BIN_EXE_kit-kraft"),
+        "--wait-ms",
+        "30000",
+        "--tour",
+        "first-election",
+        "--tour",
+        "membership",
+    ]);
+    let o = kit::run(&a).expect("the kit starts");
+    for (s, r) in &o.scenarios {
+        assert!(r.is_ok(), "{s}: {r:?}");
+    }
+    assert_eq!(o.tours.len(), 2);
+    for (g, t) in &o.tours {
+        assert!(t.transitions > 0, "{g}");
+        assert_eq!(t.covered, t.transitions, "{g}: {t:?}");
+    }
+    let tr = &o.report.transitions;
+    for key in [
+        "Restart at node",
+        "ElectionTimeout at node",
+        "Change Remove at node",
+    ] {
+        assert!(tr.contains_key(key), "transition {key} not driven: {tr:?}");
+    }
+    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
+}

@@ -69,6 +69,83 @@ fn restart_rules() {
     assert_eq!(n.role(), Role::Unattached);
 }
 
+/// (pre-vote, epoch, receiver) of each Vote request node `from` has in flight.
+fn vote_requests_from(sim: &Sim, from: i32) -> Vec<(bool, i32, i32)> {
+    sim.network
+        .iter()
+        .filter(|e| e.from == from)
+        .filter_map(|e| match &e.msg {
+            Message::VoteRequest(r) => {
+                let p = &r.topics[0].partitions[0];
+                Some((p.pre_vote, p.replica_epoch, e.to))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Kafka 4.4: `QuorumState.initialize` makes a replica that voted for itself a Candidate at its
+/// stored epoch, and its first `pollCandidate` asks every other voter for its vote again.
+#[test]
+fn a_restarted_candidate_asks_for_its_votes_again() {
+    let mut sim = Sim::new(3, 0, 9).unwrap();
+    sim.fire(1, Timer::Election);
+    let pre_vote = sim.network.iter().position(|e| e.to == 2).unwrap();
+    sim.deliver(pre_vote);
+    let grant = sim.network.iter().position(|e| e.to == 1).unwrap();
+    sim.deliver(grant);
+    assert_eq!(
+        (sim.node(1).role(), sim.node(1).epoch()),
+        (Role::Candidate, 1)
+    );
+    // It crashes before any Vote request arrives; they are lost.
+    sim.crash(1);
+    sim.network.clear();
+    sim.restart(1).unwrap();
+    assert_eq!(
+        (sim.node(1).role(), sim.node(1).epoch()),
+        (Role::Candidate, 1)
+    );
+    assert!(
+        sim.network.is_empty(),
+        "nothing is sent before the first tick"
+    );
+    let now = sim.clock(1);
+    sim.tick(1, now);
+    assert_eq!(
+        vote_requests_from(&sim, 1),
+        vec![(false, 1, 2), (false, 1, 3)]
+    );
+    sim.tick(1, now);
+    assert_eq!(vote_requests_from(&sim, 1).len(), 2, "sent once");
+    // Node 2 grants: two of three, node 1 leads epoch 1.
+    let vote = sim.network.iter().position(|e| e.to == 2).unwrap();
+    sim.deliver(vote);
+    let grant = sim.network.iter().position(|e| e.to == 1).unwrap();
+    sim.deliver(grant);
+    assert_eq!((sim.node(1).role(), sim.node(1).epoch()), (Role::Leader, 1));
+}
+
+/// A restarted single voter that voted for itself leads at its first tick (Kafka's
+/// `onBecomeCandidate`), without asking anyone.
+#[test]
+fn a_restarted_single_candidate_leads_at_once() {
+    let cfg = sim::config(1, Bootstrap::Checkpoint(sim::voter_set(&[1])), 1);
+    let state = ElectionState {
+        epoch: 3,
+        voted: Some(sim::key(1)),
+        leader_id: None,
+    };
+    let mut n = Node::new(cfg, MemoryLog::new(), state).unwrap();
+    assert_eq!(n.role(), Role::Candidate);
+    let out = n.tick(0);
+    assert_eq!((n.role(), n.epoch()), (Role::Leader, 3));
+    assert!(out
+        .requests
+        .iter()
+        .all(|(_, m)| !matches!(m, Message::VoteRequest(_))));
+}
+
 #[test]
 fn bad_configuration_and_state_are_typed_errors() {
     let set = sim::voter_set(&[1]);
@@ -348,6 +425,36 @@ fn stale_and_duplicated_fetch_responses_are_ignored() {
         sim.node(2).view().outstanding_fetch.is_some(),
         "still waiting for the real response"
     );
+}
+
+/// A follower that gets its leader's EndQuorumEpoch stops waiting out its fetch timeout (Kafka's
+/// `handleEndQuorumEpochRequest`: `overrideFetchTimeout` by the position in the preferred successors):
+/// the first successor's fetch timeout is due at once, the second's is brought forward but not to now.
+/// Timers are outside the model, so the gate cannot see this rule.
+#[test]
+fn end_quorum_epoch_brings_the_successors_fetch_timeouts_forward() {
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    sim.network.clear();
+    sim.fire(1, Timer::CheckQuorum);
+    let successors = match &sim.network[0].msg {
+        Message::EndQuorumEpochRequest(r) => r.topics[0].partitions[0].preferred_successors.clone(),
+        other => panic!("not an EndQuorumEpoch: {other:?}"),
+    };
+    assert_eq!(successors, vec![2, 3]);
+    let mut deadlines = Vec::new();
+    for id in successors {
+        let before = sim.node(id).timers().fetch_timeout.expect("a follower");
+        let i = sim.network.iter().position(|e| e.to == id).unwrap();
+        sim.deliver(i);
+        assert_eq!(sim.node(id).role(), Role::Follower);
+        let after = sim.node(id).timers().fetch_timeout.unwrap();
+        assert!(after < before, "{id}: {after} not before {before}");
+        deadlines.push(after - sim.clock(id));
+    }
+    assert_eq!(deadlines[0], 0, "the first successor runs at once");
+    assert!(deadlines[1] > 0, "the second waits: {deadlines:?}");
 }
 
 /// An observer whose fetch is refused (no leader yet) asks again after the fetch interval: the fetch

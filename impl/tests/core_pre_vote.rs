@@ -4,8 +4,10 @@
 use kafka_protocol::messages::begin_quorum_epoch_request::LeaderEndpoint;
 use kafka_protocol::messages::VoteResponse;
 use kafka_protocol::protocol::StrBytes;
+use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::sim::{self, Envelope, Sim};
-use kraft::node::{errors, Message, Role, Timer};
+use kraft::node::{errors, Bootstrap, ElectionState, Message, Node, Role, Timer};
+use kraft::voter_set::ReplicaKey;
 
 /// (pre_vote, epoch, last epoch) of a Vote request.
 fn vote_request(msg: &Message) -> (bool, i32, i32) {
@@ -200,4 +202,155 @@ fn a_leader_outside_the_voter_set_is_reached_at_the_endpoint_it_announced() {
         Some((9, 9099))
     );
     let _ = sim::key(1);
+}
+
+/// `template` (a Vote request) as sent by `from` to `to` with these fields.
+fn vote_from(
+    template: &Message,
+    (from, to): (i32, i32),
+    pre_vote: bool,
+    epoch: i32,
+    (last_epoch, last_offset): (i32, i64),
+) -> Message {
+    let mut msg = template.clone();
+    let Message::VoteRequest(r) = &mut msg else {
+        panic!("not a vote request: {template:?}")
+    };
+    r.voter_id.0 = to;
+    let p = &mut r.topics[0].partitions[0];
+    p.replica_id.0 = from;
+    p.replica_directory_id = sim::directory_id(from);
+    p.voter_directory_id = sim::directory_id(to);
+    p.pre_vote = pre_vote;
+    p.replica_epoch = epoch;
+    p.last_offset_epoch = last_epoch;
+    p.last_offset = last_offset;
+    msg
+}
+
+/// Delivers `msg` from `from` to `to`: (granted, nothing persisted).
+fn ask(sim: &mut Sim, from: i32, to: i32, msg: Message) -> (bool, bool) {
+    let now = sim.clock(to);
+    let out = sim.node_mut(to).handle(now, from, msg);
+    let (error, granted) = vote_reply(&out.replies[0].1);
+    assert_eq!(error, errors::NONE);
+    (granted, out.effects.is_empty())
+}
+
+/// Kafka 4.4's `canGrantVote` for the roles whose answer depends on the role, not only on the vote
+/// and the log: a Leader refuses a pre-vote, a Resigned leader and a Candidate grant an up-to-date one
+/// (and persist nothing), a Candidate refuses a vote.
+#[test]
+fn leader_resigned_and_candidate_answer_pre_votes_and_votes_as_kafka_4_4() {
+    let mut sim = Sim::new(3, 0, 6).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    let log = sim.node(1).log();
+    let (last, leo) = (log.last_epoch(), log.end_offset());
+    assert_eq!((sim.node(3).epoch(), last), (1, 1));
+    sim.fire(3, Timer::FetchTimeout);
+    let pre = take(&mut sim, 3, 1);
+    let _ = take(&mut sim, 3, 2);
+    assert_eq!(vote_request(&pre), (true, 1, last));
+
+    assert_eq!(ask(&mut sim, 3, 1, pre.clone()), (false, true), "a leader");
+    sim.fire(1, Timer::CheckQuorum);
+    assert_eq!(sim.node(1).role(), Role::Resigned);
+    let stale = vote_from(&pre, (3, 1), true, 1, (last, leo - 1));
+    assert_eq!(ask(&mut sim, 3, 1, stale), (false, true));
+    let now = sim.clock(1);
+    let out = sim.node_mut(1).handle(now, 3, pre);
+    assert!(out.effects.is_empty());
+    assert_eq!(vote_reply(&out.replies[0].1), (errors::NONE, true));
+    assert_eq!(sim.node(1).role(), Role::Resigned, "nothing changes");
+
+    // The resigned leader's grant is the second of three: node 3 stands at epoch 2.
+    let now = sim.clock(3);
+    let out = sim.node_mut(3).handle(now, 1, out.replies[0].1.clone());
+    assert_eq!(
+        (sim.node(3).role(), sim.node(3).epoch()),
+        (Role::Candidate, 2)
+    );
+    sim.absorb(3, out);
+    let vote = take(&mut sim, 3, 2);
+    assert_eq!(vote_request(&vote), (false, 2, last));
+    // Node 2 asks the candidate for a pre-vote, then for a vote, in the candidate's epoch.
+    let up_to_date = vote_from(&vote, (2, 3), true, 2, (last, leo));
+    assert_eq!(ask(&mut sim, 2, 3, up_to_date), (true, true));
+    let stale = vote_from(&vote, (2, 3), true, 2, (last, leo - 1));
+    assert_eq!(ask(&mut sim, 2, 3, stale), (false, true));
+    let rival = vote_from(&vote, (2, 3), false, 2, (last, leo));
+    assert_eq!(ask(&mut sim, 2, 3, rival), (false, true));
+    assert_eq!(sim.node(3).election_state().voted, Some(sim::key(3)));
+}
+
+/// An Unattached replica that voted in its epoch: the same candidate gets the vote again without a
+/// log check, any other is refused; pre-votes still go by the log alone (Kafka 4.4's
+/// `unattachedOrProspectiveCanGrantVote`).
+#[test]
+fn a_replica_that_voted_grants_only_the_same_candidate_again() {
+    let mut sim = Sim::new(3, 0, 7).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    let log = sim.node(1).log();
+    let (last, leo) = (log.last_epoch(), log.end_offset());
+    sim.fire(3, Timer::FetchTimeout);
+    let template = take(&mut sim, 3, 2);
+    let vote = vote_from(&template, (3, 2), false, 2, (last, leo));
+    assert_eq!(
+        ask(&mut sim, 3, 2, vote),
+        (true, false),
+        "the vote is persisted"
+    );
+    assert_eq!(
+        (sim.node(2).role(), sim.node(2).epoch()),
+        (Role::Unattached, 2)
+    );
+    let again_stale = vote_from(&template, (3, 2), false, 2, (last, leo - 1));
+    assert_eq!(ask(&mut sim, 3, 2, again_stale), (true, true));
+    let other = vote_from(&template, (1, 2), false, 2, (last, leo));
+    assert_eq!(ask(&mut sim, 1, 2, other), (false, true));
+    let other_pre = vote_from(&template, (1, 2), true, 2, (last, leo));
+    assert_eq!(ask(&mut sim, 1, 2, other_pre), (true, true));
+    let stale_pre = vote_from(&template, (1, 2), true, 2, (last, leo - 1));
+    assert_eq!(ask(&mut sim, 1, 2, stale_pre), (false, true));
+}
+
+/// A vote stored without a directory id (a `quorum-state` written by a kraft.version 0 replica)
+/// matches the candidate's id under any directory id, as Kafka's `ReplicaKey` comparison there does;
+/// a stored directory id must match.
+#[test]
+fn a_stored_vote_without_directory_matches_any_directory_of_that_id() {
+    let mut sim = Sim::new(3, 0, 8).unwrap();
+    sim.fire(3, Timer::Election);
+    let template = take(&mut sim, 3, 2);
+    let set = sim::voter_set(&[1, 2, 3]);
+    let restarted = |voted: ReplicaKey| {
+        let config = sim::config(2, Bootstrap::Checkpoint(set.clone()), 8);
+        let state = ElectionState {
+            epoch: 1,
+            voted: Some(voted),
+            leader_id: None,
+        };
+        let mut node = Node::new(config, MemoryLog::new(), state).unwrap();
+        node.start_clock(0);
+        node
+    };
+    let mut other_dir = vote_from(&template, (3, 2), false, 1, (0, 0));
+    if let Message::VoteRequest(r) = &mut other_dir {
+        r.topics[0].partitions[0].replica_directory_id = uuid::Uuid::from_u128(99);
+    }
+    for (voted, granted) in [
+        (ReplicaKey::without_directory(3), true),
+        (sim::key(3), false),
+    ] {
+        let mut node = restarted(voted);
+        assert_eq!(node.role(), Role::Unattached);
+        let out = node.handle(0, 3, other_dir.clone());
+        assert_eq!(
+            vote_reply(&out.replies[0].1),
+            (errors::NONE, granted),
+            "{voted:?}"
+        );
+    }
 }

@@ -10,44 +10,75 @@
 //! keep is paths: when an `always` property fails, `check::run` asks Stateright's DFS for the
 //! counterexample (a failing check pays twice; a passing one, the common case, once).
 //!
-//! Soundness is the same argument as for any explicit-state DFS: a state's successors are pushed
-//! when its representative's fingerprint is first inserted, every pushed state is expanded, and the
-//! search ends only when every worker's stack and the shared pool are empty. Unique-state counts
-//! equal Stateright's (the representative is canonical, so the set of representatives reached does
-//! not depend on the order of the search); `tests/protocol.rs` checks that they do.
+//! Soundness is the same argument as for any explicit-state DFS with symmetry reduction: a state
+//! is pushed (as its representative, which has the same behaviours up to renaming and satisfies
+//! the same properties, all of which are stated over sets of ids) when its representative's
+//! fingerprint is first inserted, every pushed state is expanded, and the search ends only when
+//! every worker's stack and the shared pool are empty. Unique-state counts equal Stateright's (the
+//! representative is canonical, so the set of representatives reached does not depend on the
+//! order of the search); `tests/protocol.rs` checks that they do, and `symmetry.rs`'s tests that
+//! the fingerprint computed without building the representative is the representative's.
 
 use crate::step::KraftModel;
 use crate::types::State;
-use stateright::{Expectation, Model, Representative};
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
+use stateright::{Expectation, Model};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Fingerprints are already uniform 64-bit hashes: the visited set uses them as they are.
+/// One shard of the visited set: fingerprints in an open-addressing table with linear probing,
+/// stored as they are (they are uniform 64-bit hashes already), so that a lookup touches one cache
+/// line where a general hash set touches two (control bytes, then the slot). 0 marks a free slot;
+/// a fingerprint 0 is stored as 1, which merges two fingerprints like any 64-bit collision does.
 #[derive(Default)]
-struct Identity(u64);
+struct Table {
+    slots: Vec<u64>,
+    len: usize,
+}
 
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
+impl Table {
+    /// Inserts `fp`; true if it was not there.
+    fn insert(&mut self, fp: u64) -> bool {
+        let fp = fp.max(1);
+        // At most 3/4 full.
+        if 4 * (self.len + 1) > 3 * self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = fp as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    self.slots[i] = fp;
+                    self.len += 1;
+                    return true;
+                }
+                x if x == fp => return false,
+                _ => i = (i + 1) & mask,
+            }
+        }
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 fingerprints are hashed")
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![0; (2 * old.len()).max(1024)];
+        self.len = 0;
+        for fp in old.into_iter().filter(|&fp| fp != 0) {
+            self.insert(fp);
+        }
     }
 }
 
-type Fingerprints = HashSet<u64, BuildHasherDefault<Identity>>;
-
 const SHARDS: usize = 256;
 
-/// A state's fingerprint: ahash with fixed seeds (as Stateright's own).
+/// The hasher of fingerprints: ahash with fixed seeds (as Stateright's own).
+pub fn hasher() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(11, 22, 33, 44)
+}
+
+/// A state's fingerprint.
 pub fn fingerprint(s: &State) -> u64 {
-    ahash::RandomState::with_seeds(11, 22, 33, 44).hash_one(s)
+    hasher().hash_one(s)
 }
 
 /// Limits of a search.
@@ -79,7 +110,7 @@ pub struct Outcome {
 
 struct Shared<'a> {
     model: &'a KraftModel,
-    visited: Vec<Mutex<Fingerprints>>,
+    visited: Vec<Mutex<Table>>,
     pool: Mutex<Vec<Vec<(State, u32)>>>,
     wake: Condvar,
     idle: AtomicUsize,
@@ -93,22 +124,28 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    /// Inserts the fingerprint of `s`'s representative; true if it is new.
-    fn insert(&self, s: &State) -> bool {
-        let fp = fingerprint(&s.representative());
-        // Not the top 7 bits (hashbrown's control byte) nor the low bits (its bucket index): a shard
-        // picked by either would give all its entries the same control byte or the same bucket.
+    /// Inserts the fingerprint of `s`'s representative; if it is new, returns the representative
+    /// (which the search goes on from: it has the same behaviours up to renaming, and successors
+    /// of a representative are often representatives already, whose fingerprint needs no
+    /// renaming).
+    fn insert(&self, s: State) -> Option<State> {
+        let (perm, fp) = crate::symmetry::canonical(&s);
+        // Not the low bits, which index the shard's table.
         let shard = (fp >> 40) as usize % SHARDS;
-        self.visited[shard]
+        if !self.visited[shard]
             .lock()
             .expect("visited shard")
             .insert(fp)
+        {
+            return None;
+        }
+        Some(crate::symmetry::renamed(&s, &perm).unwrap_or(s))
     }
 
     fn unique(&self) -> usize {
         self.visited
             .iter()
-            .map(|v| v.lock().expect("visited shard").len())
+            .map(|v| v.lock().expect("visited shard").len)
             .sum()
     }
 
@@ -181,8 +218,8 @@ impl Shared<'_> {
                     continue;
                 }
                 generated += 1;
-                if self.insert(&next) {
-                    stack.push((next, depth + 1));
+                if let Some(rep) = self.insert(next) {
+                    stack.push((rep, depth + 1));
                 }
             }
             self.generated.fetch_add(generated, Ordering::Relaxed);
@@ -241,7 +278,7 @@ pub fn search(model: &KraftModel, threads: usize, limits: Limits) -> Outcome {
         .init_states()
         .into_iter()
         .filter(|s| model.within_boundary(s))
-        .filter(|s| shared.insert(s))
+        .filter_map(|s| shared.insert(s))
         .map(|s| (s, 1))
         .collect();
     shared.generated.store(init.len(), Ordering::Relaxed);

@@ -9,15 +9,18 @@
 //! non-canonical choice only loses some reduction. Only the DFS and simulation checkers use it.
 
 use crate::types::{
-    bit, ChangeOp, Entry, Envelope, Id, Kind, Mask, Msg, Server, State, MAX_LOG, MAX_SERVERS,
+    bit, ChangeOp, Entry, Envelope, History, Id, Kind, Mask, Msg, Server, State, MAX_LOG,
+    MAX_SERVERS,
 };
 use stateright::Representative;
 
-fn map_mask(perm: &[Id], m: Mask) -> Mask {
-    perm.iter()
-        .enumerate()
-        .filter(|(old, _)| m & bit(*old as Id) != 0)
-        .fold(0, |acc, (_, &new)| acc | bit(new))
+fn map_mask(perm: &[Id], mut m: Mask) -> Mask {
+    let mut out = 0;
+    while m != 0 {
+        out |= bit(perm[m.trailing_zeros() as usize]);
+        m &= m - 1;
+    }
+    out
 }
 
 fn map_entry(perm: &[Id], e: &mut Entry) {
@@ -87,31 +90,24 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
     }
     let mut network: Vec<Envelope> = s.network.iter().map(|e| map_envelope(perm, e)).collect();
     network.sort_unstable();
-    let mut history = s.history.clone();
-    for m in history.leaders.iter_mut() {
-        *m = map_mask(perm, *m);
-    }
-    for (e, _) in history.committed.iter_mut() {
-        map_entry(perm, e);
-    }
-    if let Some((_, _, set)) = &mut history.max_reported {
-        *set = map_mask(perm, *set);
-    }
     State {
         bootstrap: map_mask(perm, s.bootstrap),
         servers,
         network,
-        history,
+        history: map_history(perm, &s.history),
     }
 }
+
+/// Bytes of a server's own fields in its summary.
+const KEY: usize = 2 * MAX_LOG + 14;
 
 /// An id-free summary of a server used to order ids: its own fields, whether it voted for or
 /// follows itself, and an order-free digest of the messages it sends and receives (each described
 /// without ids, a leader named in a vote answer only as "the receiver", "the sender" or "another").
 /// The finer the summary, the fewer ids tie and the fewer permutations `representative` tries;
 /// any id-free summary keeps the representative canonical.
-fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; 2 * MAX_LOG + 14], u64, u64) {
-    let mut k = [0u8; 2 * MAX_LOG + 14];
+fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; KEY], u64, u64) {
+    let mut k = [0u8; KEY];
     k[0] = s.role as u8;
     k[1] = s.epoch;
     k[2] = s.log.len();
@@ -195,87 +191,140 @@ fn message_digest(env: &Envelope) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The hash that orders the candidates of a tie: any fixed function of the state would do;
-/// ahash with fixed seeds is several times faster than the standard library's SipHash.
-fn candidate_hash(s: &State) -> u64 {
-    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(s)
+/// The fingerprint of `s` renamed by `perm` (old id → new id): equal to
+/// `crate::dfs::fingerprint(&permute(s, perm))`, computed without building the renamed state (no
+/// allocation while the network holds at most 16 messages). It feeds the derived `Hash` of
+/// [`State`] the same values in the same order: bootstrap, servers, network, history.
+fn permuted_fingerprint(s: &State, perm: &[Id]) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = crate::dfs::hasher().build_hasher();
+    map_mask(perm, s.bootstrap).hash(&mut h);
+    let n = s.servers.len();
+    let mut servers = [Server::default(); MAX_SERVERS];
+    for (old, &new) in perm.iter().enumerate() {
+        servers[new as usize] = map_server(perm, &s.servers[old]);
+    }
+    servers[..n].hash(&mut h);
+    let mut inline = [Envelope {
+        src: 0,
+        dst: 0,
+        msg: Msg::BeginQuorumEpoch { epoch: 0 },
+    }; 16];
+    let mut spill = Vec::new();
+    let network: &mut [Envelope] = if s.network.len() <= inline.len() {
+        &mut inline[..s.network.len()]
+    } else {
+        spill.resize(s.network.len(), inline[0]);
+        &mut spill
+    };
+    for (slot, e) in network.iter_mut().zip(&s.network) {
+        *slot = map_envelope(perm, e);
+    }
+    network.sort_unstable();
+    network.hash(&mut h);
+    map_history(perm, &s.history).hash(&mut h);
+    h.finish()
+}
+
+/// The ghost history with ids renamed by `perm`.
+fn map_history(perm: &[Id], h: &History) -> History {
+    let mut history = h.clone();
+    for m in history.leaders.iter_mut() {
+        *m = map_mask(perm, *m);
+    }
+    for (e, _) in history.committed.iter_mut() {
+        map_entry(perm, e);
+    }
+    if let Some((_, _, set)) = &mut history.max_reported {
+        *set = map_mask(perm, *set);
+    }
+    history
+}
+
+/// The renaming that takes `s` to its representative (old id → new id, first `servers.len()`
+/// entries used) and the representative's fingerprint.
+///
+/// Canonical: ids are first ordered by an id-free summary of their server (voters first, then
+/// joiners); ids whose summaries tie are then tried in every order and the renaming whose state
+/// has the smallest fingerprint is kept. Every state of an orbit has the same summaries, so the
+/// candidates are the same set of states for each, and the choice does not depend on the starting
+/// state.
+pub fn canonical(s: &State) -> ([Id; MAX_SERVERS], u64) {
+    let n = s.servers.len();
+    let mut order = [0 as Id; MAX_SERVERS];
+    for (i, o) in order.iter_mut().enumerate().take(n) {
+        *o = i as Id;
+    }
+    // Per server: digests of the messages it sends and receives, summed (order-free).
+    let mut traffic = [(0u64, 0u64); MAX_SERVERS];
+    for env in &s.network {
+        let d = message_digest(env);
+        let (src, dst) = (env.src as usize, env.dst as usize);
+        traffic[src].0 = traffic[src].0.wrapping_add(d);
+        traffic[dst].1 = traffic[dst].1.wrapping_add(d);
+    }
+    let mut keys = [(false, ([0u8; KEY], 0u64, 0u64)); MAX_SERVERS];
+    for (i, (k, v)) in keys.iter_mut().zip(&s.servers).enumerate() {
+        let i = i as Id;
+        *k = (
+            s.bootstrap & bit(i) == 0,
+            sort_key(v, i, traffic[i as usize]),
+        );
+    }
+    // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
+    order[..n].sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+    // Tie groups: maximal runs of equal summaries.
+    let mut groups = [(0usize, 0usize); MAX_SERVERS];
+    let mut ngroups = 0;
+    let mut start = 0;
+    for i in 1..=n {
+        if i == n || keys[order[i] as usize] != keys[order[start] as usize] {
+            if i - start > 1 {
+                groups[ngroups] = (start, i);
+                ngroups += 1;
+            }
+            start = i;
+        }
+    }
+    let groups = &groups[..ngroups];
+    let to_perm = |order: &[Id]| {
+        let mut perm = [0 as Id; MAX_SERVERS];
+        for (new, &old) in order[..n].iter().enumerate() {
+            perm[old as usize] = new as Id;
+        }
+        perm
+    };
+    let identity = |perm: &[Id]| perm.iter().enumerate().all(|(i, &p)| p as usize == i);
+    let mut candidate = order;
+    let mut best = (u64::MAX, to_perm(&candidate));
+    loop {
+        let perm = to_perm(&candidate);
+        let fp = if identity(&perm[..n]) {
+            crate::dfs::fingerprint(s)
+        } else {
+            permuted_fingerprint(s, &perm[..n])
+        };
+        if fp < best.0 {
+            best = (fp, perm);
+        }
+        if !next_in_groups(&mut candidate, groups) {
+            break;
+        }
+    }
+    (best.1, best.0)
+}
+
+/// `s` renamed by `perm` (from [`canonical`]); `None` if `perm` is the identity.
+pub fn renamed(s: &State, perm: &[Id; MAX_SERVERS]) -> Option<State> {
+    let n = s.servers.len();
+    let identity = perm[..n].iter().enumerate().all(|(i, &p)| p as usize == i);
+    (!identity).then(|| permute(s, &perm[..n]))
 }
 
 impl Representative for State {
-    /// Canonical: ids are first ordered by an id-free summary of their server (voters first, then
-    /// joiners); ids whose summaries tie are then tried in every order and the permuted state with
-    /// the smallest hash is kept. Every state of an orbit has the same summaries, so the candidates
-    /// are the same set of states for each, and the choice does not depend on the starting state.
+    /// The state renamed by [`canonical`]'s renaming.
     fn representative(&self) -> Self {
-        let n = self.servers.len();
-        let mut order = [0 as Id; MAX_SERVERS];
-        for (i, o) in order.iter_mut().enumerate().take(n) {
-            *o = i as Id;
-        }
-        // Per server: digests of the messages it sends and receives, summed (order-free).
-        let mut traffic = [(0u64, 0u64); MAX_SERVERS];
-        for env in &self.network {
-            let d = message_digest(env);
-            let (s, r) = (env.src as usize, env.dst as usize);
-            traffic[s].0 = traffic[s].0.wrapping_add(d);
-            traffic[r].1 = traffic[r].1.wrapping_add(d);
-        }
-        let keys: Vec<_> = self
-            .servers
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let i = i as Id;
-                (
-                    self.bootstrap & bit(i) == 0,
-                    sort_key(s, i, traffic[i as usize]),
-                )
-            })
-            .collect();
-        // Voters first, then joiners: sorting inside each group keeps the bootstrap set fixed.
-        order[..n].sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
-        // Tie groups: maximal runs of equal summaries.
-        let mut groups: Vec<(usize, usize)> = Vec::new();
-        let mut start = 0;
-        for i in 1..=n {
-            if i == n || keys[order[i] as usize] != keys[order[start] as usize] {
-                if i - start > 1 {
-                    groups.push((start, i));
-                }
-                start = i;
-            }
-        }
-        let to_perm = |order: &[Id]| {
-            let mut perm = [0 as Id; MAX_SERVERS];
-            for (new, &old) in order[..n].iter().enumerate() {
-                perm[old as usize] = new as Id;
-            }
-            perm
-        };
-        let identity = |order: &[Id]| order[..n].iter().enumerate().all(|(i, &o)| o as usize == i);
-        if groups.is_empty() {
-            if identity(&order) {
-                return self.clone();
-            }
-            return permute(self, &to_perm(&order)[..n]);
-        }
-        let mut best: Option<(u64, State)> = None;
-        let mut candidate = order;
-        loop {
-            let st = if identity(&candidate) {
-                self.clone()
-            } else {
-                permute(self, &to_perm(&candidate)[..n])
-            };
-            let fp = candidate_hash(&st);
-            if best.as_ref().is_none_or(|(b, _)| fp < *b) {
-                best = Some((fp, st));
-            }
-            if !next_in_groups(&mut candidate, &groups) {
-                break;
-            }
-        }
-        best.expect("at least one candidate").1
+        renamed(self, &canonical(self).0).unwrap_or_else(|| self.clone())
     }
 }
 
@@ -354,6 +403,51 @@ mod tests {
         };
         assert_eq!(to(1).representative(), to(2).representative());
         assert_ne!(to(1), to(2));
+    }
+
+    #[test]
+    fn canonical_fingerprint_is_the_representatives_and_orbit_wide() {
+        // Every state within a few steps of the elected start (with a crash and two changes, so
+        // that roles, logs and messages vary): the fingerprint `canonical` computes without
+        // building the representative is the representative's, and every renaming of the state
+        // that fixes the bootstrap set (0, 1, 2 among themselves; the joiner 3 stays) has it too.
+        let m = KraftModel::new(ModelConfig {
+            max_crashes: 1,
+            max_changes: 2,
+            ..ModelConfig::default()
+        })
+        .unwrap();
+        let mut layer = vec![m.initial_state()];
+        let mut checked = 0;
+        let perms: [[Id; 4]; 6] = [
+            [0, 1, 2, 3],
+            [0, 2, 1, 3],
+            [1, 0, 2, 3],
+            [1, 2, 0, 3],
+            [2, 0, 1, 3],
+            [2, 1, 0, 3],
+        ];
+        for _depth in 0..4 {
+            let mut next = Vec::new();
+            for s in &layer {
+                let fp = canonical(s).1;
+                assert_eq!(fp, crate::dfs::fingerprint(&s.representative()));
+                for p in &perms {
+                    assert_eq!(canonical(&permute(s, p)).1, fp);
+                }
+                checked += 1;
+                let mut actions = Vec::new();
+                m.enabled_actions(s, &mut actions);
+                next.extend(
+                    actions
+                        .into_iter()
+                        .filter_map(|a| m.step(s, a))
+                        .map(|t| t.state),
+                );
+            }
+            layer = next;
+        }
+        assert!(checked > 100, "{checked}");
     }
 
     #[test]

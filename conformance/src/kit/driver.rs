@@ -39,7 +39,8 @@ use super::report::{Line, Report};
 use crate::schema::MessageSchema;
 
 mod client;
-mod hold;
+pub mod hold;
+mod restart;
 
 /// A divergence of the node from the model, or a reason the kit could not go on. Never a panic.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +89,28 @@ fn story(a: &Action) -> String {
     model::story::action(a)
 }
 
+/// The messages `after` has in flight that `before` has not (a multiset difference).
+pub fn new_messages(before: &State, after: &State) -> Vec<Envelope> {
+    let mut left = before.network.clone();
+    let mut out = Vec::new();
+    for e in &after.network {
+        if let Some(p) = left.iter().position(|x| x == e) {
+            left.remove(p);
+        } else {
+            out.push(*e);
+        }
+    }
+    out
+}
+
+/// The messages a step added to the network from `src` to `dst`.
+pub fn added(before: &State, after: &State, src: Id, dst: Id) -> Vec<Envelope> {
+    new_messages(before, after)
+        .into_iter()
+        .filter(|e| e.src == src && e.dst == dst)
+        .collect()
+}
+
 /// A request of the node the played replica has not answered yet (hold mode).
 struct Held {
     env: Envelope,
@@ -126,6 +149,8 @@ pub struct Kit {
     held: Vec<Held>,
     /// True while the model takes an operator's Change step (its replies answer that request).
     in_change: bool,
+    /// Connections of the played replicas below this id belong to a killed process of the node.
+    dead_below: u64,
 }
 
 impl Kit {
@@ -158,6 +183,7 @@ impl Kit {
             hold: false,
             held: Vec::new(),
             in_change: false,
+            dead_below: 0,
         }
     }
 
@@ -192,20 +218,6 @@ impl Kit {
         self.report
             .push(Line::new("kit", story(&a)).verdict("ok".into()));
         Ok(())
-    }
-
-    /// The messages `step` added to the network from `src` to `dst`.
-    fn added(before: &State, after: &State, src: Id, dst: Id) -> Vec<Envelope> {
-        let mut left = before.network.clone();
-        let mut out = Vec::new();
-        for e in &after.network {
-            if let Some(p) = left.iter().position(|x| x == e) {
-                left.remove(p);
-            } else if e.src == src && e.dst == dst {
-                out.push(*e);
-            }
-        }
-        out
     }
 
     fn conn(&mut self, src: Id) -> R<&mut NodeConn> {
@@ -273,7 +285,7 @@ impl Kit {
         let answer_after = |kit: &Kit, k: usize| -> Option<Msg> {
             let base = kit.appended(&kit.state, k)?;
             let step = kit.model.step(&base, Action::Deliver(env))?;
-            match Self::added(&base, &step.state, kit.nut, env.src)
+            match added(&base, &step.state, kit.nut, env.src)
                 .iter()
                 .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
                 .collect::<Vec<_>>()
@@ -292,7 +304,7 @@ impl Kit {
         }
         let before = self.state.clone();
         self.model_step(Action::Deliver(env))?;
-        let expected: Vec<Envelope> = Self::added(&before, &self.state, self.nut, env.src)
+        let expected: Vec<Envelope> = added(&before, &self.state, self.nut, env.src)
             .into_iter()
             .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
             .collect();
@@ -378,7 +390,7 @@ impl Kit {
         }));
         for a in cands {
             if let Some(step) = self.model.step(&self.state, a) {
-                if !Self::added(&self.state, &step.state, env.src, env.dst).contains(env) {
+                if !added(&self.state, &step.state, env.src, env.dst).contains(env) {
                     continue;
                 }
                 self.state = step.state;
@@ -410,16 +422,9 @@ impl Kit {
             Incoming::Client(ClientRequest::ApiVersions(_)) => {
                 // Kafka's network client opens every connection with ApiVersions; not in the model.
                 line.action = "ApiVersions (connection handshake, not in the model)".into();
-                self.report.cover("node→kit ApiVersionsRequest".into());
                 let resp = ClientResponse::ApiVersions(api_versions());
-                let frame = codec::client_response(&reply, &resp)
-                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-                line.sent = hex(&frame);
-                self.listeners
-                    .reply(conn, &frame)
-                    .map_err(|e| Box::new(Divergence::Io(e)))?;
-                self.report.push(line.verdict("ok".into()));
-                return Ok(());
+                let frame = codec::client_response(&reply, &resp);
+                return self.handshake(line, conn, "node→kit ApiVersionsRequest".into(), frame);
             }
             Incoming::Unsupported if reply.api_key == ApiKey::ApiVersions as i16 => {
                 // A newer ApiVersions than the kit's codec speaks (Kafka 4.4.0 sends v5): refused
@@ -429,18 +434,12 @@ impl Kit {
                     "ApiVersions v{} (connection handshake): UNSUPPORTED_VERSION, the client retries lower",
                     reply.api_version
                 );
-                self.report.cover(format!(
+                let key = format!(
                     "node→kit ApiVersionsRequest v{} (unsupported by the kit)",
                     reply.api_version
-                ));
-                let frame = codec::unsupported_response(&reply, api_versions())
-                    .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-                line.sent = hex(&frame);
-                self.listeners
-                    .reply(conn, &frame)
-                    .map_err(|e| Box::new(Divergence::Io(e)))?;
-                self.report.push(line.verdict("ok".into()));
-                return Ok(());
+                );
+                let frame = codec::unsupported_response(&reply, api_versions());
+                return self.handshake(line, conn, key, frame);
             }
             other => {
                 let d = Divergence::Unexpected {
@@ -507,6 +506,25 @@ impl Kit {
         self.answer(held, line)
     }
 
+    /// Writes the kit's answer `frame` to a connection handshake of the node (ApiVersions, not in the
+    /// model) on connection `conn`.
+    fn handshake(
+        &mut self,
+        mut line: Line,
+        conn: u64,
+        cover: String,
+        frame: Result<Bytes, codec::CodecError>,
+    ) -> R<()> {
+        self.report.cover(cover);
+        let frame = frame.map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
+        line.sent = hex(&frame);
+        self.listeners
+            .reply(conn, &frame)
+            .map_err(|e| Box::new(Divergence::Io(e)))?;
+        self.report.push(line.verdict("ok".into()));
+        Ok(())
+    }
+
     /// The played replica handles the node's request `h` in the model and writes the model's answer
     /// (the answer is delivered to the node with it).
     fn answer(&mut self, h: Held, mut line: Line) -> R<()> {
@@ -521,7 +539,7 @@ impl Kit {
         let before = self.state.clone();
         self.model_step(Action::Deliver(env))?;
         self.delivered.push(env);
-        let answers = Self::added(&before, &self.state, replica, self.nut);
+        let answers = added(&before, &self.state, replica, self.nut);
         let answer = answers
             .iter()
             .find(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
@@ -564,6 +582,7 @@ impl Kit {
                 return Ok(());
             }
             match self.listeners.next(deadline) {
+                Some(i) if i.conn < self.dead_below => {}
                 Some(i) => self.inbound(i.replica, i.conn, i.payload)?,
                 None => {
                     let d = Divergence::Timeout {
@@ -585,7 +604,9 @@ impl Kit {
     pub fn serve_for(&mut self, d: Duration) -> R<()> {
         let deadline = Instant::now() + d;
         while let Some(i) = self.listeners.next(deadline) {
-            self.inbound(i.replica, i.conn, i.payload)?;
+            if i.conn >= self.dead_below {
+                self.inbound(i.replica, i.conn, i.payload)?;
+            }
         }
         Ok(())
     }

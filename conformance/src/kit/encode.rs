@@ -36,6 +36,19 @@ pub struct Endpoints {
 }
 
 impl Endpoints {
+    /// The endpoints of servers 0 (the node, port unknown yet: 0) to 3, the played replicas at the
+    /// addresses their listeners bound.
+    pub fn played(cluster_id: &str, addrs: Vec<(Id, std::net::SocketAddr)>) -> Endpoints {
+        let mut eps = Endpoints {
+            ports: vec![0; 4],
+            cluster_id: cluster_id.to_string(),
+        };
+        for (i, a) in addrs {
+            eps.ports[i as usize] = a.port();
+        }
+        eps
+    }
+
     /// Replica `i`'s one listener as the kit formats it and announces it.
     pub fn endpoint(&self, i: Id) -> Endpoint {
         Endpoint {
@@ -400,38 +413,28 @@ pub fn name(msg: &Message) -> &'static str {
     }
 }
 
+/// The error code of a response's first partition (`$topics`: its list of topics).
+macro_rules! first_partition_error {
+    ($topics:expr) => {
+        $topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .map(|p| p.error_code)
+    };
+}
+
 /// The error code of a response (top level first, then the partition's), for coverage.
 pub fn error_code(msg: &Message) -> i16 {
     let top_then = |top: i16, part: Option<i16>| if top != 0 { top } else { part.unwrap_or(0) };
     match msg {
-        Message::VoteResponse(r) => top_then(
-            r.error_code,
-            r.topics
-                .first()
-                .and_then(|t| t.partitions.first())
-                .map(|p| p.error_code),
-        ),
-        Message::BeginQuorumEpochResponse(r) => top_then(
-            r.error_code,
-            r.topics
-                .first()
-                .and_then(|t| t.partitions.first())
-                .map(|p| p.error_code),
-        ),
-        Message::EndQuorumEpochResponse(r) => top_then(
-            r.error_code,
-            r.topics
-                .first()
-                .and_then(|t| t.partitions.first())
-                .map(|p| p.error_code),
-        ),
-        Message::FetchResponse(r) => top_then(
-            r.error_code,
-            r.responses
-                .first()
-                .and_then(|t| t.partitions.first())
-                .map(|p| p.error_code),
-        ),
+        Message::VoteResponse(r) => top_then(r.error_code, first_partition_error!(r.topics)),
+        Message::BeginQuorumEpochResponse(r) => {
+            top_then(r.error_code, first_partition_error!(r.topics))
+        }
+        Message::EndQuorumEpochResponse(r) => {
+            top_then(r.error_code, first_partition_error!(r.topics))
+        }
+        Message::FetchResponse(r) => top_then(r.error_code, first_partition_error!(r.responses)),
         _ => 0,
     }
 }

@@ -6,12 +6,14 @@
 //! - [`driver`]: the lockstep of model and node, and the typed divergences.
 //! - [`scenarios`]: the model paths the kit can force.
 //! - [`report`]: JSON Lines and coverage.
+//! - [`walk`]: graph-generated paths; [`tour`]: every drivable transition of a small graph.
 
 pub mod driver;
 pub mod encode;
 pub mod net;
 pub mod report;
 pub mod scenarios;
+pub mod tour;
 pub mod walk;
 
 use std::net::SocketAddr;
@@ -54,6 +56,13 @@ pub struct KitArgs {
     /// The `kraft` binary to start (default: `kit-kraft` next to this executable).
     #[arg(long)]
     pub kraft_bin: Option<PathBuf>,
+    /// Format and start the nodes under test with SCRIPT instead of `kraft` (`--walk`, `--tour` and
+    /// the scenarios without --bootstrap): `SCRIPT format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID`
+    /// formats node 0 in DIR; `SCRIPT start DIR PORT ELECTION_MS FETCH_MS` runs it in the foreground
+    /// (`exec` the server: the kit ends and restarts it with SIGKILL). conformance/kafka/kit-node.sh
+    /// does this for Apache Kafka.
+    #[arg(long)]
+    pub node_script: Option<PathBuf>,
     /// Where started nodes keep their data and logs (default: a fresh directory under the temp dir).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -72,6 +81,15 @@ pub struct KitArgs {
     /// `kraft node` per path (not with --bootstrap). Repeatable.
     #[arg(long)]
     pub walk: Vec<String>,
+    /// Tour graph GRAPH (`first-election`, `membership`): paths that together drive every transition
+    /// of its kit-drivable graph, one fresh `kraft node` per path (not with --bootstrap). Repeatable.
+    #[arg(long)]
+    pub tour: Vec<String>,
+    /// Election timeout (ms) of a started node that stands first in a --walk or --tour path. The
+    /// node's steps up to its election must fit in it (a slower node times out again: a race the kit
+    /// reports as a divergence); a Kafka controller's JVM needs more than `kraft`.
+    #[arg(long, default_value_t = 300)]
+    pub election_ms: u64,
     /// Paths per walked graph.
     #[arg(long, default_value_t = 8)]
     pub walk_paths: usize,
@@ -116,16 +134,46 @@ pub fn model_config(node_appends: u8) -> ModelConfig {
     }
 }
 
+/// How the kit formats and starts a node of its own.
+#[derive(Clone, Debug)]
+pub enum Launcher {
+    /// `kraft format` and `kraft node` of this binary.
+    Kraft(PathBuf),
+    /// `--node-script`: `SCRIPT format ...` and `SCRIPT start ...`.
+    Script(PathBuf),
+}
+
 /// A started node process, killed when dropped.
 pub struct NodeProcess {
     child: Child,
     pub dir: PathBuf,
+    launcher: Launcher,
+    port: u16,
 }
 
 impl Drop for NodeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl NodeProcess {
+    /// Kills the process (SIGKILL: no shutdown of its own) and waits for it.
+    pub fn kill(&mut self) -> Result<(), String> {
+        self.child.kill().map_err(|e| format!("kill: {e}"))?;
+        self.child.wait().map_err(|e| format!("wait: {e}"))?;
+        Ok(())
+    }
+
+    /// Starts the node again on the same data directory with timers `(election, fetch)` (ms), and
+    /// waits until it listens.
+    pub fn start(&mut self, timers: (u64, u64), wait: Duration) -> Result<(), String> {
+        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers)?;
+        let a: SocketAddr = format!("127.0.0.1:{}", self.port)
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        wait_listening_for(a, wait, Some(self))
     }
 }
 
@@ -146,9 +194,12 @@ fn free_port() -> Result<u16, String> {
     Err("no free port in 20000-29999".into())
 }
 
-fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
+fn kraft_bin(args: &KitArgs) -> Result<Launcher, String> {
+    if let Some(s) = &args.node_script {
+        return Ok(Launcher::Script(s.clone()));
+    }
     if let Some(b) = &args.kraft_bin {
-        return Ok(b.clone());
+        return Ok(Launcher::Kraft(b.clone()));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
@@ -158,7 +209,7 @@ fn kraft_bin(args: &KitArgs) -> Result<PathBuf, String> {
     }
     let bin = dir.join("kit-kraft");
     if bin.exists() {
-        Ok(bin)
+        Ok(Launcher::Kraft(bin))
     } else {
         Err(format!(
             "{} not found (build it with `cargo build -p conformance`, or pass --kraft-bin)",
@@ -178,41 +229,92 @@ fn default_work_dir() -> PathBuf {
 
 /// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
 fn start_node(
-    bin: &PathBuf,
+    launcher: &Launcher,
     dir: PathBuf,
     eps: &Endpoints,
-    (election, fetch): (u64, u64),
+    timers: (u64, u64),
 ) -> Result<NodeProcess, String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let data = dir.join("data");
-    let status = Command::new(bin)
-        .arg("format")
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
-        .args(["--initial-controllers", &eps.initial_controllers(0b111)])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    if !status.success() {
-        return Err(format!("kraft format failed: {status}"));
+    let initial = eps.initial_controllers(0b111);
+    let port = eps.ports[0].to_string();
+    let mut cmd = match launcher {
+        Launcher::Kraft(bin) => {
+            let mut c = Command::new(bin);
+            c.arg("format")
+                .arg("--data-dir")
+                .arg(dir.join("data"))
+                .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
+                .args(["--initial-controllers", &initial]);
+            c
+        }
+        Launcher::Script(script) => {
+            let mut c = Command::new(script);
+            c.arg("format")
+                .arg(&dir)
+                .args([&port, &initial, &eps.cluster_id]);
+            c
+        }
+    };
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{launcher:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "formatting the node failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    let log = std::fs::File::create(dir.join("node.log")).map_err(|e| e.to_string())?;
-    let child = Command::new(bin)
-        .arg("node")
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--listener", &format!("127.0.0.1:{}", eps.ports[0])])
-        .args(["--election-timeout-ms", &election.to_string()])
-        .args(["--fetch-timeout-ms", &fetch.to_string()])
-        .args(["--request-timeout-ms", "5000", "--seed", "1"])
+    let child = spawn_node(launcher, &dir, eps.ports[0], timers)?;
+    Ok(NodeProcess {
+        child,
+        dir,
+        launcher: launcher.clone(),
+        port: eps.ports[0],
+    })
+}
+
+/// The node on `dir` listening on `port` (its log appended to `dir`/node.log).
+fn spawn_node(
+    launcher: &Launcher,
+    dir: &std::path::Path,
+    port: u16,
+    (election, fetch): (u64, u64),
+) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("node.log"))
+        .map_err(|e| e.to_string())?;
+    let mut cmd = match launcher {
+        Launcher::Kraft(bin) => {
+            let mut c = Command::new(bin);
+            c.arg("node")
+                .arg("--data-dir")
+                .arg(dir.join("data"))
+                .args(["--listener", &format!("127.0.0.1:{port}")])
+                .args(["--election-timeout-ms", &election.to_string()])
+                .args(["--fetch-timeout-ms", &fetch.to_string()])
+                .args(["--request-timeout-ms", "5000", "--seed", "1"]);
+            c
+        }
+        Launcher::Script(script) => {
+            let mut c = Command::new(script);
+            c.arg("start").arg(dir).args([
+                port.to_string(),
+                election.to_string(),
+                fetch.to_string(),
+            ]);
+            c
+        }
+    };
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    Ok(NodeProcess { child, dir })
+        .map_err(|e| format!("{launcher:?}: {e}"))
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
@@ -252,6 +354,8 @@ pub struct Outcome {
     pub scenarios: Vec<(String, Result<(), String>)>,
     /// Per walked graph (`--walk`): its totals.
     pub walks: Vec<(String, walk::WalkOutcome)>,
+    /// Per toured graph (`--tour`): its totals.
+    pub tours: Vec<(String, tour::TourOutcome)>,
 }
 
 impl Outcome {
@@ -266,7 +370,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         &crate::wire::default_messages_dir().join("DescribeQuorumResponse.json"),
     )
     .map_err(|e| e.to_string())?;
-    if !args.walk.is_empty() {
+    if !args.walk.is_empty() || !args.tour.is_empty() {
         return run_walks(args, &schema);
     }
     let mut wanted: Vec<&str> = Vec::new();
@@ -314,13 +418,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         };
         let (listeners, addrs) =
             Listeners::bind(&ports).map_err(|e| format!("kit listeners: {e}"))?;
-        let mut eps = Endpoints {
-            ports: vec![0; 4],
-            cluster_id: args.cluster_id.clone(),
-        };
-        for (i, a) in addrs {
-            eps.ports[i as usize] = a.port();
-        }
+        let mut eps = Endpoints::played(&args.cluster_id, addrs);
         let (node_addr, process) = match &args.bootstrap {
             Some(b) => {
                 let a: SocketAddr = b.parse().map_err(|e| format!("--bootstrap {b}: {e}"))?;
@@ -391,17 +489,16 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         report,
         scenarios: results,
         walks: Vec::new(),
+        tours: Vec::new(),
     })
 }
 
 use std::io::Write as _;
 
-/// `--walk`: graph-generated paths against fresh `kraft node` processes.
+/// `--walk` and `--tour`: graph-generated paths against fresh `kraft node` processes.
 fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Outcome, String> {
     if args.bootstrap.is_some() {
-        return Err(
-            "--walk starts a fresh node per path: it cannot be used with --bootstrap".into(),
-        );
+        return Err("--walk and --tour start a fresh node per path: not with --bootstrap".into());
     }
     let bin = kraft_bin(args)?;
     let work = args.work_dir.clone().unwrap_or_else(default_work_dir);
@@ -428,6 +525,12 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
         outcome.results.append(&mut one.results);
         walks.push((g.clone(), one));
     }
+    let mut tours = Vec::new();
+    for g in &args.tour {
+        let mut t = tour::run(args, g, &bin, &work, schema, &mut report)?;
+        outcome.results.append(&mut t.results);
+        tours.push((g.clone(), t));
+    }
     if let Some(out) = report.out.as_mut() {
         let _ = out.flush();
     }
@@ -438,6 +541,7 @@ fn run_walks(args: &KitArgs, schema: &crate::schema::MessageSchema) -> Result<Ou
         report,
         scenarios: outcome.results,
         walks,
+        tours,
     })
 }
 
@@ -516,6 +620,17 @@ pub fn print_summary(o: &Outcome, took: Duration) {
              distinct model states), {} paths ended where the node's own steps left the graph's bounds",
             w.paths, w.choices, w.distinct, w.states, w.left_bounds
         );
+    }
+    for (g, t) in &o.tours {
+        println!(
+            "tour {g}: {} of {} drivable transitions covered ({} states; {} paths, {} steps, {} \
+             paths cut by the node's own timer)",
+            t.covered, t.transitions, t.vertices, t.paths, t.steps, t.cut
+        );
+        println!("  not drivable (model transitions enabled at the tour's states, by reason):");
+        for (why, n) in &t.not_drivable {
+            println!("  {n:7}  {why}");
+        }
     }
     println!(
         "kit: {} scenarios, {} steps, {} divergences ({:.1} s)",

@@ -34,6 +34,7 @@ pub struct Listeners {
     writers: Writers,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    next_conn: Arc<AtomicU64>,
 }
 
 impl Listeners {
@@ -61,6 +62,7 @@ impl Listeners {
                 writers,
                 stop,
                 threads,
+                next_conn,
             },
             addrs,
         ))
@@ -82,9 +84,10 @@ impl Listeners {
     }
 }
 
-impl Drop for Listeners {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+impl Listeners {
+    /// Shuts every connection down (the node under test was killed) and returns the first
+    /// connection id of the node's next life: frames of older connections are ignored.
+    pub fn close_all(&self) -> u64 {
         for (_, s) in self
             .writers
             .lock()
@@ -93,6 +96,14 @@ impl Drop for Listeners {
         {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
+        self.next_conn.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.close_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use model::types::{Action, ChangeOp, Envelope, Msg, Role, State};
+use model::types::{Action, ChangeOp, Envelope, Id, Msg, Role, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
 use super::driver::{Divergence, Kit};
@@ -40,9 +40,8 @@ use crate::sources::graph_config;
 
 type R<T> = Result<T, Box<Divergence>>;
 
-/// Election timeout of a node that must stand first, and of one that must never time out (ms).
-const SHORT: u64 = 300;
-const NEVER: u64 = 60_000;
+/// Election timeout of a node that must never time out (ms).
+pub(super) const NEVER: u64 = 60_000;
 
 /// The totals of a walk run.
 #[derive(Default, Debug)]
@@ -64,7 +63,7 @@ pub struct WalkOutcome {
 /// The checking model of a graph: its protocol, asynchronous fetches, room for spontaneous
 /// elections of the node, a fresh start (the membership graph's elected start is reached over the
 /// wire first).
-fn check_config(plan: &ModelConfig) -> ModelConfig {
+pub(super) fn check_config(plan: &ModelConfig) -> ModelConfig {
     ModelConfig {
         fetch: FetchMode::Async,
         start: Start::Fresh,
@@ -76,7 +75,7 @@ fn check_config(plan: &ModelConfig) -> ModelConfig {
 }
 
 /// True if `st` is inside the graph's bounds (the walk ends a path otherwise).
-fn in_bounds(plan: &ModelConfig, st: &State) -> bool {
+pub(super) fn in_bounds(plan: &ModelConfig, st: &State) -> bool {
     st.network.len() <= plan.max_in_flight as usize
         && st
             .servers
@@ -84,7 +83,6 @@ fn in_bounds(plan: &ModelConfig, st: &State) -> bool {
             .all(|s| s.epoch <= plan.max_epoch && s.log.len() <= plan.max_log)
 }
 
-/// The actions of `st` the kit may choose (see the module doc).
 /// The kit's state as the graph sees it: the node's parked fetches left out (in the graph the node's
 /// fetch is one step it has not taken yet).
 fn plan_view(kit: &Kit) -> State {
@@ -97,35 +95,62 @@ fn plan_view(kit: &Kit) -> State {
     st
 }
 
+/// Why the kit cannot choose model transition `a` (`None`: it can force it). `deliverable`: the
+/// node's held requests the kit may deliver now; `restarts`: the node's restart is driven (a kill
+/// and a start of its process on the same data directory).
+pub fn not_choosable(
+    nut: Id,
+    deliverable: &[Envelope],
+    a: &Action,
+    restarts: bool,
+) -> Option<&'static str> {
+    let response = |m: &Msg| matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_));
+    match *a {
+        Action::ElectionTimeout(i)
+        | Action::FetchTimeout(i)
+        | Action::CheckQuorumTimeout(i)
+        | Action::ChangeTimeout(i)
+            if i == nut =>
+        {
+            Some("the node's timer (its clock: waited for, never forced at a chosen point)")
+        }
+        Action::Resign(i) | Action::Fetch { replica: i, .. } if i == nut => {
+            Some("the node's eager step (taken by the node on its own, waited for after every step)")
+        }
+        Action::ClientAppend(i) if i == nut => {
+            Some("a client append at the node (a controller has no client write RPC)")
+        }
+        Action::Restart(i) if i == nut && !restarts => Some("the node's restart (not driven here)"),
+        Action::Restart(i) if i != nut => {
+            Some("a played replica's restart (a model step with nothing on the wire; the node's is driven)")
+        }
+        Action::Change { server, .. } if server != nut => {
+            Some("a played replica's operator change (a model step with nothing on the wire)")
+        }
+        Action::Change {
+            op: ChangeOp::Swap { .. },
+            ..
+        } => Some("a swap (the bug variant: no Kafka request)"),
+        Action::Deliver(e) if (e.src == nut || e.dst == nut) && response(&e.msg) => {
+            Some("a response apart from its request (the kit delivers each response with its request)")
+        }
+        Action::Deliver(e) if e.src == nut && !deliverable.contains(&e) => {
+            Some("a held request behind another on its connection (responses are read in order)")
+        }
+        Action::Drop(_) => Some("a lost message (reliable network)"),
+        _ => None,
+    }
+}
+
+/// The kit's choices at its current state (the walk's restricted graph).
 fn choices(plan: &KraftModel, kit: &Kit) -> Vec<Action> {
-    let nut = kit.nut;
     let view = plan_view(kit);
     let st = &view;
     let held = kit.deliverable_held();
     let mut all = Vec::new();
     plan.enabled_actions(st, &mut all);
     all.into_iter()
-        .filter(|a| match *a {
-            Action::ElectionTimeout(i)
-            | Action::FetchTimeout(i)
-            | Action::CheckQuorumTimeout(i)
-            | Action::ChangeTimeout(i)
-            | Action::Resign(i)
-            | Action::ClientAppend(i)
-            | Action::Restart(i) => i != nut && !matches!(a, Action::Restart(_)),
-            Action::Fetch { replica, .. } => replica != nut,
-            // A played replica's operator is a model step with nothing on the wire: left out.
-            Action::Change { server, op } => server == nut && !matches!(op, ChangeOp::Swap { .. }),
-            Action::Deliver(e) if e.src == nut => {
-                held.contains(&e)
-                    && !matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
-            }
-            Action::Deliver(e) if e.dst == nut => {
-                !matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
-            }
-            Action::Deliver(_) => true,
-            Action::Drop(_) => false,
-        })
+        .filter(|a| not_choosable(kit.nut, &held, a, false).is_none())
         .filter(|a| {
             plan.step(st, *a)
                 .is_some_and(|s| s.state.network.len() <= plan.cfg.max_in_flight as usize)
@@ -134,7 +159,7 @@ fn choices(plan: &KraftModel, kit: &Kit) -> Vec<Action> {
 }
 
 /// Performs the kit's choice `a` (an action of the graph's model) with the checking model.
-fn perform(kit: &mut Kit, a: Action) -> R<()> {
+pub(super) fn perform(kit: &mut Kit, a: Action) -> R<()> {
     let nut = kit.nut;
     match a {
         Action::Fetch { replica, leader } => {
@@ -167,15 +192,9 @@ fn kit_err(s: String) -> Box<Divergence> {
 
 /// The message `after` has in flight from `src` that `before` has not.
 fn added_from(before: &State, after: &State, src: model::types::Id) -> Option<Envelope> {
-    let mut left = before.network.clone();
-    for e in &after.network {
-        if let Some(p) = left.iter().position(|x| x == e) {
-            left.remove(p);
-        } else if e.src == src {
-            return Some(*e);
-        }
-    }
-    None
+    super::driver::new_messages(before, after)
+        .into_iter()
+        .find(|e| e.src == src)
 }
 
 /// A small deterministic generator (the walk is reproducible for a seed, up to the node's timing).
@@ -207,7 +226,7 @@ pub struct WalkPlan<'a> {
 pub fn run(
     args: &KitArgs,
     w: &WalkPlan,
-    bin: &Path,
+    bin: &super::Launcher,
     work: &Path,
     schema: &MessageSchema,
     report: &mut Report,
@@ -215,7 +234,6 @@ pub fn run(
 ) -> Result<(), String> {
     let plan_cfg = graph_config(w.graph).ok_or_else(|| format!("no graph {:?}", w.graph))?;
     let plan = KraftModel::new(plan_cfg).map_err(|e| e.to_string())?;
-    let wait = Duration::from_millis(args.wait_ms);
     let mut covered: HashSet<(u64, Action)> = HashSet::new();
     let mut seen: HashSet<u64> = HashSet::new();
     let mut rng = SplitMix(w.seed);
@@ -228,38 +246,18 @@ pub fn run(
             w.graph,
             if stands { "node stands" } else { "kit stands" }
         );
-        let (listeners, addrs) = Listeners::bind(&[(1, 0), (2, 0), (3, 0)])
-            .map_err(|e| format!("kit listeners: {e}"))?;
-        let mut eps = Endpoints {
-            ports: vec![0; 4],
-            cluster_id: args.cluster_id.clone(),
-        };
-        for (i, a) in addrs {
-            eps.ports[i as usize] = a.port();
-        }
-        eps.ports[0] = super::free_port()?;
         let dir = work.join(format!("walk-{}-{p}", w.graph));
-        let mut node = start_node(
-            &bin.to_path_buf(),
-            dir,
-            &eps,
-            (if stands { SHORT } else { NEVER }, NEVER),
-        )?;
-        let addr = format!("127.0.0.1:{}", eps.ports[0])
-            .parse()
-            .map_err(|e| format!("{e}"))?;
-        wait_listening_for(addr, wait, Some(&mut node))?;
         let check = KraftModel::new(check_config(&plan_cfg)).map_err(|e| e.to_string())?;
         report.trace = name.clone();
-        let mut kit = Kit::new(
+        let (mut kit, node) = fresh_kit(
+            args,
+            bin,
+            dir,
+            if stands { args.election_ms } else { NEVER },
             check,
-            NUT,
-            eps,
-            (addr, listeners),
-            wait,
             std::mem::take(report),
-            schema.clone(),
-        );
+            schema,
+        )?;
         let started = std::time::Instant::now();
         let r = walk_one(
             &mut kit,
@@ -288,6 +286,61 @@ pub fn run(
     Ok(())
 }
 
+/// A fresh `kraft node` in `dir` (election timeout `election` ms, fetch timeout [`NEVER`]) and the kit
+/// playing replicas 1, 2, 3 against it with the checking model `check`.
+pub(super) fn fresh_kit(
+    args: &KitArgs,
+    bin: &super::Launcher,
+    dir: std::path::PathBuf,
+    election: u64,
+    check: KraftModel,
+    report: Report,
+    schema: &MessageSchema,
+) -> Result<(Kit, super::NodeProcess), String> {
+    let (listeners, addrs) =
+        Listeners::bind(&[(1, 0), (2, 0), (3, 0)]).map_err(|e| format!("kit listeners: {e}"))?;
+    let mut eps = Endpoints::played(&args.cluster_id, addrs);
+    eps.ports[0] = super::free_port()?;
+    let mut node = start_node(bin, dir, &eps, (election, NEVER))?;
+    let addr = format!("127.0.0.1:{}", eps.ports[0])
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let wait = Duration::from_millis(args.wait_ms);
+    wait_listening_for(addr, wait, Some(&mut node))?;
+    let kit = Kit::new(
+        check,
+        NUT,
+        eps,
+        (addr, listeners),
+        wait,
+        report,
+        schema.clone(),
+    );
+    Ok((kit, node))
+}
+
+/// The membership graph's start reached over the wire: the node's first election, two fetch rounds
+/// of the voters, the joiner's discovery, records and HW (`KraftModel::election_prefix`); then the
+/// kit's state is checked equal to the model's elected start `start` and becomes it.
+pub(super) fn reach_elected_start(kit: &mut Kit, start: State) -> R<()> {
+    scenarios::first_election(kit, 0..=0)?;
+    for _ in 0..3 {
+        scenarios::fetch_from_node(kit, 3)?;
+    }
+    let differ: Vec<String> = (0..start.servers.len())
+        .filter(|&i| start.servers[i] != kit.state.servers[i])
+        .map(|i| format!("{:?} vs {:?}", kit.state.servers[i], start.servers[i]))
+        .collect();
+    if !differ.is_empty() || !kit.state.network.is_empty() {
+        return Err(kit_err(format!(
+            "the first election did not reach the membership graph's start: {differ:?}, in flight {:?}",
+            kit.state.network
+        )));
+    }
+    kit.state = start;
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn walk_one(
     kit: &mut Kit,
@@ -301,25 +354,7 @@ fn walk_one(
 ) -> R<()> {
     let me = kit.nut as usize;
     if w.graph == "membership" {
-        // The graph starts with the node elected and two fetch rounds of the voters: reach it over
-        // the wire, then check that the model's elected start is exactly that state.
-        scenarios::first_election(kit, 0..=0)?;
-        // The joiner's discovery, records and HW (`KraftModel::election_prefix`).
-        for _ in 0..3 {
-            scenarios::fetch_from_node(kit, 3)?;
-        }
-        let start = plan.initial_state();
-        let differ: Vec<String> = (0..start.servers.len())
-            .filter(|&i| start.servers[i] != kit.state.servers[i])
-            .map(|i| format!("{:?} vs {:?}", kit.state.servers[i], start.servers[i]))
-            .collect();
-        if !differ.is_empty() || !kit.state.network.is_empty() {
-            return Err(kit_err(format!(
-                "the first election did not reach the membership graph's start: {differ:?}, in flight {:?}",
-                kit.state.network
-            )));
-        }
-        kit.state = start;
+        reach_elected_start(kit, plan.initial_state())?;
     } else if stands {
         kit.until("the node's election timeout", |k| {
             k.state.servers[me].role != Role::Unattached

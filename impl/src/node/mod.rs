@@ -24,19 +24,23 @@
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
 //! Protocol choices (Kafka 4.x unless noted; see also the crate's closing note in `impl/README.md`):
-//! - Pre-vote (KIP-996, Vote v2) as in Kafka 4.x, with these differences, all as the model has them so
-//!   that conformance compares the two: a Candidate or Resigned replica refuses a pre-vote (Kafka's
-//!   grant one whose log is up to date); a Prospective counts grants only and leaves on its election
-//!   timeout (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that
-//!   times out waits a new election timeout as Unattached (Kafka stands again at once); a Candidate
-//!   whose election times out asks for pre-votes again at once, never backing off (Kafka backs off
-//!   exponentially after a refused election). A Vote response of UNSUPPORTED_VERSION makes a Prospective
-//!   stand at once, as in Kafka (a peer without Vote v2).
+//! - Vote and pre-vote (KIP-996, Vote v2) are granted and refused per role exactly as Kafka 4.4's
+//!   `canGrantVote` (`vote.rs`). Elections differ from Kafka 4.x in these ways, all as the model has them so
+//!   that conformance compares the two: a Prospective counts grants only and leaves on its election timeout
+//!   (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that times out
+//!   waits a new election timeout as Unattached (Kafka stands again at once); a Candidate whose election times
+//!   out asks for pre-votes again at once, never backing off (Kafka backs off exponentially after a refused
+//!   election). A Vote response of UNSUPPORTED_VERSION makes a Prospective stand at once, as in Kafka (a peer
+//!   without Vote v2).
 //! - Requests go out at fixed versions (Vote v2, Fetch v18, Begin/EndQuorumEpoch v1) without an
 //!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
 //!   would refuse them.
 //! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
-//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 does: the shared contract's choice.
+//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 and 4.4 do: the shared contract's
+//!   choice. A restarted Candidate asks the voters for their votes at its first `tick`, as Kafka 4.4's
+//!   first `pollCandidate` does; one that is not in its latest voter set comes back Unattached, where
+//!   Kafka's `CandidateState` throws and the controller does not start. Kafka also re-sends a Vote
+//!   request that failed or timed out (its `RequestManager` backoff); this node sends each once.
 //! - Fetch long-poll as Kafka's leader (`fetch_wait.rs`): a Fetch with no error, no records, no diverging
 //!   epoch, `MaxWaitMs` > 0 and the follower's HW (Fetch v18) not behind the leader's is parked until the
 //!   log grows past its fetch offset or the HW moves (answered with what the leader has then), or its
@@ -294,13 +298,20 @@ impl Node {
         if persisted.leader_id == Some(local.id) {
             node.role = RoleState::Resigned;
             node.arm_election_timer(now);
-        } else if persisted.voted.is_some_and(|v| v.id == local.id) && node.is_voter() {
+        } else if persisted.voted.is_some_and(|v| {
+            // Kafka's `ElectionState.isVotedCandidate`: a vote stored without directory id matches.
+            v.id == local.id && (v.directory_id.is_none() || v.directory_id == local.directory_id)
+        }) && node.is_voter()
+        {
             let voters = node.history.latest().clone();
             node.role = RoleState::Candidate {
                 voters,
                 granted: BTreeSet::from([local.id]),
             };
+            node.election.leader_id = None;
             node.arm_election_timer(now);
+            // Its Vote requests go out at the first `tick` (Kafka: the first `pollCandidate`).
+            node.timers.vote_requests = Some(now);
         } else {
             node.election.leader_id = None;
             node.role = RoleState::Unattached;

@@ -24,6 +24,7 @@ impl Node {
         shift(&mut self.timers.election);
         shift(&mut self.timers.fetch_timeout);
         shift(&mut self.timers.begin_quorum_epoch);
+        shift(&mut self.timers.vote_requests);
         shift(&mut self.next_fetch_at);
         self.refresh_timers();
     }

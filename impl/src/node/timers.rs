@@ -67,6 +67,24 @@ impl Node {
                 self.timers.begin_quorum_epoch =
                     Some(now + (self.config.fetch_timeout_ms / 2).max(1));
             }
+            Timer::VoteRequests => {
+                self.timers.vote_requests = None;
+                // A single voter is leader at once (Kafka's `onBecomeCandidate`); otherwise every
+                // voter that has not granted is asked.
+                self.maybe_become_leader(now, out);
+                let targets: Vec<ReplicaKey> = match &self.role {
+                    RoleState::Candidate { voters, granted } => voters
+                        .nodes()
+                        .map(|n| n.key)
+                        .filter(|k| !granted.contains(&k.id))
+                        .collect(),
+                    _ => return,
+                };
+                for key in targets {
+                    let req = self.vote_request(key, false);
+                    out.requests.push((key.id, Message::VoteRequest(req)));
+                }
+            }
             Timer::Election => match self.role {
                 RoleState::Unattached | RoleState::Candidate { .. } => {
                     if self.is_voter() {

@@ -258,6 +258,9 @@ pub enum Timer {
     PendingChange,
     /// Leader: resend BeginQuorumEpoch to voters that have not fetched in this epoch.
     BeginQuorumEpoch,
+    /// A Candidate restarted from its stored vote for itself: ask the voters for their votes (Kafka's
+    /// first `pollCandidate`). Armed by [`Node::new`] to fire at once.
+    VoteRequests,
 }
 
 /// Deadlines of the armed timers (milliseconds on the node's clock).
@@ -269,6 +272,8 @@ pub struct Timers {
     pub check_quorum: Option<Millis>,
     pub pending_change: Option<Millis>,
     pub begin_quorum_epoch: Option<Millis>,
+    #[serde(default)]
+    pub vote_requests: Option<Millis>,
 }
 
 impl Timers {
@@ -280,6 +285,7 @@ impl Timers {
             Timer::CheckQuorum => self.check_quorum,
             Timer::PendingChange => self.pending_change,
             Timer::BeginQuorumEpoch => self.begin_quorum_epoch,
+            Timer::VoteRequests => self.vote_requests,
         }
     }
 
@@ -289,10 +295,11 @@ impl Timers {
 }
 
 /// Every timer, in the order `tick` fires due ones.
-pub const ALL_TIMERS: [Timer; 6] = [
+pub const ALL_TIMERS: [Timer; 7] = [
     Timer::PendingChange,
     Timer::CheckQuorum,
     Timer::BeginQuorumEpoch,
+    Timer::VoteRequests,
     Timer::Election,
     Timer::FetchTimeout,
     Timer::Fetch,

@@ -87,21 +87,30 @@ impl Node {
             let log_ok =
                 (last_epoch, last_offset) >= (self.log.last_epoch(), self.log.end_offset());
             if p.pre_vote {
-                // Nothing is recorded. Kafka's Candidate and Resigned grant an up-to-date pre-vote
-                // too; this node refuses, as the model does (see the differences in `node/mod.rs`).
+                // Nothing is recorded; the grant is Kafka 4.4's `canGrantVote` per role.
                 let granted = log_ok
                     && match self.role {
-                        RoleState::Unattached | RoleState::Prospective { .. } => true,
+                        RoleState::Unattached
+                        | RoleState::Prospective { .. }
+                        | RoleState::Candidate { .. }
+                        | RoleState::Resigned => true,
                         RoleState::Follower { fetched, .. } => !fetched,
-                        _ => false,
+                        RoleState::Leader(_) => false,
                     };
                 break 'resp reply(self, 0, errors::NONE, granted);
             }
             let leader_known = self.leader_id().is_some();
             let granted = match self.role {
                 RoleState::Unattached | RoleState::Prospective { .. } => {
+                    // Kafka 4.4's `unattachedOrProspectiveCanGrantVote`: a vote already cast is
+                    // granted again to the same replica (a vote stored without directory id matches
+                    // any), with no other check.
                     match self.election.voted {
-                        Some(v) => v.id == candidate.id && v.directory_id == candidate.directory_id,
+                        Some(v) => {
+                            v.id == candidate.id
+                                && (v.directory_id.is_none()
+                                    || v.directory_id == candidate.directory_id)
+                        }
                         None if leader_known => false,
                         None => {
                             if log_ok {
@@ -118,9 +127,9 @@ impl Node {
                         }
                     }
                 }
+                // Kafka: Follower, Candidate, Leader and Resigned refuse every vote.
                 _ => false,
             };
-            let _ = from;
             reply(self, 0, errors::NONE, granted)
         };
         out.replies.push((from, Message::VoteResponse(resp)));

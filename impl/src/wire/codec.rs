@@ -6,16 +6,12 @@
 //! allocates more than the input could actually hold; a reader made with [`Reader::from_bytes`] returns
 //! strings as [`StrBytes`] slices of the input buffer (no copy, as kafka-protocol does).
 
-use std::collections::BTreeMap;
-
 use bytes::{BufMut, Bytes};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::error::WireError;
-
-/// Tagged fields this codec does not know, kept verbatim (sorted by tag) so they survive a round trip.
-pub type UnknownTaggedFields = BTreeMap<u32, Bytes>;
+pub use super::tagged::UnknownTaggedFields;
 
 /// Java's limit for string fields (`0x7fff` bytes), enforced on both encode and decode as Kafka does.
 pub const MAX_STRING_LEN: usize = i16::MAX as usize;
@@ -128,7 +124,7 @@ fn nonempty_tagged_fields_size(
         max: u32::MAX as usize,
     })?;
     let mut size = varint_size(count);
-    for (&tag, value) in tags {
+    for (&tag, value) in tags.iter() {
         let len = u32::try_from(value.len()).map_err(|_| WireError::TooLong {
             field,
             length: value.len(),
@@ -139,7 +135,7 @@ fn nonempty_tagged_fields_size(
     Ok(size)
 }
 
-/// Writes a tagged-field section (sizes checked by the size pass); a BTreeMap iterates in tag order.
+/// Writes a tagged-field section (sizes checked by the size pass), in ascending tag order.
 #[inline(always)]
 pub(crate) fn put_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     if tags.is_empty() {
@@ -152,7 +148,7 @@ pub(crate) fn put_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedField
 #[inline(never)]
 fn put_nonempty_tagged_fields(buf: &mut impl BufMut, tags: &UnknownTaggedFields) {
     put_varint(buf, tags.len() as u32);
-    for (&tag, value) in tags {
+    for (&tag, value) in tags.iter() {
         put_varint(buf, tag);
         put_varint(buf, value.len() as u32);
         buf.put_slice(value);
@@ -400,6 +396,27 @@ impl<'a> Reader<'a> {
         &mut self,
         field: &'static str,
     ) -> Result<Option<StrBytes>, WireError> {
+        // Fast path: a borrowing reader, a one-byte length prefix (under 127 bytes, so within
+        // MAX_STRING_LEN), all the bytes there and valid UTF-8; anything else (null, a longer prefix,
+        // an error to report) goes the general way.
+        if let (Some(source), Some((&n, tail))) = (self.source, self.rest.split_first()) {
+            let len = usize::from(n.wrapping_sub(1));
+            if (1..0x80).contains(&n) && len <= tail.len() {
+                let start = self.end - tail.len();
+                if let Ok(s) = StrBytes::from_utf8(source.slice(start..start + len)) {
+                    self.rest = &tail[len..];
+                    return Ok(Some(s));
+                }
+            }
+        }
+        self.compact_nullable_str_bytes_general(field)
+    }
+
+    #[inline(never)]
+    fn compact_nullable_str_bytes_general(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<StrBytes>, WireError> {
         let Some((start, raw)) = self.compact_nullable_raw(field)? else {
             return Ok(None);
         };
@@ -513,9 +530,8 @@ impl<'a> Reader<'a> {
     ) -> Result<UnknownTaggedFields, WireError> {
         let at = self.position();
         let count = self.varint(field)?;
-        let mut tags = UnknownTaggedFields::new();
         if count == 0 {
-            return Ok(tags);
+            return Ok(UnknownTaggedFields::new());
         }
         // Each tagged field takes at least two bytes (tag and size).
         if u64::from(count) * 2 > self.rest.len() as u64 {
@@ -526,6 +542,8 @@ impl<'a> Reader<'a> {
                 remaining: self.rest.len(),
             });
         }
+        // Grown as fields are read, not reserved from the count: a field takes 2 input bytes, an entry 40.
+        let mut tags = Vec::new();
         let mut previous: Option<u32> = None;
         for _ in 0..count {
             let tag_at = self.position();
@@ -543,9 +561,9 @@ impl<'a> Reader<'a> {
             previous = Some(tag);
             let size = self.varint(field)? as usize;
             let value = self.take(field, size)?;
-            tags.insert(tag, Bytes::copy_from_slice(value));
+            tags.push((tag, Bytes::copy_from_slice(value)));
         }
-        Ok(tags)
+        Ok(UnknownTaggedFields::from_wire(tags))
     }
 }
 

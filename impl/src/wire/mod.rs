@@ -14,6 +14,7 @@ pub mod error;
 pub mod frame;
 pub mod header;
 pub mod schema;
+pub mod tagged;
 
 pub use codec::{Reader, UnknownTaggedFields};
 pub use describe_quorum::{

@@ -35,7 +35,7 @@ pub fn arb_nullable_string() -> impl Strategy<Value = Option<String>> {
 pub fn arb_tags() -> impl Strategy<Value = UnknownTaggedFields> {
     let tag = prop_oneof![0u32..20, 0u32..=(i32::MAX as u32)];
     let value = vec(any::<u8>(), 0..5).prop_map(Bytes::from);
-    prop_oneof![4 => Just(UnknownTaggedFields::new()), 1 => btree_map(tag, value, 1..3)]
+    prop_oneof![4 => Just(UnknownTaggedFields::new()), 1 => btree_map(tag, value, 1..3).prop_map(UnknownTaggedFields::from)]
 }
 
 pub fn arb_uuid() -> impl Strategy<Value = Uuid> {

@@ -274,6 +274,7 @@ impl KraftModel {
             out.extend(due);
             return;
         }
+        let ops = self.change_ops();
         for i in 0..n {
             let s = &st.servers[i as usize];
             let voter = self.is_voter(s, i);
@@ -311,7 +312,7 @@ impl KraftModel {
             if st.history.crashes < cfg.max_crashes {
                 out.push(Action::Restart(i));
             }
-            for op in self.change_ops() {
+            for &op in &ops {
                 if self.resign_due(s, i) {
                     break;
                 }
@@ -628,3 +629,5 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vote_tests;

@@ -186,6 +186,9 @@ impl Tx<'_> {
 
     /// Restart: durable epoch, vote and log stay; a leader comes back Resigned, a replica that voted
     /// for itself (and is a voter) Candidate, anyone else Unattached. Pending change lost unanswered.
+    /// A restarted Candidate asks the other voters for their votes again at its epoch, as Kafka 4.4
+    /// does (`QuorumState.initialize` makes it a `CandidateState`, whose first `pollCandidate` sends
+    /// Vote requests to every voter that has not answered: after a restart, all of them).
     pub(super) fn restart(&mut self, i: Id) {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
@@ -200,6 +203,13 @@ impl Tx<'_> {
             s.role = Role::Candidate;
             s.votes = bit(i);
             self.maybe_become_leader(i);
+            if self.server(i).role == Role::Candidate {
+                self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::VoteRequest {
+                    epoch,
+                    last_epoch,
+                    last_offset,
+                });
+            }
         } else {
             s.role = Role::Unattached;
         }
@@ -231,11 +241,11 @@ impl Tx<'_> {
         true
     }
 
-    /// KIP-996 pre-vote handling (Kafka 4.x `handleVoteRequest` with `PreVote`): a newer epoch moves
-    /// the receiver to Unattached as for any vote request; the grant rests on the log check alone
-    /// (Unattached, Prospective, or a Follower that has not fetched from its leader yet) and records
-    /// nothing. A follower that has fetched from its leader, a candidate, a leader and a resigned
-    /// leader refuse.
+    /// KIP-996 pre-vote handling (Kafka 4.4 `handleVoteRequest` with `PreVote`): a newer epoch moves
+    /// the receiver to Unattached as for any vote request; nothing is recorded. Grants rest on the log
+    /// check alone, per role as Kafka's `canGrantVote`: Unattached, Prospective, Candidate and
+    /// Resigned grant an up-to-date pre-vote, a Follower only until it has fetched from its leader,
+    /// a Leader never.
     pub(super) fn on_pre_vote_request(
         &mut self,
         r: Id,
@@ -255,9 +265,9 @@ impl Tx<'_> {
         let s = &self.s.servers[r as usize];
         let granted = log_ok
             && match s.role {
-                Role::Unattached | Role::Prospective => true,
+                Role::Unattached | Role::Prospective | Role::Candidate | Role::Resigned => true,
                 Role::Follower => !s.fetched,
-                Role::Candidate | Role::Leader | Role::Resigned => false,
+                Role::Leader => false,
             };
         if s.role == Role::Follower && s.fetched {
             self.s.history.events |= event::PRE_VOTE_REFUSED_BY_FOLLOWER;
@@ -271,9 +281,10 @@ impl Tx<'_> {
         self.send(r, c, msg);
     }
 
-    /// Kafka's vote handling: Unattached (and, with pre-vote, Prospective) grants if it has not voted
-    /// for another candidate, knows no leader, and the candidate's log is up to date; the vote is
-    /// recorded (durably). Everyone else refuses.
+    /// Kafka 4.4's vote handling (`unattachedOrProspectiveCanGrantVote`): an Unattached (or, with
+    /// pre-vote, Prospective) replica that voted in this epoch grants again to the same candidate only
+    /// (no other check); one that has not voted grants if it knows no leader and the candidate's log
+    /// is up to date, and records the vote (durably). Follower, Candidate, Leader and Resigned refuse.
     pub(super) fn on_vote_request(
         &mut self,
         r: Id,
@@ -291,9 +302,13 @@ impl Tx<'_> {
         let ignore_log = self.cfg.has(Bug::VoteIgnoresLog);
         let s = self.server(r);
         let granted = matches!(s.role, Role::Unattached | Role::Prospective)
-            && s.voted_for.is_none_or_eq(c)
-            && (s.voted_for.is_some() || s.leader.is_none())
-            && (ignore_log || log_up_to_date(last_epoch, last_offset, &s.log));
+            && match s.voted_for {
+                Some(v) => v == c,
+                None => {
+                    s.leader.is_none()
+                        && (ignore_log || log_up_to_date(last_epoch, last_offset, &s.log))
+                }
+            };
         if granted {
             s.voted_for = Some(c);
         }
@@ -304,16 +319,5 @@ impl Tx<'_> {
             leader: s.leader,
         };
         self.send(r, c, msg);
-    }
-}
-
-/// `voted_for` allows a vote for `c`: none yet, or already `c`.
-trait VotedFor {
-    fn is_none_or_eq(&self, c: Id) -> bool;
-}
-
-impl VotedFor for Option<Id> {
-    fn is_none_or_eq(&self, c: Id) -> bool {
-        self.is_none() || *self == Some(c)
     }
 }

@@ -1,43 +1,97 @@
-//! Hold mode of the kit (graph walks): the node's requests held by the played replicas, its fetches
-//! parked while the answer is no news, and the wait for the node's eager steps.
+//! Hold mode of the kit (graph walks, tours): the node's requests held by the played replicas, its
+//! fetches parked while the answer is no news, and the wait for the node's eager steps.
+//!
+//! The rules are free functions over `(request, connection)` lists so that the tour's model-only
+//! prediction of a path (`kit::tour::sim`) applies exactly the rules the kit applies on the wire.
 
 use std::time::Duration;
 
-use model::types::{Action, Envelope, Msg, State};
+use model::types::{Action, Envelope, Id, Msg, State};
+use model::KraftModel;
 
-use super::{Divergence, Kit, Line, R};
+use super::{added, Divergence, Kit, Line, R};
+
+/// True if the played replica's answer to the node's request `env` changes a server's state
+/// (the answer delivered to the node included).
+pub fn is_news(model: &KraftModel, st: &State, nut: Id, env: &Envelope) -> bool {
+    let Some(s1) = model.step(st, Action::Deliver(*env)) else {
+        return true;
+    };
+    let answer = added(st, &s1.state, env.dst, nut);
+    let s2 = match answer.first() {
+        Some(a) => match model.step(&s1.state, Action::Deliver(*a)) {
+            Some(s) => s.state,
+            None => return true,
+        },
+        None => s1.state,
+    };
+    // The node's outstanding fetch (`fetching`) changes with every answer.
+    let strip = |x: &State| {
+        let mut v = x.servers.clone();
+        v[nut as usize].fetching = None;
+        v
+    };
+    strip(&s2) != strip(st)
+}
+
+/// The first parked fetch of `held` (requests of the node with their connection, oldest first),
+/// first on its connection, whose answer is news now.
+pub fn parked_news<C: PartialEq>(
+    model: &KraftModel,
+    st: &State,
+    nut: Id,
+    held: &[(Envelope, C)],
+) -> Option<usize> {
+    held.iter().enumerate().position(|(i, h)| {
+        matches!(h.0.msg, Msg::FetchRequest(_))
+            && !held[..i].iter().any(|x| x.1 == h.1)
+            && is_news(model, st, nut, &h.0)
+    })
+}
+
+/// A parked fetch ahead of `before` on its connection (answered first when `before` is delivered).
+pub fn blocking_fetch<C: PartialEq>(held: &[(Envelope, C)], before: &Envelope) -> Option<usize> {
+    let conn = &held.iter().find(|h| h.0 == *before)?.1;
+    held.iter()
+        .take_while(|h| h.0 != *before)
+        .position(|h| h.1 == *conn && matches!(h.0.msg, Msg::FetchRequest(_)))
+}
+
+/// The held requests the kit may deliver now: the oldest one that is not a parked fetch on each
+/// connection (a Kafka client reads the responses of one connection in order; a parked fetch ahead
+/// of it is answered first).
+pub fn deliverable<C: PartialEq>(held: &[(Envelope, C)]) -> Vec<Envelope> {
+    let mut seen: Vec<&C> = Vec::new();
+    let mut out = Vec::new();
+    for h in held {
+        if matches!(h.0.msg, Msg::FetchRequest(_)) {
+            continue;
+        }
+        if !seen.contains(&&h.1) {
+            seen.push(&h.1);
+            out.push(h.0);
+        }
+    }
+    out
+}
 
 impl Kit {
-    /// True if the played replica's answer to the node's request `env` changes a server's state
-    /// (the answer delivered to the node included).
+    fn held_conns(&self) -> Vec<(Envelope, u64)> {
+        self.held.iter().map(|h| (h.env, h.conn)).collect()
+    }
+
+    /// The node's held requests, oldest first (the tour's vertex key includes their order).
+    pub fn held_envs(&self) -> Vec<Envelope> {
+        self.held.iter().map(|h| h.env).collect()
+    }
+
     pub(super) fn is_news(&self, env: &Envelope) -> bool {
-        let Some(s1) = self.model.step(&self.state, Action::Deliver(*env)) else {
-            return true;
-        };
-        let answer = Self::added(&self.state, &s1.state, env.dst, self.nut);
-        let s2 = match answer.first() {
-            Some(a) => match self.model.step(&s1.state, Action::Deliver(*a)) {
-                Some(s) => s.state,
-                None => return true,
-            },
-            None => s1.state,
-        };
-        // The node's outstanding fetch (`fetching`) changes with every answer.
-        let strip = |st: &State| {
-            let mut v = st.servers.clone();
-            v[self.nut as usize].fetching = None;
-            v
-        };
-        strip(&s2) != strip(&self.state)
+        is_news(&self.model, &self.state, self.nut, env)
     }
 
     /// The first parked fetch, first on its connection, whose answer is news now.
     pub(super) fn parked_news(&self) -> Option<usize> {
-        self.held.iter().enumerate().position(|(i, h)| {
-            matches!(h.env.msg, Msg::FetchRequest(_))
-                && !self.held[..i].iter().any(|x| x.conn == h.conn)
-                && self.is_news(&h.env)
-        })
+        parked_news(&self.model, &self.state, self.nut, &self.held_conns())
     }
 
     /// The node's parked fetches (hold mode), to leave out of the walk's view of the state.
@@ -53,13 +107,8 @@ impl Kit {
     /// connection).
     pub(super) fn answer_parked(&mut self, before: Option<Envelope>) -> R<()> {
         loop {
-            let block = before.and_then(|b| {
-                let conn = self.held.iter().find(|h| h.env == b)?.conn;
-                self.held
-                    .iter()
-                    .take_while(|h| h.env != b)
-                    .position(|h| h.conn == conn && matches!(h.env.msg, Msg::FetchRequest(_)))
-            });
+            let held = self.held_conns();
+            let block = before.and_then(|b| blocking_fetch(&held, &b));
             let news = self.parked_news();
             let Some(pos) = block.or(news) else {
                 return Ok(());
@@ -69,22 +118,9 @@ impl Kit {
         }
     }
 
-    /// The held requests of the node the walk may deliver now: the oldest on each connection (a
-    /// Kafka client reads the responses of one connection in order).
+    /// The held requests of the node the walk may deliver now ([`deliverable`]).
     pub fn deliverable_held(&self) -> Vec<Envelope> {
-        let mut seen = Vec::new();
-        let mut out = Vec::new();
-        for h in &self.held {
-            if matches!(h.env.msg, Msg::FetchRequest(_)) {
-                // Parked: answered first when a later request on its connection is delivered.
-                continue;
-            }
-            if !seen.contains(&h.conn) {
-                seen.push(h.conn);
-                out.push(h.env);
-            }
-        }
-        out
+        deliverable(&self.held_conns())
     }
 
     /// Delivers a held request of the node (the oldest on its connection): the played replica

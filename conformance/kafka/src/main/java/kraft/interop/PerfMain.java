@@ -16,10 +16,11 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
  * Performance side by side with Apache Kafka's controllers (issue #17), one run, same machine, same settings.
- * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick]}; {@code conformance/kafka/perf.sh}
- * builds and runs it. Both quorums run at once (3 voters + 1 observer each, one process per node) and the rows
- * alternate between them, so both see the same background load; it prints a Markdown table whose last column is
- * kraft / Kafka.
+ * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick] [--rows 1,2,3,4]}; {@code
+ * conformance/kafka/perf.sh} builds and runs it. {@code --rows} measures only the listed rows (default: all); the
+ * quorums are started (and the observer added) as in a full run whatever rows are chosen. Both quorums run at once
+ * (3 voters + 1 observer each, one process per node) and the rows alternate between them, so both see the same
+ * background load; it prints a Markdown table whose last column is kraft / Kafka.
  *
  * <ol>
  * <li>Start-up: all three voters launched at once (after formatting) until one answers DescribeQuorum as leader
@@ -38,12 +39,15 @@ public final class PerfMain {
     static final int FETCH_TIMEOUT_MS = 2000;
 
     private final boolean quick;
+    /** The rows to measure (issue numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
+    private final java.util.Set<Integer> only;
     private final List<Row> rows = new ArrayList<>();
     /** Lines printed under the table (e.g. which failovers took more than one election). */
     private final List<String> notes = new ArrayList<>();
 
-    private PerfMain(boolean quick) {
+    private PerfMain(boolean quick, java.util.Set<Integer> only) {
         this.quick = quick;
+        this.only = only;
     }
 
     /** One table row: a value per implementation; the ratio is kraft / Kafka. */
@@ -53,22 +57,31 @@ public final class PerfMain {
         String kraft = null;
         Path work = null;
         boolean quick = false;
+        java.util.Set<Integer> only = new java.util.TreeSet<>(List.of(1, 2, 3, 4));
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--kraft" -> kraft = args[++i];
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
                 case "--quick" -> quick = true;
+                case "--rows" -> {
+                    only.clear();
+                    for (String r : args[++i].split(",")) {
+                        int row = Integer.parseInt(r.trim());
+                        if (row < 1 || row > 4) throw new IllegalArgumentException("--rows: no row " + row);
+                        only.add(row);
+                    }
+                }
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         if (kraft == null || work == null) {
-            System.err.println("usage: PerfMain --kraft PATH_TO_KRAFT_BINARY --work DIR [--quick]");
+            System.err.println("usage: PerfMain --kraft PATH_TO_KRAFT_BINARY --work DIR [--quick] [--rows 1,2,3,4]");
             System.exit(2);
         }
         Files.createDirectories(work);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
             ProcessHandle.current().descendants().forEach(ProcessHandle::destroyForcibly)));
-        boolean ok = new PerfMain(quick).run(kraft, work);
+        boolean ok = new PerfMain(quick, only).run(kraft, work);
         if (ok) {
             Main.deleteTree(work);
         } else {
@@ -101,34 +114,37 @@ public final class PerfMain {
                     log(q.name + ": leader after " + startup.get(q) + " ms");
                 }
                 for (PerfQuorum q : both) awaitCaughtUp(q, List.of(1, 2, 3));
-                // 4a. Idle, both quorums over the same window (after 5 s to settle).
-                Thread.sleep(5_000);
-                Map<PerfQuorum, long[]> cpu0 = new HashMap<>();
-                for (PerfQuorum q : both) cpu0.put(q, cpuTicks(q));
-                long w0 = System.nanoTime();
-                log("idle window: " + idleSeconds + " s");
-                Thread.sleep(idleSeconds * 1000L);
-                double window = (System.nanoTime() - w0) / 1e9;
-                Map<PerfQuorum, Double> cpuPct = new HashMap<>();
-                Map<PerfQuorum, Double> rssMb = new HashMap<>();
-                for (PerfQuorum q : both) {
-                    long[] a = cpu0.get(q), b = cpuTicks(q);
-                    long ticks = 0;
-                    for (int i = 0; i < a.length; i++) ticks += b[i] - a[i];
-                    cpuPct.put(q, 100.0 * ticks / CLK_TCK / window);
-                    rssMb.put(q, rssKb(q) / 1024.0);
+                if (only.contains(4)) {
+                    // 4a. Idle, both quorums over the same window (after 5 s to settle).
+                    Thread.sleep(5_000);
+                    Map<PerfQuorum, long[]> cpu0 = new HashMap<>();
+                    for (PerfQuorum q : both) cpu0.put(q, cpuTicks(q));
+                    long w0 = System.nanoTime();
+                    log("idle window: " + idleSeconds + " s");
+                    Thread.sleep(idleSeconds * 1000L);
+                    double window = (System.nanoTime() - w0) / 1e9;
+                    Map<PerfQuorum, Double> cpuPct = new HashMap<>();
+                    Map<PerfQuorum, Double> rssMb = new HashMap<>();
+                    for (PerfQuorum q : both) {
+                        long[] a = cpu0.get(q), b = cpuTicks(q);
+                        long ticks = 0;
+                        for (int i = 0; i < a.length; i++) ticks += b[i] - a[i];
+                        cpuPct.put(q, 100.0 * ticks / CLK_TCK / window);
+                        rssMb.put(q, rssKb(q) / 1024.0);
+                    }
+                    row("4. Start-up: launch of 3 voters → leader with known HW", "ms", startup.get(ours),
+                        startup.get(kafka), "");
+                    row("4. Idle 3-node quorum: resident memory, sum of 3 voters", "MB", rssMb.get(ours),
+                        rssMb.get(kafka), idleSeconds + " s window");
+                    row("4. Idle 3-node quorum: CPU, sum of 3 voters", "% of a core", cpuPct.get(ours),
+                        cpuPct.get(kafka), idleSeconds + " s window");
                 }
-                row("4. Start-up: launch of 3 voters → leader with known HW", "ms", startup.get(ours), startup.get(kafka), "");
-                row("4. Idle 3-node quorum: resident memory, sum of 3 voters", "MB", rssMb.get(ours), rssMb.get(kafka),
-                    idleSeconds + " s window");
-                row("4. Idle 3-node quorum: CPU, sum of 3 voters", "% of a core", cpuPct.get(ours), cpuPct.get(kafka),
-                    idleSeconds + " s window");
 
                 for (PerfQuorum q : both) q.startObserver();
                 for (PerfQuorum q : both) awaitCaughtUp(q, List.of(1, 2, 3, 4));
 
                 // 3. DescribeQuorum throughput, alternating implementations.
-                for (int conns : new int[] {1, 16}) {
+                for (int conns : only.contains(3) ? new int[] {1, 16} : new int[0]) {
                     Map<PerfQuorum, Load> load = new HashMap<>();
                     for (PerfQuorum q : both) {
                         load.put(q, describeLoad(leaderAddress(q), conns, 5_000, throughputSeconds * 1000L));
@@ -147,12 +163,16 @@ public final class PerfMain {
                     adds.put(q, new ArrayList<>());
                     removes.put(q, new ArrayList<>());
                 }
-                for (int i = 0; i < changes; i++) {
+                for (int i = 0; i < (only.contains(1) ? changes : 0); i++) {
                     for (PerfQuorum q : both) adds.get(q).add(change(q, true));
                     for (PerfQuorum q : both) removes.get(q).add(change(q, false));
                 }
-                rowPercentiles("1. AddRaftVoter of a caught-up observer, request → response at commit", adds, ours, kafka);
-                rowPercentiles("1. RemoveRaftVoter of that voter, request → response at commit", removes, ours, kafka);
+                if (only.contains(1)) {
+                    rowPercentiles("1. AddRaftVoter of a caught-up observer, request → response at commit", adds, ours,
+                        kafka);
+                    rowPercentiles("1. RemoveRaftVoter of that voter, request → response at commit", removes, ours,
+                        kafka);
+                }
 
                 // 2. Failover, alternating implementations.
                 Map<PerfQuorum, List<Double>> failovers = new HashMap<>();
@@ -161,7 +181,7 @@ public final class PerfMain {
                     failovers.put(q, new ArrayList<>());
                     splits.put(q, new ArrayList<>());
                 }
-                for (int i = 0; i < kills; i++) {
+                for (int i = 0; i < (only.contains(2) ? kills : 0); i++) {
                     for (PerfQuorum q : both) {
                         double[] f = failover(q);
                         failovers.get(q).add(f[0]);
@@ -170,11 +190,13 @@ public final class PerfMain {
                         log(q.name + ": failover " + (i + 1) + "/" + kills + ": " + f[0] + " ms, epoch +" + (int) f[1]);
                     }
                 }
-                rowPercentiles("2. Failover: kill -9 of the leader → new leader with known HW answers DescribeQuorum",
-                    failovers, ours, kafka);
-                for (PerfQuorum q : both) {
-                    notes.add(q.name + ": " + splits.get(q).size() + " of " + kills + " failovers took more than one"
-                        + " epoch (an election lost, e.g. a split vote): " + splits.get(q));
+                if (only.contains(2)) {
+                    rowPercentiles("2. Failover: kill -9 of the leader → new leader with known HW answers DescribeQuorum",
+                        failovers, ours, kafka);
+                    for (PerfQuorum q : both) {
+                        notes.add(q.name + ": " + splits.get(q).size() + " of " + kills + " failovers took more than"
+                            + " one epoch (an election lost, e.g. a split vote): " + splits.get(q));
+                    }
                 }
             } catch (Exception e) {
                 e.printStackTrace(System.out);
@@ -421,7 +443,7 @@ public final class PerfMain {
         String loadAfter = Files.readString(Path.of("/proc/loadavg")).trim();
         System.out.println();
         System.out.println("kraft vs Apache Kafka " + AppInfoParser.getVersion() + " controllers, " + (quick ? "quick" : "full")
-            + " mode, started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
+            + " mode, rows " + only + ", started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
         System.out.println("settings (both): election timeout " + ELECTION_TIMEOUT_MS + " ms, fetch timeout "
             + FETCH_TIMEOUT_MS + " ms, logs fsynced; 3 voters + 1 observer, one process per node, loopback; "
             + changes + " adds + " + changes + " removes, " + kills + " kills; kraft: long-poll Fetch (MaxWaitMs 500, as Kafka's"

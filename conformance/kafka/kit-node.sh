@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The kit's node launcher for Apache Kafka 4.4.0 (`conformance node --node-script kit-node.sh`, used by
+# kit.sh --tour): one KRaft controller, node 0, in directory DIR.
+#   kit-node.sh format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID   formats it with Kafka's StorageTool
+#   kit-node.sh start DIR PORT ELECTION_MS FETCH_MS              runs kafka.Kafka in the foreground (exec)
+# Needs KIT_CLASSPATH (the harness classpath, set by kit.sh); KIT_FORMAT_ARGS as in kit.sh.
+set -euo pipefail
+cmd="$1" dir="$2" port="$3"
+: "${KIT_CLASSPATH:?set by kit.sh}"
+props() { # $1 = election timeout ms, $2 = fetch timeout ms
+    mkdir -p "$dir/logs"
+    cat > "$dir/controller.properties" <<PROPS
+process.roles=controller
+node.id=0
+controller.listener.names=CONTROLLER
+listeners=CONTROLLER://127.0.0.1:$port
+listener.security.protocol.map=CONTROLLER:PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:$port
+log.dirs=$dir/logs
+metadata.max.idle.interval.ms=0
+controller.quorum.election.timeout.ms=$1
+controller.quorum.fetch.timeout.ms=$2
+controller.quorum.request.timeout.ms=5000
+PROPS
+}
+case "$cmd" in
+format)
+    props 60000 60000
+    # shellcheck disable=SC2086 # KIT_FORMAT_ARGS is a list of arguments
+    exec java -Xshare:auto -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+        -cp "$KIT_CLASSPATH" kafka.tools.StorageTool format \
+        --cluster-id "$5" --config "$dir/controller.properties" --initial-controllers "$4" \
+        ${KIT_FORMAT_ARGS:-} ;;
+start)
+    props "$4" "$5"
+    exec java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true \
+        -cp "$KIT_CLASSPATH" kafka.Kafka "$dir/controller.properties" ;;
+*) echo "usage: $0 format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID | start DIR PORT ELECTION_MS FETCH_MS" >&2; exit 2 ;;
+esac

@@ -1,0 +1,411 @@
+//! Transition tours (`conformance node --tour GRAPH`): every transition of a small kit-drivable graph
+//! covered by a set of paths, each driven over TCP against a fresh `kraft node`.
+//!
+//! The **drivable graph** of a named graph is built in the model alone ([`sim`]): a vertex is the
+//! kit's state once the node has settled (the model state, by the model's fingerprint, and the
+//! node's requests the played replicas hold, in order); a transition is a choice the kit can force
+//! there ([`super::walk::not_choosable`]), followed by the node's eager steps, whose successor stays
+//! within the tour's bounds. The only node timer in it is the first election of the fresh node
+//! (`first-election` only: the path starts with the node's short election timeout and the kit quiet).
+//! A greedy path cover ([`TourGraph::cover`]) then gives paths from the start that together take every
+//! transition. On the wire every step's outcome is checked against the model as in any kit run, and
+//! its vertex against the prediction: a path whose node took a step of its own clock (a timer that
+//! fired anyway) is cut there, and the transitions it did not reach get paths of their own in the
+//! next round.
+
+pub mod sim;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
+
+use model::types::{Action, Role};
+use model::{KraftModel, ModelConfig};
+
+use super::driver::{Divergence, Kit};
+use super::report::Report;
+use super::walk::{self, check_config, in_bounds, not_choosable, NEVER};
+use super::{KitArgs, NUT};
+use crate::schema::MessageSchema;
+use crate::sources::graph_config;
+use sim::{vertex_key, Sim};
+
+type R<T> = Result<T, Box<Divergence>>;
+
+/// Graphs with a tour.
+pub const TOURS: [&str; 2] = ["first-election", "membership"];
+
+/// Vertices a tour graph may have (the bounds below stay far under it).
+const MAX_VERTICES: usize = 20_000;
+
+/// The tour bounds of a named graph: its protocol and start, bounds small enough that every
+/// transition is driven in about a minute (README, "Transition tours").
+pub fn tour_bounds(name: &str) -> Option<ModelConfig> {
+    let g = graph_config(name)?;
+    Some(match name {
+        "first-election" => ModelConfig {
+            max_epoch: 1,
+            max_in_flight: 3,
+            max_crashes: 1,
+            ..g
+        },
+        _ => ModelConfig {
+            max_epoch: 1,
+            max_in_flight: 1,
+            max_log: 4,
+            ..g
+        },
+    })
+}
+
+/// Played replicas whose timers the tours leave out (a bit per id): both, so that the node is the
+/// only server that stands. With replica 1's timers the first-election graph has 2,740 states and
+/// needs 2,133 paths (one node process each), far beyond a minute.
+pub const QUIET_REPLICAS: u8 = 0b110;
+
+const QUIET: &str =
+    "a played replica's timer (left out: the node is the only server that stands, which keeps the tour small)";
+
+/// One transition of the drivable graph.
+#[derive(Clone, Copy, Debug)]
+pub struct Edge {
+    pub from: usize,
+    pub action: Action,
+    pub to: usize,
+}
+
+/// The drivable graph of a tour.
+pub struct TourGraph {
+    pub bounds: ModelConfig,
+    pub check: KraftModel,
+    pub vertices: Vec<Sim>,
+    pub keys: Vec<u64>,
+    pub edges: Vec<Edge>,
+    pub out: Vec<Vec<usize>>,
+    /// Model transitions enabled at the graph's vertices that the kit cannot drive, by reason.
+    pub not_drivable: BTreeMap<&'static str, usize>,
+}
+
+/// True for the one node timer a tour drives: the fresh node's first election, as a path's first
+/// event.
+fn is_first_election(e: &Edge) -> bool {
+    e.from == 0 && e.action == Action::ElectionTimeout(NUT)
+}
+
+impl TourGraph {
+    /// Builds the drivable graph of `name` (breadth first from its start).
+    pub fn build(name: &str) -> Result<TourGraph, String> {
+        let bounds = tour_bounds(name).ok_or_else(|| format!("no tour {name:?}"))?;
+        Self::build_with(name, bounds, QUIET_REPLICAS)
+    }
+
+    /// Builds the drivable graph of `name`'s start and protocol at `bounds`; the timers of the
+    /// played replicas in `quiet` (a bit per id) are left out.
+    pub fn build_with(name: &str, bounds: ModelConfig, quiet: u8) -> Result<TourGraph, String> {
+        let start = KraftModel::new(bounds)
+            .map_err(|e| e.to_string())?
+            .initial_state();
+        let check = KraftModel::new(check_config(&bounds)).map_err(|e| e.to_string())?;
+        let mut g = TourGraph {
+            bounds,
+            check,
+            vertices: Vec::new(),
+            keys: Vec::new(),
+            edges: Vec::new(),
+            out: Vec::new(),
+            not_drivable: BTreeMap::new(),
+        };
+        let root = Sim::new(start);
+        let mut index: HashMap<u64, usize> = HashMap::new();
+        index.insert(root.key(), 0);
+        g.keys.push(root.key());
+        g.vertices.push(root);
+        g.out.push(Vec::new());
+        let mut queue = VecDeque::from([0usize]);
+        while let Some(v) = queue.pop_front() {
+            let sim = g.vertices[v].clone();
+            let mut enabled = Vec::new();
+            g.check.enabled_actions(&sim.state, &mut enabled);
+            let deliverable = sim.deliverable();
+            let restarts = bounds.max_crashes > 0;
+            for a in enabled {
+                let first = v == 0 && a == Action::ElectionTimeout(NUT) && name != "membership";
+                if let (false, Some(why)) = (first, not_choosable(NUT, &deliverable, &a, restarts))
+                {
+                    *g.not_drivable.entry(why).or_default() += 1;
+                    continue;
+                }
+                if let Action::ElectionTimeout(i)
+                | Action::FetchTimeout(i)
+                | Action::CheckQuorumTimeout(i) = a
+                {
+                    if quiet & (1 << i) != 0 && i != NUT {
+                        *g.not_drivable.entry(QUIET).or_default() += 1;
+                        continue;
+                    }
+                }
+                if a == Action::Restart(NUT) && !sim.held.is_empty() {
+                    *g.not_drivable
+                        .entry(
+                            "the node's restart while the kit holds a request of it (the request \
+                             dies with the connection; the model would still deliver it)",
+                        )
+                        .or_default() += 1;
+                    continue;
+                }
+                let mut next = sim.clone();
+                let settled = next.perform(&g.check, NUT, a);
+                // A model step the checking model refuses is one beyond its bounds (a change when
+                // the changes are spent); one it takes and cannot settle would be a kit bug.
+                if settled.is_none() && g.check.step(&sim.state, a).is_some() {
+                    *g.not_drivable
+                        .entry("the node's eager steps do not settle in the model")
+                        .or_default() += 1;
+                    continue;
+                }
+                if settled.is_none()
+                    || !in_bounds(&g.bounds, &next.state)
+                    || next.state.network.len() > g.bounds.max_in_flight as usize
+                {
+                    *g.not_drivable
+                        .entry("its outcome leaves the tour's bounds")
+                        .or_default() += 1;
+                    continue;
+                }
+                let key = next.key();
+                let to = match index.get(&key) {
+                    Some(&t) => t,
+                    None => {
+                        if g.vertices.len() >= MAX_VERTICES {
+                            return Err(format!("tour {name}: more than {MAX_VERTICES} states"));
+                        }
+                        let t = g.vertices.len();
+                        index.insert(key, t);
+                        g.keys.push(key);
+                        g.vertices.push(next);
+                        g.out.push(Vec::new());
+                        queue.push_back(t);
+                        t
+                    }
+                };
+                g.out[v].push(g.edges.len());
+                g.edges.push(Edge {
+                    from: v,
+                    action: a,
+                    to,
+                });
+            }
+        }
+        Ok(g)
+    }
+
+    /// Edges from `from` to the nearest vertex with a transition still `todo`, then that transition
+    /// (preferring one whose target has more to do, so that dead ends come last).
+    fn route(&self, from: usize, todo: &[bool], at_start: bool) -> Option<Vec<usize>> {
+        let usable = |e: usize| at_start || !is_first_election(&self.edges[e]);
+        let mut prev: Vec<Option<usize>> = vec![None; self.vertices.len()];
+        let mut seen = vec![false; self.vertices.len()];
+        let mut queue = VecDeque::from([from]);
+        seen[from] = true;
+        while let Some(v) = queue.pop_front() {
+            let pending: Vec<usize> = self.out[v]
+                .iter()
+                .copied()
+                .filter(|&e| todo[e] && (v != from || usable(e)))
+                .collect();
+            if let Some(&last) = pending
+                .iter()
+                .max_by_key(|&&e| {
+                    let t = self.edges[e].to;
+                    self.out[t].iter().filter(|&&x| todo[x]).count()
+                })
+                .or(pending.first())
+            {
+                let mut path = vec![last];
+                let mut at = v;
+                while let Some(e) = prev[at] {
+                    path.push(e);
+                    at = self.edges[e].from;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for &e in &self.out[v] {
+                let t = self.edges[e].to;
+                if !seen[t] && (at_start || !is_first_election(&self.edges[e])) {
+                    seen[t] = true;
+                    prev[t] = Some(e);
+                    queue.push_back(t);
+                }
+            }
+        }
+        None
+    }
+
+    /// Paths from the start that together take every transition of `todo` (greedy: each path goes
+    /// to the nearest transition still to do until none is reachable or it has `max_len` steps).
+    pub fn cover(&self, todo: &[bool], max_len: usize) -> Vec<Vec<usize>> {
+        let mut todo = todo.to_vec();
+        let mut paths = Vec::new();
+        while todo.iter().any(|t| *t) {
+            let mut path: Vec<usize> = Vec::new();
+            let mut at = 0;
+            while path.len() < max_len {
+                let Some(r) = self.route(at, &todo, path.is_empty()) else {
+                    break;
+                };
+                for &e in &r {
+                    todo[e] = false;
+                }
+                at = self.edges[r[r.len() - 1]].to;
+                path.extend(r);
+            }
+            if path.is_empty() {
+                break;
+            }
+            paths.push(path);
+        }
+        paths
+    }
+}
+
+/// The totals of one tour.
+#[derive(Default, Debug)]
+pub struct TourOutcome {
+    pub vertices: usize,
+    /// Drivable transitions (T).
+    pub transitions: usize,
+    /// Transitions driven on the wire with the predicted vertex before and after.
+    pub covered: usize,
+    pub paths: usize,
+    pub steps: usize,
+    /// Paths cut where the node's own clock took a step the path did not predict.
+    pub cut: usize,
+    pub not_drivable: BTreeMap<&'static str, usize>,
+    pub results: Vec<(String, Result<(), String>)>,
+}
+
+/// Rounds of paths: the first covers the graph, later ones what cut paths did not reach.
+const ROUNDS: usize = 3;
+/// Steps per path at most (a path is one node process; shorter paths bound the damage of a cut).
+const MAX_LEN: usize = 40;
+
+/// Runs the tour of `name` against fresh `kraft node` processes (`bin`).
+pub fn run(
+    args: &KitArgs,
+    name: &str,
+    bin: &super::Launcher,
+    work: &Path,
+    schema: &MessageSchema,
+    report: &mut Report,
+) -> Result<TourOutcome, String> {
+    let g = TourGraph::build(name)?;
+    let mut out = TourOutcome {
+        vertices: g.vertices.len(),
+        transitions: g.edges.len(),
+        not_drivable: g.not_drivable.clone(),
+        ..TourOutcome::default()
+    };
+    let mut done = vec![false; g.edges.len()];
+    for round in 0..ROUNDS {
+        let todo: Vec<bool> = done.iter().map(|d| !d).collect();
+        let paths = g.cover(&todo, MAX_LEN);
+        if paths.is_empty() {
+            break;
+        }
+        for (p, path) in paths.iter().enumerate() {
+            let label = format!("tour {name} round {round} path {p} ({} steps)", path.len());
+            report.trace = label.clone();
+            let stands = name == "membership" || is_first_election(&g.edges[path[0]]);
+            // A node that writes records of its own (a Kafka controller's metadata) is checked with
+            // room for them; the graph does not predict them (a path they change is cut).
+            let check = KraftModel::new(ModelConfig {
+                max_data: args.node_appends,
+                ..g.check.cfg
+            })
+            .map_err(|e| e.to_string())?;
+            let dir = work.join(format!("tour-{name}-{round}-{p}"));
+            let (mut kit, mut node) = walk::fresh_kit(
+                args,
+                bin,
+                dir,
+                if stands { args.election_ms } else { NEVER },
+                check,
+                std::mem::take(report),
+                schema,
+            )?;
+            let mut cut = false;
+            let r = drive(
+                &mut kit,
+                &mut node,
+                &g,
+                (name, args.describe_max),
+                path,
+                &mut done,
+                (&mut cut, &mut out.steps),
+            );
+            *report = std::mem::take(&mut kit.report);
+            drop(kit);
+            let dir = node.dir.clone();
+            drop(node);
+            if r.is_ok() {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            out.cut += usize::from(cut);
+            out.paths += 1;
+            out.results.push((label, r.map_err(|d| d.to_string())));
+        }
+        if out.results.iter().any(|r| r.1.is_err()) {
+            break;
+        }
+    }
+    out.covered = done.iter().filter(|d| **d).count();
+    Ok(out)
+}
+
+/// Drives one path; marks the transitions taken as predicted in `done`. `cut`: the node's own clock
+/// took the path elsewhere (not a divergence: every step was checked against the model).
+fn drive(
+    kit: &mut Kit,
+    node: &mut super::NodeProcess,
+    g: &TourGraph,
+    (name, dq): (&str, i16),
+    path: &[usize],
+    done: &mut [bool],
+    (cut, steps): (&mut bool, &mut usize),
+) -> R<()> {
+    let me = NUT as usize;
+    if name == "membership" {
+        walk::reach_elected_start(kit, g.vertices[0].state.clone())?;
+    }
+    kit.hold = true;
+    for &e in path {
+        let edge = g.edges[e];
+        if vertex_key(&kit.state, &kit.held_envs()) != g.keys[edge.from] {
+            *cut = true;
+            break;
+        }
+        if is_first_election(&edge) {
+            kit.until("the node's election timeout", |k| {
+                k.state.servers[me].role != Role::Unattached
+            })?;
+        } else if edge.action == Action::Restart(NUT) {
+            // Started again with timers that never fire (a restarted leader comes back resigned).
+            kit.restart_node(node, (NEVER, NEVER))?;
+        } else {
+            walk::perform(kit, edge.action)?;
+        }
+        kit.settle_node()?;
+        kit.describe(dq)?;
+        *steps += 1;
+        if vertex_key(&kit.state, &kit.held_envs()) == g.keys[edge.to] {
+            done[e] = true;
+        } else {
+            *cut = true;
+            break;
+        }
+    }
+    for v in 0..=dq {
+        kit.describe(v)?;
+    }
+    Ok(())
+}
