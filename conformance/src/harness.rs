@@ -194,6 +194,29 @@ impl Cluster {
         Ok(())
     }
 
+    /// The new voter `dst` answers the leader's ApiVersions request, and the leader gets the answer.
+    fn answer_api_versions(
+        &mut self,
+        leader: Id,
+        dst: i32,
+        req: Message,
+        applied: &mut Applied,
+    ) -> Result<(), String> {
+        let Some(voter) = usize::try_from(dst).ok().filter(|d| *d < self.nodes.len()) else {
+            return Err(format!(
+                "node {leader} sent ApiVersions to an unknown node {dst}"
+            ));
+        };
+        let Message::ApiVersionsRequest(req) = mapping::through_wire(&req)? else {
+            return Err("ApiVersions request changed kind through the wire".into());
+        };
+        let resp = Message::ApiVersionsResponse(self.nodes[voter].api_versions(&req));
+        let resp = mapping::through_wire(&resp)?;
+        let now = self.tick_clock(leader);
+        let out = Arc::make_mut(&mut self.nodes[leader as usize]).handle(now, dst, resp);
+        self.absorb(leader, out, None, applied)
+    }
+
     fn send(&mut self, src: Id, dst: i32, msg: Message) -> Result<(), String> {
         if mapping::left_out(&msg) {
             return Ok(());
@@ -327,12 +350,21 @@ impl Cluster {
                     ChangeRequest::Remove(r) => ClientRequest::RemoveRaftVoter(r),
                 };
                 let now = self.tick_clock(server);
-                let out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(
+                let mut out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(
                     now,
                     ClientId(client),
                     req,
                 );
+                // The ApiVersions round trip to the new voter, answered within this step (`mapping`).
+                let (probes, rest) = out
+                    .requests
+                    .into_iter()
+                    .partition(|(_, m)| matches!(m, Message::ApiVersionsRequest(_)));
+                out.requests = rest;
                 self.absorb(server, out, None, &mut applied)?;
+                for (dst, req) in probes {
+                    self.answer_api_versions(server, dst, req, &mut applied)?;
+                }
             }
             Action::Fetch { replica, leader } => {
                 check(replica)?;

@@ -29,6 +29,12 @@
 //!   within the same step and at the same time.
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
+//!   An add that passes the arrival checks makes the leader send ApiVersions to the new voter (KIP-853;
+//!   the model has no such step): within the same `Change` step the harness hands that request (through
+//!   the wire, [`wire_version`]) to the new voter's `Node::api_versions` and its answer back to the
+//!   leader's `handle`, so the model's one `Change` step is the request, the round trip and the reply. The
+//!   round trip's error paths (no answer, an error answer, a range without the finalized `kraft.version`)
+//!   are outside the model and tested in `impl` only. An ApiVersions message anywhere else is an error.
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
@@ -484,6 +490,9 @@ pub fn wire_version(msg: &Message) -> i16 {
             max_version(ApiKey::EndQuorumEpoch)
         }
         Message::FetchRequest(_) | Message::FetchResponse(_) => max_version(ApiKey::Fetch),
+        Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => {
+            max_version(ApiKey::ApiVersions)
+        }
     }
 }
 
@@ -536,6 +545,8 @@ pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
         Message::EndQuorumEpochResponse(m) => rt!(EndQuorumEpochResponse, m),
         Message::FetchRequest(m) => rt!(FetchRequest, m),
         Message::FetchResponse(m) => rt!(FetchResponse, m),
+        Message::ApiVersionsRequest(m) => rt!(ApiVersionsRequest, m),
+        Message::ApiVersionsResponse(m) => rt!(ApiVersionsResponse, m),
     };
     Ok((out, digest.finish()))
 }
@@ -736,6 +747,9 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
         Message::FetchResponse(m) => fetch_response(m).map(Msg::FetchResponse),
         Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_) => {
             Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())
+        }
+        Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => {
+            Err("the ApiVersions round trip of an add is not in the model (the harness answers it within the `Change` step)".into())
         }
     }
 }

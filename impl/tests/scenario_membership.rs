@@ -161,9 +161,16 @@ fn add_lagging_voter_times_out() {
     sim.elect(1);
     sim.replicate(10);
     check(&mut sim, 1, 1, Some(3), &[1, 2, 3], Some(&[1, 2, 3]));
+    // 4 is down: the leader's ApiVersions request to it is lost, and the add times out.
+    assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
+    let client = sim.last_client_id();
+    sim.fire(1, Timer::PendingChange);
     assert_eq!(
-        single_reply(sim.client(1, sim::add_voter_request(4))),
-        errors::REQUEST_TIMED_OUT
+        sim.replies_to(client)
+            .iter()
+            .map(sim::change_error_code)
+            .collect::<Vec<_>>(),
+        vec![Some(errors::REQUEST_TIMED_OUT)]
     );
     // Fetching from the start is not caught up while the leader has more.
     sim.restart(4).unwrap();

@@ -30,7 +30,8 @@
 //!   for node ID sent to LEADER; prints the immediate reply (with the leader's typed refusal reason in
 //!   parentheses) or `pending`. Options: `dir=zero|new` (nil or a replaced disk's directory id),
 //!   `listener=NAME`, `port=P`, `cluster=NAME`; for update-voter also `epoch=E` (default: the leader's)
-//!   and `kraft=MIN-MAX` (default 0-1).
+//!   and `kraft=MIN-MAX` (default 0-1). An add's ApiVersions round trip to node ID (KIP-853) is delivered
+//!   at once and printed before the reply; `api-versions=hold` leaves the request in the network.
 //! - `edit INDEX key=value...`: changes the queued message at INDEX of `network`: a Fetch's `offset=`,
 //!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`. Prints `network`.
 //! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
@@ -136,6 +137,20 @@ fn summary(msg: &Message) -> String {
             format!(
                 "Fetch epoch={} offset={} last_epoch={}",
                 p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch
+            )
+        }
+        Message::ApiVersionsRequest(_) => "ApiVersions".into(),
+        Message::ApiVersionsResponse(r) => {
+            let range = r
+                .supported_features
+                .iter()
+                .find(|f| f.name.as_str() == "kraft.version")
+                .map_or("-".into(), |f| {
+                    format!("{}-{}", f.min_version, f.max_version)
+                });
+            format!(
+                "ApiVersionsResponse {} kraft.version={range}",
+                code_name(r.error_code)
             )
         }
         Message::FetchResponse(r) => {
@@ -266,8 +281,21 @@ impl Runner {
     fn membership(&mut self, kind: &str, args: &[&str]) -> Result<String, String> {
         let (pos, o) = Opts::parse(
             args,
-            &["dir", "listener", "cluster", "port", "epoch", "kraft"],
+            &[
+                "dir",
+                "listener",
+                "cluster",
+                "port",
+                "epoch",
+                "kraft",
+                "api-versions",
+            ],
         )?;
+        let hold = match o.get("api-versions") {
+            None => false,
+            Some("hold") => true,
+            Some(v) => return Err(format!("api-versions={v}: expected hold")),
+        };
         let [leader, id] = pos[..] else {
             return Err(format!("usage: {kind} LEADER ID [key=value...]"));
         };
@@ -278,7 +306,38 @@ impl Runner {
             _ => scenario_support::update_voter(id, self.sim()?.node(leader).epoch(), &o)?,
         };
         let sim = self.sim()?;
-        let replies = sim.client(leader, req);
+        let before = sim.client_replies.len();
+        let queued = sim.network.len();
+        let client = sim.client_held(leader, req);
+        let mut out = String::new();
+        // An add's ApiVersions round trip: delivered at once (and shown), or left in the network.
+        if hold {
+            for (i, env) in sim.network.iter().enumerate() {
+                if matches!(env.msg, Message::ApiVersionsRequest(_)) {
+                    let _ = writeln!(
+                        out,
+                        "{i}: {}->{} {} (held)",
+                        env.from,
+                        env.to,
+                        summary(&env.msg)
+                    );
+                }
+            }
+        } else {
+            for env in sim.deliver_api_versions(queued) {
+                let lost = if sim.is_running(env.to) {
+                    ""
+                } else {
+                    " (lost: crashed)"
+                };
+                let _ = writeln!(out, "{}->{} {}{lost}", env.from, env.to, summary(&env.msg));
+            }
+        }
+        let replies: Vec<ClientResponse> = sim.client_replies[before..]
+            .iter()
+            .filter(|(_, c, _)| *c == client)
+            .map(|(_, _, r)| r.clone())
+            .collect();
         // The typed reason of an immediate refusal (the wire carries only the code).
         let reason = match sim.node(leader).last_change_reply() {
             Some(r) if r.client == sim.last_client_id() => match r.outcome {
@@ -288,13 +347,11 @@ impl Runner {
             _ => String::new(),
         };
         self.replies_seen = self.sim()?.client_replies.len();
-        Ok(match replies.as_slice() {
-            [] => "pending\n".into(),
-            rs => rs
-                .iter()
-                .map(|r| reply_summary(r) + &reason + "\n")
-                .collect(),
-        })
+        match replies.as_slice() {
+            [] => out.push_str("pending\n"),
+            rs => out.extend(rs.iter().map(|r| reply_summary(r) + &reason + "\n")),
+        }
+        Ok(out)
     }
 
     fn describe(&mut self, args: &[&str]) -> Result<String, String> {

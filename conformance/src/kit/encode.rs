@@ -410,6 +410,8 @@ pub fn name(msg: &Message) -> &'static str {
         Message::EndQuorumEpochResponse(_) => "EndQuorumEpochResponse",
         Message::FetchRequest(_) => "FetchRequest",
         Message::FetchResponse(_) => "FetchResponse",
+        Message::ApiVersionsRequest(_) => "ApiVersionsRequest",
+        Message::ApiVersionsResponse(_) => "ApiVersionsResponse",
     }
 }
 

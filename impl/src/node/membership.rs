@@ -1,8 +1,9 @@
 //! AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter (KIP-853) at the leader.
 //!
 //! Every precondition lives in one function, [`Node::check_change`], which returns a typed [`Refusal`]
-//! (the model's `spec::check_change` has the same shape). A refusal becomes a Kafka error code only in
-//! [`Refusal::error_code`], when the reply is built.
+//! (the model's `spec::check_change` has the same shape); its first part, [`Node::check_request`], is what
+//! an AddRaftVoter must pass before the leader asks the new voter for its ApiVersions (`add_check.rs`). A
+//! refusal becomes a Kafka error code only in [`Refusal::error_code`], when the reply is built.
 
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse,
@@ -13,6 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::log::{RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
+use super::add_check::AddCheck;
 use super::messages::{error_message, errors};
 use super::types::*;
 use super::{Node, RoleState};
@@ -20,7 +22,8 @@ use super::{Node, RoleState};
 /// A membership change as the leader checks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChangeOp {
-    /// AddRaftVoter: the new voter with its listeners (its `kraft.version` range is taken as [0, 1]).
+    /// AddRaftVoter: the new voter with its listeners and the `kraft.version` range its ApiVersions answer
+    /// gave (KIP-853: the leader asks the new voter before adding it).
     Add(VoterNode),
     /// RemoveRaftVoter.
     Remove(ReplicaKey),
@@ -46,7 +49,8 @@ pub enum InvalidChange {
     NoDefaultListener,
     /// UpdateRaftVoter: a negative or inverted `kraft.version` range.
     BadKraftVersionRange,
-    /// UpdateRaftVoter: the voter's range excludes the finalized `kraft.version`.
+    /// UpdateRaftVoter, or the ApiVersions answer of a voter being added: the voter's range excludes the
+    /// finalized `kraft.version` (or, from ApiVersions, names no `kraft.version` range at all).
     KraftVersionNotSupported,
 }
 
@@ -64,7 +68,8 @@ pub enum Refusal {
     NotLeader,
     /// A malformed request → INVALID_REQUEST.
     Invalid(InvalidChange),
-    /// Another add/remove is pending → REQUEST_TIMED_OUT.
+    /// Another add/remove is pending (or an add awaits its new voter's ApiVersions answer) →
+    /// REQUEST_TIMED_OUT.
     Pending,
     /// The HW is unknown (no commit in this epoch yet) → REQUEST_TIMED_OUT.
     HighWatermarkUnknown,
@@ -110,8 +115,11 @@ pub enum ChangeOutcome {
     Appended,
     /// Refused before anything was appended.
     Refused(Refusal),
-    /// The request deadline passed first (the record stays in the log) → REQUEST_TIMED_OUT.
+    /// The request deadline passed first (a record already appended stays in the log) → REQUEST_TIMED_OUT.
     TimedOut,
+    /// AddRaftVoter: the new voter's ApiVersions answer was an error (the shell answers one for a request
+    /// it could not send) → REQUEST_TIMED_OUT, as Kafka's `AddVoterHandler`.
+    ApiVersionsFailed,
     /// The leader lost its leadership first → NOT_LEADER_OR_FOLLOWER.
     LeadershipLost,
     /// The log refused the append → UNKNOWN_SERVER_ERROR.
@@ -124,7 +132,7 @@ impl ChangeOutcome {
         match self {
             ChangeOutcome::Committed | ChangeOutcome::Appended => errors::NONE,
             ChangeOutcome::Refused(r) => r.error_code(),
-            ChangeOutcome::TimedOut => errors::REQUEST_TIMED_OUT,
+            ChangeOutcome::TimedOut | ChangeOutcome::ApiVersionsFailed => errors::REQUEST_TIMED_OUT,
             ChangeOutcome::LeadershipLost => errors::NOT_LEADER_OR_FOLLOWER,
             ChangeOutcome::AppendFailed => errors::UNKNOWN_SERVER_ERROR,
         }
@@ -142,12 +150,46 @@ fn endpoints<'a>(names: impl Iterator<Item = (&'a StrBytes, &'a StrBytes, u16)>)
 }
 
 impl Node {
-    /// Every precondition of a membership change, in Kafka's order; on success, the new voter set.
+    /// Every precondition of a membership change, in Kafka's order; on success, the new voter set. For an
+    /// add, the checks after [`Node::check_request`] are the ones Kafka makes once the new voter's
+    /// ApiVersions answer is in (`node.supported` is that answer's range).
     pub fn check_change(
         &self,
         cluster_id: Option<&str>,
         op: &ChangeOp,
     ) -> Result<VoterSet, Refusal> {
+        self.check_request(cluster_id, op)?;
+        let RoleState::Leader(leader) = &self.role else {
+            return Err(Refusal::NotLeader);
+        };
+        let latest = self.history.latest();
+        match op {
+            ChangeOp::Add(node) => {
+                if !node.supported.contains(self.kraft_version()) {
+                    return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
+                }
+                if !leader.is_caught_up(&node.key) {
+                    return Err(Refusal::NotCaughtUp);
+                }
+                latest
+                    .add_voter(node.clone())
+                    .map_err(|_| Refusal::DuplicateVoter)
+            }
+            ChangeOp::Remove(key) => latest.remove_voter(key).map_err(|_| Refusal::VoterNotFound),
+            ChangeOp::Update { node, .. } => {
+                if !node.supported.contains(self.kraft_version()) {
+                    return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
+                }
+                latest
+                    .update_voter(node.clone())
+                    .map_err(|_| Refusal::VoterNotFound)
+            }
+        }
+    }
+
+    /// The checks of a membership request on arrival: for an add, everything Kafka checks before it
+    /// sends ApiVersions to the new voter (an add's `supported` range is not read here).
+    pub fn check_request(&self, cluster_id: Option<&str>, op: &ChangeOp) -> Result<(), Refusal> {
         if cluster_id.is_some_and(|c| c != self.config.cluster_id) {
             return Err(Refusal::InconsistentClusterId);
         }
@@ -159,9 +201,9 @@ impl Node {
                 return Err(Refusal::UnknownLeaderEpoch);
             }
         }
-        let RoleState::Leader(leader) = &self.role else {
+        if !matches!(self.role, RoleState::Leader(_)) {
             return Err(Refusal::NotLeader);
-        };
+        }
         let key = op.key();
         if key.id < 0 {
             return Err(Refusal::Invalid(InvalidChange::NegativeVoterId));
@@ -183,29 +225,10 @@ impl Node {
             }
         }
         self.check_one_change_at_a_time()?;
-        let latest = self.history.latest();
-        match op {
-            ChangeOp::Add(node) => {
-                if latest.contains_id(key.id) {
-                    return Err(Refusal::DuplicateVoter);
-                }
-                if !leader.is_caught_up(&key) {
-                    return Err(Refusal::NotCaughtUp);
-                }
-                latest
-                    .add_voter(node.clone())
-                    .map_err(|_| Refusal::DuplicateVoter)
-            }
-            ChangeOp::Remove(key) => latest.remove_voter(key).map_err(|_| Refusal::VoterNotFound),
-            ChangeOp::Update { node, .. } => {
-                if !node.supported.contains(self.kraft_version()) {
-                    return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
-                }
-                latest
-                    .update_voter(node.clone())
-                    .map_err(|_| Refusal::VoterNotFound)
-            }
+        if matches!(op, ChangeOp::Add(_)) && self.history.latest().contains_id(key.id) {
+            return Err(Refusal::DuplicateVoter);
         }
+        Ok(())
     }
 
     /// §3 steps 2–5, in this order: no pending change, HW known, `kraft.version` ≥ 1, last VotersRecord
@@ -215,7 +238,7 @@ impl Node {
         let skip = self.faults.accept_change_while_pending;
         #[cfg(not(feature = "faults"))]
         let skip = false;
-        if self.pending.is_some() && !skip {
+        if (self.pending.is_some() || self.add_check.is_some()) && !skip {
             return Err(Refusal::Pending);
         }
         let Some(hw) = self.high_watermark() else {
@@ -276,24 +299,24 @@ impl Node {
         let node = VoterNode {
             key: ReplicaKey::new(req.voter_id, req.voter_directory_id),
             listeners: endpoints(req.listeners.iter().map(|l| (&l.name, &l.host, l.port))),
+            // Not read by `check_request`; the range comes from the new voter's ApiVersions answer.
             supported: SupportedVersions::CURRENT,
         };
         let key = node.key;
         let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
-        match self.check_change(cluster_id, &ChangeOp::Add(node)) {
+        match self.check_request(cluster_id, &ChangeOp::Add(node.clone())) {
             Err(r) => {
                 self.reply_change(client, ChangeKind::Add, key, ChangeOutcome::Refused(r), out)
             }
-            Ok(set) => {
-                self.append_change(now, client, ChangeKind::Add, key, set, out);
-                if !ack_when_committed {
-                    // Kafka's AddVoterHandler completes the request once the record is appended and
-                    // keeps no pending operation; the next change waits for this record's commit
-                    // (the uncommitted-VotersRecord rule).
-                    if let Some(p) = self.pending.take_if(|p| p.client == client) {
-                        self.reply_change(p.client, p.kind, p.key, ChangeOutcome::Appended, out);
-                    }
-                }
+            Ok(()) => {
+                let check = AddCheck {
+                    client,
+                    key,
+                    listeners: node.listeners,
+                    ack_when_committed,
+                    deadline: now + self.config.request_timeout_ms,
+                };
+                self.start_add_check(check, out);
             }
         }
     }
@@ -312,11 +335,16 @@ impl Node {
                 let outcome = ChangeOutcome::Refused(r);
                 self.reply_change(client, ChangeKind::Remove, key, outcome, out)
             }
-            Ok(set) => self.append_change(now, client, ChangeKind::Remove, key, set, out),
+            Ok(set) => {
+                let deadline = now + self.config.request_timeout_ms;
+                self.append_change(now, client, ChangeKind::Remove, key, set, deadline, out)
+            }
         }
     }
 
-    /// Appends the VotersRecord of an accepted Add/Remove; the reply waits for the HW to pass it.
+    /// Appends the VotersRecord of an accepted Add/Remove; the reply waits for the HW to pass it, or for
+    /// `deadline` (Kafka's: the request's arrival plus the request timeout).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn append_change(
         &mut self,
         now: Millis,
@@ -324,10 +352,10 @@ impl Node {
         kind: ChangeKind,
         key: ReplicaKey,
         set: VoterSet,
+        deadline: Millis,
         out: &mut Output,
     ) {
         let offset = self.log.end_offset();
-        let deadline = now + self.config.request_timeout_ms;
         let previous = self.pending.replace(PendingChange {
             client,
             kind,

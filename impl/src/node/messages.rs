@@ -24,6 +24,7 @@ pub mod errors {
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
     pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
     pub const REQUEST_TIMED_OUT: i16 = 7;
+    pub const BROKER_NOT_AVAILABLE: i16 = 8;
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
     pub const FENCED_LEADER_EPOCH: i16 = 74;

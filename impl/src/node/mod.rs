@@ -19,7 +19,12 @@
 //! 3. Client replies carry the `ClientId` given to `handle_client`; Add/Remove replies may come later, in the
 //!    output of a later `handle` or `tick`.
 //! 4. Call `tick(now)` at or after [`Node::next_deadline`]; ticking earlier is harmless.
-//! 5. Fetch requests carry the replica id in `replica_state` (Fetch v15+), the directory id (v17) and the
+//! 5. `Message::ApiVersionsRequest` (the leader asking a voter being added) goes to the new voter's
+//!    listener ([`Node::endpoint_of`] knows it while the add waits), at ApiVersions v4; its answer is
+//!    handed to `handle` as from that voter. A request the shell cannot send is answered there with an
+//!    ApiVersionsResponse of BROKER_NOT_AVAILABLE (Kafka's network channel does the same); the core
+//!    does not resend it.
+//! 6. Fetch requests carry the replica id in `replica_state` (Fetch v15+), the directory id (v17) and the
 //!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
@@ -73,9 +78,11 @@
 //!   (Kafka 4.4's send a Fetch to a bootstrap server while their election timer runs; the model has no
 //!   such fetch). A TLS link to a bootstrap server checks the certificate's trust and host name but not
 //!   a node identity (its id is unknown until it answers).
-//! - The AddRaftVoter ApiVersions round trip is not done by the core: the new voter's supported
-//!   `kraft.version` range is taken as [0, 1]. The catch-up rule is "fetched up to the leader's end offset
-//!   at that moment, in this epoch" (Kafka also requires a fetch within the last hour).
+//! - AddRaftVoter makes Kafka's ApiVersions round trip to the new voter (`add_check.rs`, KIP-853): the
+//!   same checks in the same order and error codes, the answered `kraft.version` range recorded in the
+//!   VotersRecord, one deadline (arrival + request timeout) for the whole request. The catch-up rule is
+//!   "fetched up to the leader's end offset at that moment, in this epoch" (Kafka also requires a fetch
+//!   within the last hour).
 //! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
 //!   its control records only (no metadata records: a Kafka controller started on such a directory has no
 //!   bootstrap `metadata.version` from it and appends the default one when it first leads). A directory
@@ -117,6 +124,7 @@ use crate::leader::LeaderState;
 use crate::log::{MemoryLog, RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
+mod add_check;
 mod admin;
 mod commit;
 mod describe_cluster;
@@ -134,6 +142,7 @@ mod types;
 mod view;
 mod vote;
 
+pub use add_check::api_versions_request;
 pub use admin::SUPPORTED_APIS;
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
@@ -196,6 +205,8 @@ pub struct Node {
     outstanding_fetch: Option<OutstandingFetch>,
     bootstrap_cursor: usize,
     pending: Option<PendingChange>,
+    /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
+    add_check: Option<add_check::AddCheck>,
     last_change_reply: Option<ChangeReply>,
     #[cfg(feature = "faults")]
     faults: ActiveFaults,
@@ -281,6 +292,7 @@ impl Node {
             outstanding_fetch: None,
             bootstrap_cursor: 0,
             pending: None,
+            add_check: None,
             last_change_reply: None,
             #[cfg(feature = "faults")]
             faults: ActiveFaults::default(),
@@ -355,6 +367,13 @@ impl Node {
             }
             Message::FetchRequest(r) => self.on_fetch_request(now, from, r, &mut out),
             Message::FetchResponse(r) => self.on_fetch_response(now, from, r, &mut out),
+            Message::ApiVersionsRequest(r) => {
+                let resp = self.api_versions(&r);
+                out.replies.push((from, Message::ApiVersionsResponse(resp)));
+            }
+            Message::ApiVersionsResponse(r) => {
+                self.on_api_versions_response(now, from, r, &mut out)
+            }
         }
         self.finish(now, &mut out);
         out

@@ -64,12 +64,16 @@ impl Node {
         }
     }
 
-    /// Leaves the current role: a leader's pending change is answered NOT_LEADER_OR_FOLLOWER.
+    /// Leaves the current role: a leader's pending change (or held add) is answered NOT_LEADER_OR_FOLLOWER.
     pub(super) fn leave_role(&mut self, out: &mut Output) {
         if let RoleState::Leader(_) = &self.role {
             if let Some(p) = self.pending.take() {
                 let outcome = ChangeOutcome::LeadershipLost;
                 self.reply_change(p.client, p.kind, p.key, outcome, out);
+            }
+            if let Some(c) = self.add_check.take() {
+                let outcome = ChangeOutcome::LeadershipLost;
+                self.reply_change(c.client, ChangeKind::Add, c.key, outcome, out);
             }
         }
         // Kafka's transitions pass the old state's HW on: a deposed leader keeps its HW; a resigned one

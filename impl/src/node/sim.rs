@@ -371,19 +371,48 @@ impl Sim {
         Ok(())
     }
 
-    /// Sends a client request to node `id`; returns the replies produced right away.
+    /// Sends a client request to node `id`; returns the replies produced right away. The ApiVersions round
+    /// trip an AddRaftVoter starts (the leader asking the new voter, KIP-853) is delivered at once, as a
+    /// reachable voter answers it; [`Sim::client_held`] leaves it in the network.
     pub fn client(&mut self, id: i32, req: ClientRequest) -> Vec<ClientResponse> {
-        self.next_client += 1;
-        let client = ClientId(self.next_client);
-        let now = self.clock(id);
-        let out = self.node_mut(id).handle_client(now, client, req);
         let before = self.client_replies.len();
-        self.absorb(id, out);
+        let queued = self.network.len();
+        let client = self.client_held(id, req);
+        self.deliver_api_versions(queued);
         self.client_replies[before..]
             .iter()
             .filter(|(_, c, _)| *c == client)
             .map(|(_, _, r)| r.clone())
             .collect()
+    }
+
+    /// Sends a client request to node `id` and delivers nothing; returns its client id.
+    pub fn client_held(&mut self, id: i32, req: ClientRequest) -> ClientId {
+        self.next_client += 1;
+        let client = ClientId(self.next_client);
+        let now = self.clock(id);
+        let out = self.node_mut(id).handle_client(now, client, req);
+        self.absorb(id, out);
+        client
+    }
+
+    /// Delivers every ApiVersions request in flight from network position `start` on, and then its
+    /// answer; returns what was delivered, in order. A request to a crashed node is lost (no answer).
+    pub fn deliver_api_versions(&mut self, start: usize) -> Vec<Envelope> {
+        let mut delivered = Vec::new();
+        let is_api_versions = |m: &Message| {
+            matches!(
+                m,
+                Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_)
+            )
+        };
+        while let Some(i) =
+            (start..self.network.len()).find(|i| is_api_versions(&self.network[*i].msg))
+        {
+            delivered.push(self.network[i].clone());
+            self.deliver(i);
+        }
+        delivered
     }
 
     /// DescribeQuorum at `version` answered by node `id`.

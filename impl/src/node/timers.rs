@@ -15,7 +15,8 @@ impl Node {
         match &self.role {
             RoleState::Leader(l) => {
                 self.timers.check_quorum = l.check_quorum_deadline;
-                self.timers.pending_change = self.pending.as_ref().map(|p| p.deadline);
+                self.timers.pending_change = (self.pending.as_ref().map(|p| p.deadline))
+                    .or(self.add_check.as_ref().map(|c| c.deadline));
             }
             _ => {
                 self.timers.check_quorum = None;
@@ -32,6 +33,10 @@ impl Node {
                     // The record stays in the log: it may still commit, and it blocks the next change
                     // until it does.
                     self.reply_change(p.client, p.kind, p.key, ChangeOutcome::TimedOut, out);
+                } else if let Some(c) = self.add_check.take() {
+                    // No ApiVersions answer from the new voter in time.
+                    let outcome = ChangeOutcome::TimedOut;
+                    self.reply_change(c.client, ChangeKind::Add, c.key, outcome, out);
                 }
             }
             Timer::CheckQuorum => {

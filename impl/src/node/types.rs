@@ -29,6 +29,10 @@ pub enum Message {
     EndQuorumEpochResponse(EndQuorumEpochResponse),
     FetchRequest(FetchRequest),
     FetchResponse(FetchResponse),
+    /// The leader asks a voter being added which `kraft.version` range it supports (KIP-853). The shell
+    /// decodes one a peer sends as [`ClientRequest::ApiVersions`]; `Node::handle` also answers it.
+    ApiVersionsRequest(ApiVersionsRequest),
+    ApiVersionsResponse(ApiVersionsResponse),
 }
 
 impl Message {
@@ -43,6 +47,7 @@ impl Message {
                 ApiKey::EndQuorumEpoch
             }
             Message::FetchRequest(_) | Message::FetchResponse(_) => ApiKey::Fetch,
+            Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => ApiKey::ApiVersions,
         }
     }
 
@@ -54,6 +59,7 @@ impl Message {
                 | Message::BeginQuorumEpochRequest(_)
                 | Message::EndQuorumEpochRequest(_)
                 | Message::FetchRequest(_)
+                | Message::ApiVersionsRequest(_)
         )
     }
 }
@@ -254,7 +260,8 @@ pub enum Timer {
     Fetch,
     /// Leader: not enough voters fetched in the window: resign.
     CheckQuorum,
-    /// Leader: the pending Add/Remove gets REQUEST_TIMED_OUT (the record stays).
+    /// Leader: the pending Add/Remove (or an add still waiting for its new voter's ApiVersions answer)
+    /// gets REQUEST_TIMED_OUT (a record already appended stays).
     PendingChange,
     /// Leader: resend BeginQuorumEpoch to voters that have not fetched in this epoch.
     BeginQuorumEpoch,

@@ -96,6 +96,9 @@ impl Node {
         if let Some(i) = bootstrap_server_index(id) {
             return self.config.bootstrap_servers.get(i).cloned();
         }
+        if let Some(e) = self.add_check_endpoint(id) {
+            return Some(e);
+        }
         match self.leader_endpoint() {
             Some((leader, e)) if leader == id => Some(e),
             _ => self.known_endpoint(id),

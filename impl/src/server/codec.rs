@@ -29,6 +29,7 @@ pub const FETCH_VERSION: i16 = max_version(ApiKey::Fetch);
 pub const VOTE_VERSION: i16 = max_version(ApiKey::Vote);
 pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch);
 pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
+pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -266,6 +267,7 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
             encode_body("FetchResponse", &older, v, buf)
         }
         Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
+        Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
             reason: format!("{other:?} is a request"),
@@ -310,6 +312,7 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
             (ApiKey::EndQuorumEpoch as i16, END_QUORUM_EPOCH_VERSION)
         }
         Message::FetchRequest(_) => (ApiKey::Fetch as i16, FETCH_VERSION),
+        Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
         _ => return None,
     })
 }
@@ -348,6 +351,7 @@ pub fn peer_request_frame(
         Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
             reason: format!("{other:?} is a response"),
@@ -408,6 +412,10 @@ pub fn decode_peer_response(
         ),
         Ok(ApiKey::Fetch) => Message::FetchResponse(
             FetchResponse::decode(&mut body, v).map_err(|e| malformed("FetchResponse", e))?,
+        ),
+        Ok(ApiKey::ApiVersions) => Message::ApiVersionsResponse(
+            ApiVersionsResponse::decode(&mut body, v)
+                .map_err(|e| malformed("ApiVersionsResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

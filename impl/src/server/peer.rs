@@ -1,6 +1,8 @@
 //! Outgoing links to peers: one task per destination node, one pipelined TCP connection at a time.
 //!
 //! Requests that cannot be sent (peer down, connect timeout) are dropped: the core re-sends on its timers.
+//! Except the leader's ApiVersions to a voter being added, which the core does not resend: it is answered
+//! BROKER_NOT_AVAILABLE at once, as Kafka's network channel answers a request whose connection failed.
 //! Responses are matched to requests by correlation id and handed to the node task as `PeerResponse`.
 
 use std::collections::{HashMap, VecDeque};
@@ -15,7 +17,9 @@ use super::codec::{decode_peer_response, peer_request_frame, request_api, respon
 use super::driver::Event;
 use super::tls::{self, Tls};
 use super::LinkConfig;
-use crate::node::Message;
+use kafka_protocol::messages::ApiVersionsResponse;
+
+use crate::node::{errors, Message};
 use crate::voter_set::Endpoint;
 use crate::wire::frame::{self, FrameReadError};
 
@@ -109,6 +113,7 @@ impl PeerTask {
                 conn = self.connect(&endpoint).await;
             }
             let Some(c) = conn.as_mut() else {
+                self.unsent(&message).await;
                 continue; // unreachable now; the core will ask again
             };
             let Some((api_key, api_version)) = request_api(&message) else {
@@ -139,10 +144,23 @@ impl PeerTask {
                 if let Some(c) = conn.take() {
                     c.reader.abort();
                 }
+                self.unsent(&message).await;
             }
         }
         if let Some(c) = conn {
             c.reader.abort();
+        }
+    }
+
+    /// A request that did not leave: the core's ApiVersions probe gets its error answer (module docs).
+    async fn unsent(&self, message: &Message) {
+        if let Message::ApiVersionsRequest(_) = message {
+            let resp = ApiVersionsResponse::default().with_error_code(errors::BROKER_NOT_AVAILABLE);
+            let event = Event::PeerResponse {
+                from: self.peer,
+                message: Message::ApiVersionsResponse(resp),
+            };
+            let _ = self.events.send(event).await;
         }
     }
 

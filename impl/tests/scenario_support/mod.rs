@@ -31,7 +31,7 @@ impl<'a> Opts<'a> {
         Ok((pos, Opts(map)))
     }
 
-    fn get(&self, k: &str) -> Option<&'a str> {
+    pub fn get(&self, k: &str) -> Option<&'a str> {
         self.0.get(k).copied()
     }
 
