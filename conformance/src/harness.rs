@@ -118,7 +118,6 @@ impl Cluster {
         request: Option<(i32, ApiKey)>,
         applied: &mut Applied,
     ) -> Result<(), String> {
-        let mut flushed = Vec::new();
         for e in out.effects {
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
@@ -130,7 +129,12 @@ impl Cluster {
                 Effect::TruncateLog(offset) => Arc::make_mut(&mut self.storage[i as usize])
                     .truncate_to(offset)
                     .map_err(|e| format!("node {i}: a truncation outside its log: {e}"))?,
-                Effect::FlushLog { up_to } => flushed.push(up_to),
+                Effect::FlushLog { up_to } => {
+                    let end = self.storage[i as usize].end_offset();
+                    if up_to != end {
+                        return Err(format!("node {i}: a flush up to {up_to}, its log ends at {end}"));
+                    }
+                }
             }
         }
         // The shell contract: a request is answered once, in the same output (no fetch waits here:
@@ -181,12 +185,6 @@ impl Cluster {
                     applied.refusals.push(Refused { server, op, reason });
                 }
             }
-        }
-        // Every flush completes at once: its report is the node's next input, at the same time.
-        for up_to in flushed {
-            let now = self.clocks[i as usize];
-            let out = Arc::make_mut(&mut self.nodes[i as usize]).persisted(now, up_to);
-            self.absorb(i, out, None, applied)?;
         }
         if self.storage[i as usize].batches() != self.nodes[i as usize].log().batches() {
             return Err(format!("node {i}: its log effects do not rebuild its log"));

@@ -25,8 +25,7 @@
 //!   survives. Messages in flight stay. A node that comes back Candidate fires its `VoteRequests` timer
 //!   (due at once; the shell's first `tick`) in the same step: its Vote requests are part of the model's
 //!   `Restart`.
-//! - Every `Effect::FlushLog` completes at once: its `Node::persisted` report is the node's next input,
-//!   within the same step and at the same time.
+//! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
 //!   An add that passes the arrival checks makes the leader send ApiVersions to the new voter (KIP-853;

@@ -14,7 +14,7 @@
 //! file is replaced and fsynced (file and directory), log batches are written at once and fsynced by
 //! [`FileLog::flush`] for each `FlushLog` effect (jobs queued meanwhile share one fsync), truncations are
 //! fsynced at once. No message of an output leaves before its effects and every earlier output's are
-//! durable; a leader counts its own end toward the HW once the flush is reported. Cost: one `fdatasync`
+//! durable, so a leader counts its own end toward the HW as it appends (as Kafka's). Cost: one `fdatasync`
 //! per batch of queued jobs that appended, plus a directory fsync when a segment is created.
 
 mod file_log;

@@ -44,7 +44,6 @@ impl Node {
     /// Truncates the view and has the shell truncate the durable log.
     pub(super) fn truncate_log(&mut self, offset: i64, out: &mut Output) -> Result<(), LogError> {
         self.log.truncate_to(offset)?;
-        self.durable.truncated(offset);
         out.effects.push(Effect::TruncateLog(offset));
         self.history.truncate_new_entries(offset);
         self.kraft_versions.truncate_new_entries(offset.max(0));
@@ -57,11 +56,10 @@ impl Node {
         let up_to = self.log.end_offset();
         out.effects.push(Effect::AppendLog(batches));
         out.effects.push(Effect::FlushLog { up_to });
-        self.durable.flush_requested(up_to);
     }
 
     /// Appends one batch in the leader's epoch and has the shell persist it; the leader's own end counts
-    /// toward the HW once the flush is reported (`persisted`).
+    /// toward the HW at once (see [`Node::update_leader_end`]).
     pub(super) fn leader_append(
         &mut self,
         now: Millis,
@@ -81,10 +79,13 @@ impl Node {
         Ok(offset)
     }
 
-    /// Counts the leader's durable log end and its latest voter set toward the HW (and, after an append,
-    /// re-evaluates the check-quorum window).
+    /// Counts the leader's log end and its latest voter set toward the HW (and, after an append,
+    /// re-evaluates the check-quorum window). The end counts before the shell's flush completes, as in
+    /// Kafka 4.4 (`flushLeaderLog` calls `updateLeaderEndOffsetAndTimestamp` before `log.flush`): nothing
+    /// that shows the new HW leaves the node before that flush is durable, because the shell sends an
+    /// output only once its effects and every earlier output's are durable (shell contract, rule 1).
     pub(super) fn update_leader_end(&mut self, now: Millis, check_quorum: bool, out: &mut Output) {
-        let end = self.durable.end();
+        let end = self.log.end_offset();
         let latest = self.history.latest().clone();
         let advanced = match &mut self.role {
             RoleState::Leader(l) => {

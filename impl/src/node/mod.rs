@@ -1,16 +1,17 @@
 //! The KRaft node: a deterministic state machine.
 //!
-//! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`), time
-//! (`tick`) and completed log flushes (`persisted`). Outputs: [`Output`] with effects to persist first and
+//! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`) and time
+//! (`tick`). Outputs: [`Output`] with effects to persist first and
 //! messages to send after. The core does no I/O: it reasons about an in-memory view of the log and hands
 //! every change of it to the shell as an effect (etcd's way).
 //!
 //! Shell contract:
 //! 1. Apply `Output::effects` in order (election state, log appends, truncations, flushes), off the
 //!    thread that drives the core if it likes, and send the messages and client replies of an output only
-//!    once the effects of that output and of every earlier one are durable. Report each
-//!    [`Effect::FlushLog`] once it is durable with [`Node::persisted`], in order. A storage error must
-//!    stop the node before anything of that output or a later one is sent.
+//!    once the effects of that output and of every earlier one are durable. The core counts its log
+//!    end as soon as it appends (a leader toward the HW, a follower in its next Fetch offset), as Kafka
+//!    does before its flush: this rule is what keeps unflushed records from being acknowledged. A storage
+//!    error must stop the node before anything of that output or a later one is sent.
 //! 2. Every peer request handed to `handle` gets one response, in [`Output::replies`] addressed to the
 //!    requester (the shell writes it to the requesting connection), in the `Output` of that same call.
 //!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
@@ -128,7 +129,6 @@ mod add_check;
 mod admin;
 mod commit;
 mod describe_cluster;
-mod durable;
 mod fetch;
 mod fetch_wait;
 mod membership;
@@ -218,8 +218,6 @@ pub struct Node {
     learned_leader: Option<(i32, i32, Endpoint)>,
     /// Leader: fetches waiting for new data, a new HW or their `MaxWaitMs` (Kafka's fetch purgatory).
     parked_fetches: Vec<fetch_wait::ParkedFetch>,
-    /// How much of the log the shell has made durable.
-    durable: durable::Durable,
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
@@ -275,7 +273,6 @@ impl Node {
             kraft_versions.add_at(-1, base_kraft_version)?;
         }
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
-        let log_end = log.end_offset();
         let mut node = Node {
             local,
             log,
@@ -299,7 +296,6 @@ impl Node {
             clock_started: false,
             learned_leader: None,
             parked_fetches: Vec::new(),
-            durable: durable::Durable::new(log_end),
             config,
         };
         node.history_next_offset = node.log.start_offset();
@@ -449,26 +445,6 @@ impl Node {
         let mut out = Output::default();
         if self.timers.get(timer).is_some() {
             self.fire_timer(now, timer, &mut out);
-        }
-        self.finish(now, &mut out);
-        out
-    }
-
-    /// The shell completed an [`Effect::FlushLog`]`{ up_to }`: the log is durable up to `up_to` (flushes
-    /// are reported once each, in the order asked for). A leader counts its own log end toward the HW
-    /// only from here on. Kafka's leader counts it just before its flush (`flushLeaderLog`), which runs
-    /// on the same thread before anything else; here the flush runs elsewhere, so the count waits for it.
-    pub fn persisted(&mut self, now: Millis, up_to: i64) -> Output {
-        self.start_clock(now);
-        let mut out = Output::default();
-        if self.durable.flushed(up_to) {
-            self.update_leader_end(now, false, &mut out);
-        } else {
-            tracing::error!(
-                node = self.local.id,
-                up_to,
-                "a flush report that is not the oldest flush asked for; ignored"
-            );
         }
         self.finish(now, &mut out);
         out

@@ -225,10 +225,9 @@ impl Sim {
     }
 
     /// Routes an output: effects first (each log flush completes at once), then replies and requests
-    /// into the network, then client replies, then the output of each flush's report.
+    /// into the network, then client replies.
     pub fn absorb(&mut self, from: i32, out: Output) {
         let sim_node = self.nodes.get_mut(&from).expect("known node");
-        let mut flushed = Vec::new();
         for effect in out.effects {
             match effect {
                 Effect::PersistElectionState(state) => sim_node.persisted = state,
@@ -240,10 +239,7 @@ impl Sim {
                     .storage
                     .truncate_to(offset)
                     .expect("the node truncates within its durable log"),
-                Effect::FlushLog { up_to } => {
-                    sim_node.storage.flush().expect("a memory log flushes");
-                    flushed.push(up_to);
-                }
+                Effect::FlushLog { .. } => sim_node.storage.flush().expect("a memory log flushes"),
             }
         }
         for (to, msg) in out.replies {
@@ -259,11 +255,6 @@ impl Sim {
         }
         self.refused
             .extend(out.refused.into_iter().map(|e| (from, e)));
-        for up_to in flushed {
-            let now = self.clock(from);
-            let out = self.node_mut(from).persisted(now, up_to);
-            self.absorb(from, out);
-        }
     }
 
     /// Delivers the message at `index` of the network (removing it). A message to a crashed or unknown

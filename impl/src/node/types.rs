@@ -123,8 +123,8 @@ pub enum Effect {
     AppendLog(Vec<Replicated>),
     /// Remove every record at offset ≥ this one from the durable log, durably (Kafka's truncation).
     TruncateLog(i64),
-    /// Make every appended batch durable, then report it with [`Node::persisted`](super::Node::persisted)
-    /// `(up_to)`, once per flush, in order (flushes may share one `fsync`).
+    /// Make every appended batch durable: the log below `up_to`, its end when asked (flushes may share
+    /// one `fsync`).
     FlushLog { up_to: i64 },
 }
 

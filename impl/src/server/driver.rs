@@ -158,7 +158,7 @@ impl Driver {
         }
     }
 
-    /// A storage report: release what waited for it, then feed each completed flush to the core. The
+    /// A storage report: release the outputs that waited for it, in order. The
     /// first storage error stops the node; the outputs held behind it are never sent.
     pub fn on_stored(
         &mut self,
@@ -179,10 +179,6 @@ impl Driver {
             if let Some((_, out)) = self.held.pop_front() {
                 self.route(out, clients);
             }
-        }
-        for up_to in done.flushed {
-            let out = self.node.persisted(self.now(), up_to);
-            self.apply(out, clients);
         }
         Ok(())
     }

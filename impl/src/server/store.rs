@@ -1,7 +1,6 @@
 //! The storage thread: the only owner of the durable log and the quorum-state file. The node task hands it
 //! the effects of each core output in order ([`Job`]); it performs them on its own thread, never on the
-//! async runtime's workers, and reports back ([`Done`]) once they are durable, with the log offsets each
-//! flush made durable (fed to the core as `Node::persisted`).
+//! async runtime's workers, and reports back ([`Done`]) once they are durable.
 //!
 //! Group commit: jobs that queued up while the thread was busy are written together and made durable by
 //! one `fsync`; each is reported done only after that.
@@ -22,11 +21,10 @@ pub struct Job {
     pub effects: Vec<Effect>,
 }
 
-/// Every job up to `seq` is durable; `flushed`: the `up_to` of each `Effect::FlushLog` among them, in order.
+/// Every job up to `seq` is durable.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Done {
     pub seq: u64,
-    pub flushed: Vec<i64>,
 }
 
 /// The node task's end of the storage thread.
@@ -78,7 +76,7 @@ pub fn perform(
     quorum_state_path: &std::path::Path,
     jobs: Vec<Job>,
 ) -> Result<Done, StorageError> {
-    let mut flushed = Vec::new();
+    let mut flush = false;
     let mut seq = 0;
     for job in jobs {
         seq = job.seq;
@@ -89,14 +87,14 @@ pub fn perform(
                 }
                 Effect::AppendLog(batches) => log.append_replicated(batches)?,
                 Effect::TruncateLog(offset) => log.truncate_to(offset)?,
-                Effect::FlushLog { up_to } => flushed.push(up_to),
+                Effect::FlushLog { .. } => flush = true,
             }
         }
     }
-    if !flushed.is_empty() {
+    if flush {
         log.flush()?;
     }
-    Ok(Done { seq, flushed })
+    Ok(Done { seq })
 }
 
 #[cfg(test)]
@@ -137,10 +135,7 @@ mod tests {
         });
         assert_eq!(
             done.recv().await.unwrap().unwrap(),
-            Done {
-                seq: 1,
-                flushed: vec![1]
-            }
+            Done { seq: 1 }
         );
         assert_eq!(
             crate::storage::read_quorum_state(&state_path).unwrap(),
