@@ -37,7 +37,8 @@ pub enum Event {
     },
 }
 
-/// A short summary published after every step, for logs and `kraft cluster`.
+/// A short summary published after every step, for logs and `kraft cluster`: the core's state, which may be
+/// ahead of storage (a leader's HW counts records not flushed yet); peers and clients see only durable state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
     pub leader_id: Option<i32>,
