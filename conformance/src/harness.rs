@@ -132,7 +132,9 @@ impl Cluster {
                 Effect::FlushLog { up_to } => {
                     let end = self.storage[i as usize].end_offset();
                     if up_to != end {
-                        return Err(format!("node {i}: a flush up to {up_to}, its log ends at {end}"));
+                        return Err(format!(
+                            "node {i}: a flush up to {up_to}, its log ends at {end}"
+                        ));
                     }
                 }
             }

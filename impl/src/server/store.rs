@@ -133,10 +133,7 @@ mod tests {
                 Effect::FlushLog { up_to: 1 },
             ],
         });
-        assert_eq!(
-            done.recv().await.unwrap().unwrap(),
-            Done { seq: 1 }
-        );
+        assert_eq!(done.recv().await.unwrap().unwrap(), Done { seq: 1 });
         assert_eq!(
             crate::storage::read_quorum_state(&state_path).unwrap(),
             state
