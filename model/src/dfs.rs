@@ -20,9 +20,9 @@
 //! the fingerprint computed without building the representative is the representative's.
 
 use crate::step::KraftModel;
-use crate::types::State;
+use crate::types::{Id, State, MAX_SERVERS};
 use stateright::{Expectation, Model};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,6 +69,47 @@ impl Table {
     }
 }
 
+/// A shard: its table, and a copy of the table's address and mask that a worker reads without the
+/// lock, only to prefetch the slot a fingerprint will probe (see [`Shard::prefetch`]).
+#[derive(Default)]
+struct Shard {
+    table: Mutex<Table>,
+    slots: AtomicPtr<u64>,
+    mask: AtomicUsize,
+}
+
+impl Shard {
+    /// Inserts `fp` under the lock; true if it was not there.
+    fn insert(&self, fp: u64) -> bool {
+        let mut t = self.table.lock().expect("visited shard");
+        let cap = t.slots.len();
+        let new = t.insert(fp);
+        if t.slots.len() != cap {
+            self.slots.store(t.slots.as_mut_ptr(), Ordering::Relaxed);
+            self.mask.store(t.slots.len() - 1, Ordering::Relaxed);
+        }
+        new
+    }
+
+    /// Asks the CPU to start loading the cache line `fp` will probe first, so that the lookups of
+    /// one state's successors overlap their memory latency instead of paying it one after another
+    /// (one cache miss per generated state was the largest item of the profile). A prefetch is a
+    /// hint: it reads nothing in Rust's sense and never faults, so a stale address (the table grew
+    /// since) costs only a wasted load.
+    fn prefetch(&self, fp: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let base = self.slots.load(Ordering::Relaxed);
+            let i = fp.max(1) as usize & self.mask.load(Ordering::Relaxed);
+            let addr = base.wrapping_add(i) as *const i8;
+            // SAFETY: SSE is part of the x86_64 baseline, and a prefetch dereferences nothing.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fp;
+    }
+}
+
 const SHARDS: usize = 256;
 
 /// The hasher of fingerprints: ahash with fixed seeds (as Stateright's own).
@@ -110,7 +151,7 @@ pub struct Outcome {
 
 struct Shared<'a> {
     model: &'a KraftModel,
-    visited: Vec<Mutex<Table>>,
+    visited: Vec<Shard>,
     pool: Mutex<Vec<Vec<(State, u32)>>>,
     wake: Condvar,
     idle: AtomicUsize,
@@ -124,19 +165,23 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
+    /// The shard holding `fp` (not by the low bits, which index the shard's table).
+    fn shard(&self, fp: u64) -> &Shard {
+        &self.visited[(fp >> 40) as usize % SHARDS]
+    }
+
     /// Inserts the fingerprint of `s`'s representative; if it is new, returns the representative
     /// (which the search goes on from: it has the same behaviours up to renaming, and successors
     /// of a representative are often representatives already, whose fingerprint needs no
     /// renaming).
     fn insert(&self, s: State) -> Option<State> {
         let (perm, fp) = crate::symmetry::canonical(&s);
-        // Not the low bits, which index the shard's table.
-        let shard = (fp >> 40) as usize % SHARDS;
-        if !self.visited[shard]
-            .lock()
-            .expect("visited shard")
-            .insert(fp)
-        {
+        self.insert_canonical(s, perm, fp)
+    }
+
+    /// [`Shared::insert`] with the representative's renaming and fingerprint already computed.
+    fn insert_canonical(&self, s: State, perm: [Id; MAX_SERVERS], fp: u64) -> Option<State> {
+        if !self.shard(fp).insert(fp) {
             return None;
         }
         Some(crate::symmetry::renamed(&s, &perm).unwrap_or(s))
@@ -145,7 +190,7 @@ impl Shared<'_> {
     fn unique(&self) -> usize {
         self.visited
             .iter()
-            .map(|v| v.lock().expect("visited shard").len)
+            .map(|v| v.table.lock().expect("visited shard").len)
             .sum()
     }
 
@@ -192,6 +237,7 @@ impl Shared<'_> {
     fn worker(&self) {
         let props = self.model.properties();
         let mut actions = Vec::new();
+        let mut successors = Vec::new();
         let mut stack: Vec<(State, u32)> = Vec::new();
         let mut max_depth = 0u32;
         let mut since_check = 0u32;
@@ -209,7 +255,7 @@ impl Shared<'_> {
             self.evaluate(&props, &s);
             actions.clear();
             self.model.actions(&s, &mut actions);
-            let mut generated = 0;
+            // Every successor's fingerprint first (prefetching its slot), then the lookups.
             for a in actions.drain(..) {
                 let Some(next) = self.model.next_state(&s, a) else {
                     continue;
@@ -217,12 +263,17 @@ impl Shared<'_> {
                 if !self.model.within_boundary(&next) {
                     continue;
                 }
-                generated += 1;
-                if let Some(rep) = self.insert(next) {
+                let (perm, fp) = crate::symmetry::canonical(&next);
+                self.shard(fp).prefetch(fp);
+                successors.push((next, perm, fp));
+            }
+            self.generated
+                .fetch_add(successors.len(), Ordering::Relaxed);
+            for (next, perm, fp) in successors.drain(..) {
+                if let Some(rep) = self.insert_canonical(next, perm, fp) {
                     stack.push((rep, depth + 1));
                 }
             }
-            self.generated.fetch_add(generated, Ordering::Relaxed);
             // Share half of the stack's oldest states when someone waits for work.
             if stack.len() > 16 && self.idle.load(Ordering::Relaxed) > 0 {
                 let half: Vec<_> = stack.drain(..stack.len() / 2).collect();
@@ -262,7 +313,7 @@ pub fn search(model: &KraftModel, threads: usize, limits: Limits) -> Outcome {
     let nprops = model.properties().len();
     let shared = Shared {
         model,
-        visited: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        visited: (0..SHARDS).map(|_| Shard::default()).collect(),
         pool: Mutex::new(Vec::new()),
         wake: Condvar::new(),
         idle: AtomicUsize::new(0),

@@ -104,26 +104,24 @@ impl Tx<'_> {
                 Msg::VoteResponse { epoch, error, .. } if error != ErrorCode::None => {
                     epoch > d.epoch
                 }
-                // A refusal only matters if it carries a newer epoch, or names the leader of the
-                // receiver's epoch (someone other than the receiver) while the receiver knows none —
-                // now, or later in the same epoch (see `learns_leader`).
+                // An answer of the receiver's epoch is used by the receiver's current role only:
+                // every role change and restart drops the answers in flight to it
+                // (`forget_requests`, Kafka's `resetConnections`), and nothing else changes its
+                // role, epoch or known leader. So it matters only if it names the epoch's leader
+                // (someone other than the receiver) to a receiver that knows none, or grants a
+                // (pre-)vote to a Candidate or Prospective; at a Follower, a Leader, a Resigned
+                // leader or a Prospective that knows the leader it is ignored until it is dropped.
                 Msg::VoteResponse {
                     epoch,
-                    granted: false,
+                    granted,
                     leader,
                     ..
                 } => {
                     epoch > d.epoch
                         || (epoch == d.epoch
-                            && leader.is_some_and(|l| l != env.dst)
-                            && learns_leader(d, env.dst))
-                }
-                // A grant of the receiver's epoch counts only at a Candidate or a Prospective of that
-                // epoch (a Follower may still become one by timing out); a Leader or Resigned leader
-                // of the epoch never again is either in it.
-                Msg::VoteResponse { epoch, .. } => {
-                    epoch > d.epoch
-                        || (epoch == d.epoch && !matches!(d.role, Role::Leader | Role::Resigned))
+                            && ((leader.is_some_and(|l| l != env.dst) && Self::leaderless(d))
+                                || (granted
+                                    && matches!(d.role, Role::Candidate | Role::Prospective))))
                 }
                 // A leader announcement of the receiver's epoch only matters while the receiver knows
                 // no leader of it, now or later in the epoch (Kafka's `maybeTransition`).

@@ -300,3 +300,57 @@ fn gc_drops_requests_whose_answer_a_final_epoch_sender_ignores() {
         .state;
     assert!(next.network.is_empty(), "{:?}", next.network);
 }
+
+#[test]
+fn gc_drops_answers_the_receivers_current_role_ignores() {
+    // A change and a crash left, so `may_lose_leader` keeps every server's leader losable: the
+    // answers below are dropped because a receiver uses an answer only in its current role (a role
+    // change or restart drops the answers to it), not because its leader is final.
+    let m = model(ModelConfig {
+        max_crashes: 1,
+        ..ModelConfig::default()
+    });
+    let answer = |dst, granted, leader| Envelope {
+        src: 0,
+        dst,
+        msg: Msg::VoteResponse {
+            epoch: 1,
+            granted,
+            error: ErrorCode::None,
+            leader,
+        },
+    };
+    // Follower 2 knows leader 0: a refusal naming 0, or a grant, changes nothing there.
+    let refusal_to_follower = answer(2, false, Some(0));
+    let grant_to_follower = answer(2, true, None);
+    // The same answers at voter 1, Prospective without a known leader: the refusal makes it
+    // follow 0, the grant counts.
+    let refusal_to_prospective = answer(1, false, Some(0));
+    let grant_to_prospective = answer(1, true, None);
+    let mut s = with_in_flight(
+        &m,
+        &[
+            refusal_to_follower,
+            grant_to_follower,
+            refusal_to_prospective,
+            grant_to_prospective,
+        ],
+    );
+    s.servers[1].role = Role::Prospective;
+    s.servers[1].leader = None;
+    s.servers[1].pre_votes = bit(1);
+    let add = Action::Change {
+        server: 0,
+        op: ChangeOp::Add(3),
+    };
+    let next = m.step(&s, add).unwrap().state;
+    let mut kept = vec![refusal_to_prospective, grant_to_prospective];
+    kept.sort_unstable();
+    assert_eq!(next.network, kept);
+    // Delivered instead, the dropped answers leave follower 2 as it was.
+    let plain = model(ModelConfig { gc: false, ..m.cfg });
+    for env in [refusal_to_follower, grant_to_follower] {
+        let after = plain.step(&s, Action::Deliver(env)).unwrap().state;
+        assert_eq!(after.servers, s.servers, "{env:?}");
+    }
+}
