@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The kit's node launcher for Apache Kafka 4.4.0 (`conformance node --node-script kit-node.sh`, used by
-# kit.sh --tour): one KRaft controller, node 0, in directory DIR.
+# kit.sh for its scenarios and tours): one KRaft controller, node 0, in directory DIR.
 #   kit-node.sh format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID   formats it with Kafka's StorageTool
 #   kit-node.sh start DIR PORT ELECTION_MS FETCH_MS              runs kafka.Kafka in the foreground (exec)
 # Needs KIT_CLASSPATH (the harness classpath, set by kit.sh); KIT_FORMAT_ARGS as in kit.sh.
 set -euo pipefail
 cmd="$1" dir="$2" port="$3"
 : "${KIT_CLASSPATH:?set by kit.sh}"
+# The request timeout is beyond any run, like the timers the kit does not wait for: the kit holds the
+# controller's requests while a path goes on, and at Kafka's request timeout its network client drops
+# the connection and sends the request again (README findings, 7), a timer the model does not have.
 props() { # $1 = election timeout ms, $2 = fetch timeout ms
     mkdir -p "$dir/logs"
     cat > "$dir/controller.properties" <<PROPS
@@ -20,7 +23,7 @@ log.dirs=$dir/logs
 metadata.max.idle.interval.ms=0
 controller.quorum.election.timeout.ms=$1
 controller.quorum.fetch.timeout.ms=$2
-controller.quorum.request.timeout.ms=5000
+controller.quorum.request.timeout.ms=60000
 PROPS
 }
 case "$cmd" in

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The black-box kit (issue #18) against Apache Kafka 4.4.0 controllers: formats one controller with Kafka's
 # StorageTool so that its other voters are the kit's replicas, starts the kit (its replicas listen first),
-# then the controller with `kafka.Kafka`, and lets the kit drive it: first-election + add-voter on one
+# then the controller with `kafka.Kafka` (both through kit-node.sh), and lets the kit drive it, declaring
+# Kafka's one request in flight per connection (--one-in-flight): first-election + add-voter on one
 # controller (300 ms election timeout), follow on a second (60 s election timeout). Divergences found in
 # Kafka are findings (conformance/README.md, "Findings in Apache Kafka"), so this script is NOT part of CI;
 # it exits with the kit's status. Needs Java 17+, Maven 3.8+ and cargo, like run.sh.
@@ -28,38 +29,21 @@ cluster="a3JhZnQta2l0LWNsdXN0ZQ"
 default_format="--feature group.version=0 --feature transaction.version=0 --feature eligible.leader.replicas.version=0 --feature share.version=0 --feature streams.version=0"
 status=0
 format_args="${KIT_FORMAT_ARGS-$default_format}"
+export KIT_CLASSPATH="${classpath/#target\//$here/target/}" KIT_FORMAT_ARGS="$format_args"
 run_one() { # $1 = name, $2 = election timeout ms, $3.. = kit arguments
     local name="$1" election="$2"; shift 2
     local port=19190 kit_port=19191 dir="$work/$name"
-    mkdir -p "$dir/logs"
     local initial
     initial="$("$kit" node --print-format --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" \
         --cluster-id "$cluster" | sed -n 's/^initial controllers: *//p')"
-    cat > "$dir/controller.properties" <<PROPS
-process.roles=controller
-node.id=0
-controller.listener.names=CONTROLLER
-listeners=CONTROLLER://127.0.0.1:$port
-listener.security.protocol.map=CONTROLLER:PLAINTEXT
-controller.quorum.bootstrap.servers=127.0.0.1:$port
-log.dirs=$dir/logs
-metadata.max.idle.interval.ms=0
-controller.quorum.election.timeout.ms=$election
-controller.quorum.fetch.timeout.ms=60000
-controller.quorum.request.timeout.ms=5000
-PROPS
-    java -Xshare:auto -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-        -cp "$classpath" kafka.tools.StorageTool format \
-        --cluster-id "$cluster" --config "$dir/controller.properties" --initial-controllers "$initial" $format_args \
-        > "$dir/format.log" 2>&1 || { echo "kafka-storage format failed: $(cat "$dir/format.log")"; return 3; }
+    mkdir -p "$dir"
+    "$here/kit-node.sh" format "$dir" "$port" "$initial" "$cluster" > "$dir/format.log" 2>&1 \
+        || { echo "kafka-storage format failed: $(cat "$dir/format.log")"; return 3; }
     # The kit first: its replicas must listen before the controller's election timer runs out.
-    "$kit" node --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" --cluster-id "$cluster" \
+    "$kit" node --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" --cluster-id "$cluster" --one-in-flight \
         --describe-max 2 --node-appends 7 --wait-ms 60000 --report "$dir/kit.jsonl" "$@" > "$dir/kit.out" 2>&1 &
     local kit_pid=$!
-    java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-        -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true \
-        -cp "$classpath" kafka.Kafka \
-        "$dir/controller.properties" > "$dir/controller.log" 2>&1 &
+    "$here/kit-node.sh" start "$dir" "$port" "$election" 60000 > "$dir/controller.log" 2>&1 &
     local pid=$!
     wait "$kit_pid"
     local rc=$?
@@ -69,11 +53,13 @@ PROPS
     return $rc
 }
 if [ "${1:-}" = "--tour" ]; then
-    export KIT_CLASSPATH="${classpath/#target\//$here/target/}" KIT_FORMAT_ARGS="$format_args"
     # 3 s election timeout: a cold controller JVM answers the kit's first requests slowly, and its
     # pre-vote round must end before its timer fires again (at 300 ms it did not: README findings).
-    "$kit" node --node-script "$here/kit-node.sh" --cluster-id "$cluster" --describe-max 2 \
-        --node-appends 7 --wait-ms 60000 --election-ms 3000 --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
+    # The membership tour starts after the controller's own bootstrap records: 3 with kit.sh's features
+    # (KIT_ELECTED_APPENDS for other format arguments).
+    "$kit" node --node-script "$here/kit-node.sh" --cluster-id "$cluster" --one-in-flight --describe-max 2 \
+        --node-appends 7 --elected-appends "${KIT_ELECTED_APPENDS:-3}" --wait-ms 60000 --election-ms 3000 \
+        --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
         | tee "$work/tour.out"
     status=${PIPESTATUS[0]}
 elif [ $# -gt 0 ]; then

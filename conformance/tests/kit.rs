@@ -206,6 +206,81 @@ fn tour_paths_cover_every_drivable_transition() {
     }
 }
 
+/// The membership tour of a node that writes records of its own once elected (a Kafka controller's
+/// 3 bootstrap metadata records, `--elected-appends 3`): it starts after them, with every replica
+/// caught up to them and the HW past them, and still reaches the operator changes.
+#[test]
+fn membership_tour_starts_after_the_nodes_own_records() {
+    use model::types::{Action, Kind};
+    let g = kit::tour::TourGraph::build_for("membership", 3).expect("the tour graph builds");
+    let start = &g.vertices[0].state;
+    let leader = &start.servers[kit::NUT as usize];
+    let data = leader
+        .log
+        .as_slice()
+        .iter()
+        .filter(|e| e.kind == Kind::Data)
+        .count();
+    assert_eq!(data, 3, "{:?}", leader.log);
+    for (i, s) in start.servers.iter().enumerate() {
+        assert_eq!(s.log, leader.log, "server {i}");
+        assert_eq!(s.hw, Some(leader.log.len()), "server {i}");
+    }
+    assert!(start.network.is_empty());
+    assert!(g.start_fetches.contains(&3), "{:?}", g.start_fetches);
+    let adds = g
+        .edges
+        .iter()
+        .filter(|e| matches!(e.action, Action::Change { server: 0, .. }))
+        .count();
+    assert!(adds > 0, "no operator change");
+    eprintln!(
+        "membership after 3 records: {} states, {} transitions, start fetches {:?}",
+        g.vertices.len(),
+        g.edges.len(),
+        g.start_fetches
+    );
+}
+
+/// The first-election tour of a node that writes 3 records of its own once elected: they come as the
+/// node's eager step once its HW passes its epoch's first record, and paths go on after them.
+#[test]
+fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
+    use model::types::Kind;
+    let plain = kit::tour::TourGraph::build("first-election").expect("builds");
+    let g = kit::tour::TourGraph::build_for("first-election", 3).expect("builds");
+    let with = |g: &kit::tour::TourGraph| {
+        g.vertices
+            .iter()
+            .filter(|v| v.state.history.data > 0)
+            .count()
+    };
+    assert_eq!(with(&plain), 0);
+    assert!(with(&g) > 0);
+    for v in &g.vertices {
+        let s = &v.state.servers[kit::NUT as usize];
+        let data = s
+            .log
+            .as_slice()
+            .iter()
+            .filter(|e| e.kind == Kind::Data)
+            .count();
+        // All three or none: the node writes them in one eager settle.
+        assert!(data == 0 || data == 3, "{:?}", s.log);
+        assert!(
+            !kit::driver::hold::appends_due(&v.state, kit::NUT, 3),
+            "{:?}",
+            v.state
+        );
+    }
+    eprintln!(
+        "first-election with 3 records: {} states, {} transitions ({} states with them)",
+        g.vertices.len(),
+        g.edges.len(),
+        with(&g)
+    );
+}
+
 /// The tours over TCP (the CI run of issue #18's transition tour): every drivable transition of both
 /// graphs taken on the wire with the predicted state before and after, the node's restarts included,
 /// and 0 divergences.

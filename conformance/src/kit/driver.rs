@@ -111,6 +111,11 @@ pub fn added(before: &State, after: &State, src: Id, dst: Id) -> Vec<Envelope> {
         .collect()
 }
 
+/// True for the model's responses (the kit delivers each with its request).
+pub fn is_response(m: &Msg) -> bool {
+    matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
+}
+
 /// A request of the node the played replica has not answered yet (hold mode).
 struct Held {
     env: Envelope,
@@ -147,6 +152,16 @@ pub struct Kit {
     /// Hold the node's requests until [`Kit::deliver_held`] (graph walks) instead of answering at once.
     pub hold: bool,
     held: Vec<Held>,
+    /// The node's requests the model has put in flight that have not reached the kit yet, oldest
+    /// first (after `settle_node`: none, or with `one_in_flight` those the node queues).
+    unarrived: Vec<Envelope>,
+    /// The node writes a replica its next request only once the one before it is answered (Apache
+    /// Kafka: one request in flight per connection). A declared capability of the node under test
+    /// (`--one-in-flight`): the kit then waits only for the oldest request to each replica.
+    pub one_in_flight: bool,
+    /// Records the node writes on its own once elected (`--elected-appends`; waited for in
+    /// `settle_node` when [`hold::appends_due`]).
+    pub elected_appends: u8,
     /// True while the model takes an operator's Change step (its replies answer that request).
     in_change: bool,
     /// Connections of the played replicas below this id belong to a killed process of the node.
@@ -182,6 +197,9 @@ impl Kit {
             node_steps: 0,
             hold: false,
             held: Vec::new(),
+            unarrived: Vec::new(),
+            one_in_flight: false,
+            elected_appends: 0,
             in_change: false,
             dead_below: 0,
         }
@@ -204,6 +222,7 @@ impl Kit {
             .model
             .step(&self.state, a)
             .ok_or_else(|| Box::new(Divergence::Kit(format!("{} is not enabled", story(&a)))))?;
+        self.track_sent(&step.state);
         self.state = step.state;
         self.report.transition(self.nut, &a);
         for r in step.replies {
@@ -287,7 +306,7 @@ impl Kit {
             let step = kit.model.step(&base, Action::Deliver(env))?;
             match added(&base, &step.state, kit.nut, env.src)
                 .iter()
-                .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+                .filter(|e| is_response(&e.msg))
                 .collect::<Vec<_>>()
                 .as_slice()
             {
@@ -306,7 +325,7 @@ impl Kit {
         self.model_step(Action::Deliver(env))?;
         let expected: Vec<Envelope> = added(&before, &self.state, self.nut, env.src)
             .into_iter()
-            .filter(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
+            .filter(|e| is_response(&e.msg))
             .collect();
         match expected.as_slice() {
             [] => {
@@ -374,6 +393,16 @@ impl Kit {
         Ok(())
     }
 
+    /// Notes the node's requests a model step from the current state to `next` puts in flight.
+    fn track_sent(&mut self, next: &State) {
+        let nut = self.nut;
+        self.unarrived.extend(
+            new_messages(&self.state, next)
+                .into_iter()
+                .filter(|e| e.src == nut && !is_response(&e.msg)),
+        );
+    }
+
     /// The node's internal actions that could have sent `env`: applied to the model if one did.
     fn node_action_sending(&mut self, env: &Envelope) -> Option<Action> {
         let n = self.model.cfg.servers();
@@ -393,6 +422,7 @@ impl Kit {
                 if !added(&self.state, &step.state, env.src, env.dst).contains(env) {
                     continue;
                 }
+                self.track_sent(&step.state);
                 self.state = step.state;
                 self.report.transition(self.nut, &a);
                 // Timers of the node answer no operator; a reply here would be a kit bug.
@@ -483,6 +513,9 @@ impl Kit {
             };
             return Err(self.fail(line, d));
         };
+        if let Some(p) = self.unarrived.iter().position(|e| *e == env) {
+            self.unarrived.remove(p);
+        }
         let held = Held {
             env,
             conn,
@@ -540,10 +573,7 @@ impl Kit {
         self.model_step(Action::Deliver(env))?;
         self.delivered.push(env);
         let answers = added(&before, &self.state, replica, self.nut);
-        let answer = answers
-            .iter()
-            .find(|e| matches!(e.msg, Msg::VoteResponse { .. } | Msg::FetchResponse(_)))
-            .copied();
+        let answer = answers.iter().find(|e| is_response(&e.msg)).copied();
         let s = &self.state.servers[replica as usize];
         let resp = encode::response(
             &self.eps,

@@ -104,6 +104,18 @@ pub struct KitArgs {
     /// answer shows them. 0 (the default) for a node that writes none, such as `kraft`.
     #[arg(long, default_value_t = 0)]
     pub node_appends: u8,
+    /// The node writes a played replica its next request only once the one before it is answered
+    /// (Apache Kafka: its raft network client allows one request in flight per connection). The
+    /// kit then waits only for the oldest of the node's requests to each replica: those behind it
+    /// stay in flight in the model, queued in the node, until the kit answers the one ahead.
+    /// Without it (`kraft`, which pipelines) every request the model has the node send must arrive.
+    #[arg(long)]
+    pub one_in_flight: bool,
+    /// Records the node writes on its own once it is elected (Apache Kafka 4.4.0 formatted as
+    /// kit.sh does: 3, its bootstrap metadata). The membership tour's start then has them: the kit
+    /// waits until DescribeQuorum shows them and lets every replica catch up. Within --node-appends.
+    #[arg(long, default_value_t = 0)]
+    pub elected_appends: u8,
     /// Highest DescribeQuorum version to check (kraft: 3; Kafka 4.4.0: 2).
     #[arg(long, default_value_t = kraft::wire::describe_quorum::MAX_VERSION)]
     pub describe_max: i16,
@@ -454,6 +466,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             report,
             schema.clone(),
         );
+        kit.one_in_flight = args.one_in_flight;
         let dq = 0..=args.describe_max;
         for s in run {
             kit.report.trace = s.to_string();

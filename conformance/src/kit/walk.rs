@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use model::types::{Action, ChangeOp, Envelope, Id, Msg, Role, State};
+use model::types::{Action, ChangeOp, Envelope, Id, Role, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
 use super::driver::{Divergence, Kit};
@@ -104,7 +104,6 @@ pub fn not_choosable(
     a: &Action,
     restarts: bool,
 ) -> Option<&'static str> {
-    let response = |m: &Msg| matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_));
     match *a {
         Action::ElectionTimeout(i)
         | Action::FetchTimeout(i)
@@ -131,7 +130,7 @@ pub fn not_choosable(
             op: ChangeOp::Swap { .. },
             ..
         } => Some("a swap (the bug variant: no Kafka request)"),
-        Action::Deliver(e) if (e.src == nut || e.dst == nut) && response(&e.msg) => {
+        Action::Deliver(e) if (e.src == nut || e.dst == nut) && super::driver::is_response(&e.msg) => {
             Some("a response apart from its request (the kit delivers each response with its request)")
         }
         Action::Deliver(e) if e.src == nut && !deliverable.contains(&e) => {
@@ -307,7 +306,7 @@ pub(super) fn fresh_kit(
         .map_err(|e| format!("{e}"))?;
     let wait = Duration::from_millis(args.wait_ms);
     wait_listening_for(addr, wait, Some(&mut node))?;
-    let kit = Kit::new(
+    let mut kit = Kit::new(
         check,
         NUT,
         eps,
@@ -316,16 +315,33 @@ pub(super) fn fresh_kit(
         report,
         schema.clone(),
     );
+    kit.one_in_flight = args.one_in_flight;
+    kit.elected_appends = args.elected_appends;
     Ok((kit, node))
 }
 
 /// The membership graph's start reached over the wire: the node's first election, two fetch rounds
 /// of the voters, the joiner's discovery, records and HW (`KraftModel::election_prefix`); then the
-/// kit's state is checked equal to the model's elected start `start` and becomes it.
-pub(super) fn reach_elected_start(kit: &mut Kit, start: State) -> R<()> {
+/// kit's state is checked equal to the model's elected start `start` and becomes it. A node that
+/// writes `appends` records of its own once elected (`--elected-appends`): after the voters' rounds
+/// the kit waits until DescribeQuorum shows them, then the played replicas in `fetches` fetch in
+/// turn (`tour::elected_start`).
+pub(super) fn reach_elected_start(
+    kit: &mut Kit,
+    start: State,
+    appends: u8,
+    fetches: &[Id],
+) -> R<()> {
     scenarios::first_election(kit, 0..=0)?;
-    for _ in 0..3 {
-        scenarios::fetch_from_node(kit, 3)?;
+    if appends == 0 {
+        for _ in 0..3 {
+            scenarios::fetch_from_node(kit, 3)?;
+        }
+    } else {
+        kit.await_node_appends(appends)?;
+        for &r in fetches {
+            scenarios::fetch_from_node(kit, r)?;
+        }
     }
     let differ: Vec<String> = (0..start.servers.len())
         .filter(|&i| start.servers[i] != kit.state.servers[i])
@@ -354,7 +370,7 @@ fn walk_one(
 ) -> R<()> {
     let me = kit.nut as usize;
     if w.graph == "membership" {
-        reach_elected_start(kit, plan.initial_state())?;
+        reach_elected_start(kit, plan.initial_state(), 0, &[])?;
     } else if stands {
         kit.until("the node's election timeout", |k| {
             k.state.servers[me].role != Role::Unattached

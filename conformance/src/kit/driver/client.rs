@@ -172,6 +172,25 @@ impl Kit {
         }
     }
 
+    /// Polls DescribeQuorum v0 until the node's log shows `n` records of its own (taken as
+    /// `ClientAppend` steps of the node when its log end offset shows them), serving the node
+    /// between polls; a timeout divergence after the kit's wait.
+    pub fn await_node_appends(&mut self, n: u8) -> R<()> {
+        let start = Instant::now();
+        while self.state.history.data < n {
+            if start.elapsed() >= self.wait {
+                let d = Divergence::Timeout {
+                    waiting_for: format!("{n} records of the node's own"),
+                    waited_ms: start.elapsed().as_millis(),
+                };
+                return Err(self.fail(Line::new("kit", "wait: the node's records".into()), d));
+            }
+            self.describe(0)?;
+            self.serve_for(Duration::from_millis(50))?;
+        }
+        Ok(())
+    }
+
     /// Asks DescribeQuorum once; `Ok(k)` if the answer is the model's view of the node in `states[k]`
     /// (`states[0]` must be the kit's current state: node-internal appends that explain the answer
     /// are taken in it).

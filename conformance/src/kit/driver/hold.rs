@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use model::types::{Action, Envelope, Id, Msg, State};
+use model::types::{Action, Envelope, Id, Msg, Role, State};
 use model::KraftModel;
 
 use super::{added, Divergence, Kit, Line, R};
@@ -75,14 +75,44 @@ pub fn deliverable<C: PartialEq>(held: &[(Envelope, C)]) -> Vec<Envelope> {
     out
 }
 
+/// True when a node that writes `appends` records of its own once elected (a Kafka controller's
+/// bootstrap metadata, `--elected-appends`) has them due: it leads, it has not written them all
+/// (the model appends one record a step; Kafka writes them as one batch, once), and its HW has
+/// passed the first record of its epoch (Kafka tells its state machine that it leads only then:
+/// `KafkaRaftClient.maybeFireLeaderChange`, `nextOffset() > epochStartOffset`).
+pub fn appends_due(st: &State, nut: Id, appends: u8) -> bool {
+    let s = &st.servers[nut as usize];
+    let start = s.log.as_slice().iter().position(|e| e.epoch == s.epoch);
+    st.history.data < appends
+        && s.role == Role::Leader
+        && matches!((start, s.hw), (Some(o), Some(h)) if usize::from(h) > o)
+}
+
+/// True when the node's requests that have not reached the kit (`unarrived`) may still be on their
+/// way: none, or (`one_in_flight`: the node writes a replica its next request only once the one
+/// before it is answered, as Kafka's raft network client does) each queued behind a request to the
+/// same replica that the kit holds.
+pub fn arrived_enough<C>(
+    one_in_flight: bool,
+    held: &[(Envelope, C)],
+    unarrived: &[Envelope],
+) -> bool {
+    unarrived
+        .iter()
+        .all(|u| one_in_flight && held.iter().any(|h| h.0.dst == u.dst))
+}
+
 impl Kit {
     fn held_conns(&self) -> Vec<(Envelope, u64)> {
         self.held.iter().map(|h| (h.env, h.conn)).collect()
     }
 
-    /// The node's held requests, oldest first (the tour's vertex key includes their order).
+    /// The node's requests the played replicas hold, then those it still queues for them (with
+    /// `one_in_flight`), oldest first per replica (the tour's vertex key includes their order).
     pub fn held_envs(&self) -> Vec<Envelope> {
-        self.held.iter().map(|h| h.env).collect()
+        let mut v: Vec<Envelope> = self.held.iter().map(|h| h.env).collect();
+        v.extend(&self.unarrived);
+        v
     }
 
     pub(super) fn is_news(&self, env: &Envelope) -> bool {
@@ -138,18 +168,10 @@ impl Kit {
         self.answer(h, line)
     }
 
-    /// True when every message the model has in flight from the node has arrived at the kit.
+    /// True when every message the model has in flight from the node has arrived at the kit, or
+    /// (`one_in_flight`) waits in the node behind a held request to the same replica.
     pub fn all_arrived(&self) -> bool {
-        let mut held: Vec<Envelope> = self.held.iter().map(|h| h.env).collect();
-        for e in self.state.network.iter().filter(|e| e.src == self.nut) {
-            match held.iter().position(|h| h == e) {
-                Some(p) => {
-                    held.remove(p);
-                }
-                None => return false,
-            }
-        }
-        true
+        arrived_enough(self.one_in_flight, &self.held_conns(), &self.unarrived)
     }
 
     /// Serves the node until every message the model has it send has arrived and its eager internal
@@ -178,11 +200,50 @@ impl Kit {
             },
         )?;
         // Whatever else already arrived is checked too; a parked fetch that is news now is answered
-        // (and the node's next fetch waited for).
+        // (and the node's next fetch waited for). The node's own records, when due, are waited for
+        // (DescribeQuorum shows them).
         self.serve_for(Duration::ZERO)?;
+        if appends_due(&self.state, me, self.elected_appends) {
+            self.await_node_appends(self.elected_appends)?;
+            return self.settle_node();
+        }
         if self.parked_news().is_some() {
             return self.settle_node();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(dst: Id, msg: Msg) -> Envelope {
+        Envelope { src: 0, dst, msg }
+    }
+
+    /// The candidate's VoteRequest to replica 2 behind the held PreVoteRequest to 2 may wait in a
+    /// node that keeps one request in flight per connection, never in one that pipelines; a request
+    /// to a replica with nothing held must arrive either way.
+    #[test]
+    fn only_a_request_behind_a_held_one_may_wait() {
+        let pre = Msg::PreVoteRequest {
+            epoch: 0,
+            last_epoch: 0,
+            last_offset: 0,
+        };
+        let vote = Msg::VoteRequest {
+            epoch: 1,
+            last_epoch: 0,
+            last_offset: 0,
+        };
+        let held = [(env(2, pre), 7u64)];
+        let behind = [env(2, vote)];
+        assert!(arrived_enough(true, &held, &behind));
+        assert!(!arrived_enough(false, &held, &behind));
+        let alone = [env(2, vote), env(1, vote)];
+        assert!(!arrived_enough(true, &held, &alone));
+        assert!(arrived_enough(false, &held, &[]));
+        assert!(arrived_enough(true, &[] as &[(Envelope, u64)], &[]));
     }
 }

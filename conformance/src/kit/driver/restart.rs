@@ -19,10 +19,11 @@ impl Kit {
             "kit",
             format!("{} (kill -9, start on the same data)", story(&a)),
         );
-        if !self.held.is_empty() {
+        if !self.held.is_empty() || !self.unarrived.is_empty() {
             let d = Divergence::Kit(format!(
-                "restart while the kit holds {} request(s) of the node",
-                self.held.len()
+                "restart while the kit holds {} request(s) of the node ({} more on their way)",
+                self.held.len(),
+                self.unarrived.len()
             ));
             return Err(self.fail(line, d));
         }

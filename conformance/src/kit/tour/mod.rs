@@ -18,8 +18,8 @@ pub mod sim;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
-use model::types::{Action, Role};
-use model::{KraftModel, ModelConfig};
+use model::types::{Action, Id, Role, State};
+use model::{FetchMode, KraftModel, ModelConfig, Start};
 
 use super::driver::{Divergence, Kit};
 use super::report::Report;
@@ -38,23 +38,80 @@ pub const TOURS: [&str; 2] = ["first-election", "membership"];
 const MAX_VERTICES: usize = 20_000;
 
 /// The tour bounds of a named graph: its protocol and start, bounds small enough that every
-/// transition is driven in about a minute (README, "Transition tours").
-pub fn tour_bounds(name: &str) -> Option<ModelConfig> {
+/// transition is driven in about a minute (README, "Transition tours"). `appends`: records the node
+/// writes on its own once elected (`--elected-appends`), for which the log bound grows.
+pub fn tour_bounds(name: &str, appends: u8) -> Option<ModelConfig> {
     let g = graph_config(name)?;
     Some(match name {
         "first-election" => ModelConfig {
             max_epoch: 1,
             max_in_flight: 3,
             max_crashes: 1,
+            max_log: g.max_log + appends,
+            max_data: appends,
             ..g
         },
         _ => ModelConfig {
             max_epoch: 1,
             max_in_flight: 1,
-            max_log: 4,
+            max_log: 4 + appends,
+            max_data: appends,
             ..g
         },
     })
+}
+
+/// The membership tour's start for a node that writes `appends` records of its own once elected (a
+/// Kafka controller's bootstrap metadata), and the fetches that reach it after them: the voters'
+/// part of the model's elected start (the node's first election, two fetch rounds of the voters),
+/// the node's records (`ClientAppend`), then rounds in which every other server fetches while that
+/// changes something (the joiner's discovery included; the model takes no fetch that changes
+/// nothing): everyone caught up, as in the elected start. With 0 appends: the model's elected start
+/// (the joiner fetches three times).
+pub fn elected_start(bounds: &ModelConfig, appends: u8) -> Result<(State, Vec<Id>), String> {
+    let model = KraftModel::new(*bounds).map_err(|e| e.to_string())?;
+    if appends == 0 {
+        return Ok((model.initial_state(), Vec::new()));
+    }
+    let sync = KraftModel::new(ModelConfig {
+        fetch: FetchMode::Sync,
+        start: Start::Fresh,
+        max_data: appends,
+        ..*bounds
+    })
+    .map_err(|e| e.to_string())?;
+    let voters = bounds.voters;
+    let mut actions: Vec<Action> = model
+        .election_prefix()
+        .into_iter()
+        .filter(|a| !matches!(a, Action::Fetch { replica, .. } if *replica >= voters))
+        .collect();
+    actions.extend((0..appends).map(|_| Action::ClientAppend(NUT)));
+    let mut st = sync.fresh_state();
+    for a in actions {
+        st = sync
+            .step(&st, a)
+            .ok_or_else(|| format!("elected start: {a:?} is not enabled"))?
+            .state;
+    }
+    let mut fetches = Vec::new();
+    for _round in 0..8 {
+        let before = fetches.len();
+        for r in 1..bounds.servers() {
+            let a = Action::Fetch {
+                replica: r,
+                leader: NUT,
+            };
+            if let Some(next) = sync.step(&st, a) {
+                st = next.state;
+                fetches.push(r);
+            }
+        }
+        if fetches.len() == before {
+            return Ok((st, fetches));
+        }
+    }
+    Err("elected start: the fetch rounds do not settle".into())
 }
 
 /// Played replicas whose timers the tours leave out (a bit per id): both, so that the node is the
@@ -81,6 +138,9 @@ pub struct TourGraph {
     pub keys: Vec<u64>,
     pub edges: Vec<Edge>,
     pub out: Vec<Vec<usize>>,
+    /// The node's own records at the start and the fetches after them ([`elected_start`]).
+    pub start_appends: u8,
+    pub start_fetches: Vec<Id>,
     /// Model transitions enabled at the graph's vertices that the kit cannot drive, by reason.
     pub not_drivable: BTreeMap<&'static str, usize>,
 }
@@ -92,18 +152,35 @@ fn is_first_election(e: &Edge) -> bool {
 }
 
 impl TourGraph {
-    /// Builds the drivable graph of `name` (breadth first from its start).
+    /// Builds the drivable graph of `name` (breadth first from its start) for a node that writes no
+    /// records of its own.
     pub fn build(name: &str) -> Result<TourGraph, String> {
-        let bounds = tour_bounds(name).ok_or_else(|| format!("no tour {name:?}"))?;
-        Self::build_with(name, bounds, QUIET_REPLICAS)
+        Self::build_for(name, 0)
     }
 
-    /// Builds the drivable graph of `name`'s start and protocol at `bounds`; the timers of the
-    /// played replicas in `quiet` (a bit per id) are left out.
-    pub fn build_with(name: &str, bounds: ModelConfig, quiet: u8) -> Result<TourGraph, String> {
-        let start = KraftModel::new(bounds)
-            .map_err(|e| e.to_string())?
-            .initial_state();
+    /// Builds the drivable graph of `name` for a node that writes `appends` records of its own once
+    /// elected (as an eager step of the node, `driver::hold::appends_due`; the membership tour
+    /// starts after them, [`elected_start`]).
+    pub fn build_for(name: &str, appends: u8) -> Result<TourGraph, String> {
+        let bounds = tour_bounds(name, appends).ok_or_else(|| format!("no tour {name:?}"))?;
+        // The membership tour starts elected, after the node's records; first-election fresh.
+        let (start, fetches) =
+            elected_start(&bounds, if name == "membership" { appends } else { 0 })?;
+        let mut g = Self::build_with(name, bounds, QUIET_REPLICAS, (start, appends))?;
+        g.start_appends = appends;
+        g.start_fetches = fetches;
+        Ok(g)
+    }
+
+    /// Builds the drivable graph of `name`'s protocol at `bounds` from `start`, for a node that
+    /// writes `appends` records of its own once elected; the timers of the played replicas in
+    /// `quiet` (a bit per id) are left out.
+    pub fn build_with(
+        name: &str,
+        bounds: ModelConfig,
+        quiet: u8,
+        (start, appends): (State, u8),
+    ) -> Result<TourGraph, String> {
         let check = KraftModel::new(check_config(&bounds)).map_err(|e| e.to_string())?;
         let mut g = TourGraph {
             bounds,
@@ -112,9 +189,11 @@ impl TourGraph {
             keys: Vec::new(),
             edges: Vec::new(),
             out: Vec::new(),
+            start_appends: 0,
+            start_fetches: Vec::new(),
             not_drivable: BTreeMap::new(),
         };
-        let root = Sim::new(start);
+        let root = Sim::new(start, appends);
         let mut index: HashMap<u64, usize> = HashMap::new();
         index.insert(root.key(), 0);
         g.keys.push(root.key());
@@ -298,7 +377,7 @@ pub fn run(
     schema: &MessageSchema,
     report: &mut Report,
 ) -> Result<TourOutcome, String> {
-    let g = TourGraph::build(name)?;
+    let g = TourGraph::build_for(name, args.elected_appends)?;
     let mut out = TourOutcome {
         vertices: g.vertices.len(),
         transitions: g.edges.len(),
@@ -375,7 +454,8 @@ fn drive(
 ) -> R<()> {
     let me = NUT as usize;
     if name == "membership" {
-        walk::reach_elected_start(kit, g.vertices[0].state.clone())?;
+        let start = g.vertices[0].state.clone();
+        walk::reach_elected_start(kit, start, g.start_appends, &g.start_fetches)?;
     }
     kit.hold = true;
     for &e in path {

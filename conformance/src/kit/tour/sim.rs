@@ -4,11 +4,11 @@
 
 use std::hash::{Hash, Hasher};
 
-use model::types::{Action, Envelope, Id, Msg, State};
+use model::types::{Action, Envelope, Id, State};
 use model::KraftModel;
 
-use crate::kit::driver::hold::{blocking_fetch, deliverable, parked_news};
-use crate::kit::driver::new_messages;
+use crate::kit::driver::hold::{appends_due, blocking_fetch, deliverable, parked_news};
+use crate::kit::driver::{is_response as response, new_messages};
 
 /// One vertex of the tour graph: the model state and the node's requests the played replicas hold
 /// (oldest first; the node keeps one connection per replica, so a connection is its destination).
@@ -16,10 +16,8 @@ use crate::kit::driver::new_messages;
 pub struct Sim {
     pub state: State,
     pub held: Vec<Envelope>,
-}
-
-fn response(m: &Msg) -> bool {
-    matches!(m, Msg::VoteResponse { .. } | Msg::FetchResponse(_))
+    /// Records the node writes on its own once elected ([`appends_due`]; not part of the key).
+    pub appends: u8,
 }
 
 /// The key of a vertex: the model's fingerprint of the state and the held requests in order on each
@@ -34,10 +32,11 @@ pub fn vertex_key(state: &State, held: &[Envelope]) -> u64 {
 }
 
 impl Sim {
-    pub fn new(state: State) -> Sim {
+    pub fn new(state: State, appends: u8) -> Sim {
         Sim {
             state,
             held: Vec::new(),
+            appends,
         }
     }
 
@@ -101,6 +100,10 @@ impl Sim {
         for _ in 0..64 {
             if let Some(pos) = parked_news(m, &self.state, nut, &self.conns()) {
                 self.answer(m, nut, pos)?;
+                continue;
+            }
+            if appends_due(&self.state, nut, self.appends) {
+                self.step(m, nut, Action::ClientAppend(nut))?;
                 continue;
             }
             if m.step(&self.state, Action::Resign(nut)).is_some() {
