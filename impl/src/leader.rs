@@ -238,6 +238,10 @@ impl LeaderState {
 
     /// A valid Fetch from `key`: record its progress. Returns true if the HW advanced.
     pub fn update_replica(&mut self, key: ReplicaKey, now: Millis, fetch_offset: i64) -> bool {
+        // A negative id is a reader that is no replica (Kafka's `updateReplicaState` ignores it too).
+        if key.id < 0 {
+            return false;
+        }
         let leader_end = self.local_end_offset;
         let is_voter = self
             .voters

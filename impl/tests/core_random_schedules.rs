@@ -715,18 +715,14 @@ fn expected_code(g: &Garbage, view: &NodeView) -> Option<i16> {
             topic_ok: false, ..
         } => Some(errors::INVALID_REQUEST),
         // Kafka's `handleFetchRequest` checks: a last fetched epoch above the request's epoch is invalid.
+        // A negative replica id is a reader (served, not tracked); the leader's own id is refused.
         Garbage::Fetch {
             epoch,
             replica,
             offset,
             last_epoch,
             ..
-        } if *offset < 0
-            || *last_epoch < 0
-            || last_epoch > epoch
-            || *replica < 0
-            || *replica == view.node_id =>
-        {
+        } if *offset < 0 || *last_epoch < 0 || last_epoch > epoch || *replica == view.node_id => {
             Some(errors::INVALID_REQUEST)
         }
         Garbage::Fetch { epoch, .. } if *epoch < view.epoch => Some(errors::FENCED_LEADER_EPOCH),

@@ -39,7 +39,8 @@
 //! - `describe ID vN [topic=NAME] [partitions=P,Q]`: the DescribeQuorum v0–v3 answer of node ID (encoded
 //!   through the wire codec); by default for `__cluster_metadata` partition 0.
 //! - `append ID N`: N data records appended on leader ID; prints the base offset.
-//! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID`.
+//! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID` (a VotersRecord
+//!   shows `ID:PORT` for a voter whose default listener's port is not the simulator's for that id).
 //! - `run MS`: a healthy network for MS ms (100 ms `advance` steps, every message delivered after each);
 //!   prints `raft-state`.
 //! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
@@ -74,6 +75,18 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 
 fn ids(set: &VoterSet) -> String {
     let v: Vec<String> = set.ids().map(|i| i.to_string()).collect();
+    format!("[{}]", v.join(","))
+}
+
+/// Like [`ids`], with `:PORT` after a voter whose default listener is not the simulator's for its id.
+fn ids_with_ports(set: &VoterSet) -> String {
+    let v: Vec<String> = set
+        .nodes()
+        .map(|n| match n.default_listener() {
+            Some(l) if l.port != sim::listener(n.key.id).port => format!("{}:{}", n.key.id, l.port),
+            _ => n.key.id.to_string(),
+        })
+        .collect();
     format!("[{}]", v.join(","))
 }
 
@@ -416,7 +429,7 @@ impl Runner {
                 EntryKind::Data => "Data".to_string(),
                 EntryKind::LeaderChange => "LeaderChange".to_string(),
                 EntryKind::KRaftVersion(v) => format!("KRaftVersion({v})"),
-                EntryKind::Voters(set) => format!("Voters{}", ids(&set)),
+                EntryKind::Voters(set) => format!("Voters{}", ids_with_ports(&set)),
             };
             let _ = writeln!(out, "{}@{} {kind}", e.offset, e.epoch);
         }

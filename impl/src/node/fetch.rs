@@ -178,12 +178,13 @@ impl<L: RaftLog> Node<L> {
                 follower_hw: p.high_watermark,
             };
             parts.echo = Some(args.echo);
-            // Kafka's request checks (`handleFetchRequest`), then the replica id's.
+            // Kafka's request checks (`handleFetchRequest`). A negative replica id (−1: a reader that is
+            // no replica) is served but not tracked (`LeaderState::update_replica`), as Kafka's is; the
+            // leader's own id is refused where Kafka throws.
             if req.max_wait_ms < 0
                 || p.fetch_offset < 0
                 || p.last_fetched_epoch < 0
                 || p.last_fetched_epoch > p.current_leader_epoch
-                || args.replica.id < 0
                 || args.replica.id == self.local.id
             {
                 parts.error = errors::INVALID_REQUEST;

@@ -91,7 +91,13 @@
 //!   loses nothing. Generated ids avoid reserved ids and a leading '-' as Kafka's do.
 //! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
 //!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
-//! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests.
+//! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests. A new
+//!   leader brings its own entry up to date in its start-of-epoch batch (KRaftVersion + Voters after the
+//!   LeaderChange, with its listeners and supported range as configured now) when the latest set is the
+//!   bootstrap checkpoint's or that entry differs, as Kafka 4.4's `appendStartOfEpochControlRecords`.
+//! - A Fetch with a negative replica id (a reader that is no replica) is served and not tracked, as Kafka
+//!   serves it; one naming the leader's own id is answered INVALID_REQUEST (Kafka's `updateReplicaState`
+//!   throws `IllegalStateException` there).
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation, not resent.

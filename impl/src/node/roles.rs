@@ -7,6 +7,7 @@ use rand::Rng;
 
 use crate::leader::LeaderState;
 use crate::log::{RaftLog, Record};
+use crate::voter_set::{SupportedVersions, VoterNode, VoterSet};
 
 use super::membership::ChangeOutcome;
 use super::types::*;
@@ -287,9 +288,11 @@ impl<L: RaftLog> Node<L> {
             granting_voters: granting,
         }];
         let kraft = self.kraft_version();
-        if kraft >= 1 && self.history.latest_entry().is_some_and(|(o, _)| o == -1) {
-            records.push(Record::KRaftVersion(kraft));
-            records.push(Record::Voters(latest.clone()));
+        if kraft >= 1 {
+            if let Some(voters) = self.start_of_epoch_voters(&latest) {
+                records.push(Record::KRaftVersion(kraft));
+                records.push(Record::Voters(voters));
+            }
         }
         if let Err(e) = self.leader_append(now, records, out) {
             tracing::error!(node = self.local.id, error = %e, "start-of-epoch append failed; resigning");
@@ -300,6 +303,31 @@ impl<L: RaftLog> Node<L> {
             let req = self.begin_request(node.key);
             out.requests
                 .push((node.key.id, Message::BeginQuorumEpochRequest(req)));
+        }
+    }
+
+    /// The VotersRecord of the start-of-epoch batch, if one is due (Kafka `appendStartOfEpochControlRecords`
+    /// at `kraft.version` 1): when the latest set is still the bootstrap checkpoint's (offset −1), or when
+    /// this leader's own entry is out of date (other listeners or supported range, e.g. after a restart on
+    /// a new port). Either way the record is the set with this node's entry as it is now, so a leader's
+    /// endpoints reach the log without UpdateRaftVoter.
+    fn start_of_epoch_voters(&self, latest: &VoterSet) -> Option<VoterSet> {
+        let local = VoterNode {
+            key: self.local,
+            listeners: self.config.listeners.clone(),
+            supported: SupportedVersions::CURRENT,
+        };
+        let bootstrap = self.history.latest_entry().is_some_and(|(o, _)| o == -1);
+        if !bootstrap && !latest.voter_node_needs_update(&local) {
+            return None;
+        }
+        match latest.update_voter(local) {
+            Ok(updated) => Some(updated),
+            // Only a voter of the latest set is elected; keep the set rather than stop the node.
+            Err(e) => {
+                tracing::error!(node = self.local.id, error = %e, "leader is not in its latest voter set");
+                bootstrap.then(|| latest.clone())
+            }
         }
     }
 

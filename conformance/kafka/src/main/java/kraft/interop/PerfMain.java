@@ -446,7 +446,8 @@ public final class PerfMain {
             + " mode, rows " + only + ", started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
         System.out.println("settings (both): election timeout " + ELECTION_TIMEOUT_MS + " ms, fetch timeout "
             + FETCH_TIMEOUT_MS + " ms, logs fsynced; 3 voters + 1 observer, one process per node, loopback; "
-            + changes + " adds + " + changes + " removes, " + kills + " kills; kraft: long-poll Fetch (MaxWaitMs 500, as Kafka's"
+            + (only.contains(1) ? changes + " adds + " + changes + " removes, " : "")
+            + (only.contains(2) ? kills + " kills, " : "") + "kraft: long-poll Fetch (MaxWaitMs 500, as Kafka's"
             + " followers), --fetch-interval-ms 50 only after an error; Kafka: metadata.max.idle.interval.ms=0 (no NoOp records); Kafka JVM: " + String.join(" ", PerfQuorum.Kafka.JVM));
         System.out.println();
         System.out.println("| measure | unit | kraft | Kafka | kraft / Kafka | note |");
