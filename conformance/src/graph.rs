@@ -344,6 +344,20 @@ struct Shared<'a> {
     truncated: AtomicBool,
 }
 
+/// Halts the graph when its worker thread panics: the other workers would otherwise wait forever for
+/// the dead one to go idle. The flag is set under the queue lock, as waiters check it under that lock.
+struct HaltOnPanic<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for HaltOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _q = self.0.queue.lock().unwrap_or_else(|p| p.into_inner());
+            self.0.halted.store(true, Ordering::SeqCst);
+            self.0.wake.notify_all();
+        }
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     transitions: u64,
@@ -422,6 +436,7 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
             .map(|_| {
                 let shared = &shared;
                 s.spawn(move || {
+                    let _halt = HaltOnPanic(shared);
                     let mut w = WireChecker::new(wire.response.clone(), wire.request.clone());
                     let t = worker(shared, threads, &mut w);
                     (t, w.checked)
@@ -447,7 +462,9 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
         }
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            // A worker's panic (the implementation's, e.g. an overflow under debug assertions) is the
+            // run's: swallowing it would count the graph as complete without that worker's states.
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
     out.wire_checked = w0.checked;

@@ -505,6 +505,28 @@ fn diverging_follower_with_a_known_hw_truncates_to_the_diverging_end() {
     assert_eq!(sim.node(3).view().log, sim.node(2).view().log);
 }
 
+/// A fetcher whose last fetched epoch is older than every record of the leader's log: nothing of epoch
+/// ≤ 1 is there, so the divergence is at (epoch 0, log start), as the model's `diverging` and Kafka
+/// (`KafkaMetadataLog.endOffsetForEpoch` answers with the snapshot at the log start, the bootstrap
+/// checkpoint (0, 0)), not the epoch cache's own answer (the asked epoch, the first base offset).
+#[test]
+fn divergence_before_the_leaders_first_epoch_is_at_epoch_zero() {
+    let mut log = MemoryLog::new();
+    for v in [&b"a"[..], b"b"] {
+        let data = vec![Record::Data(bytes::Bytes::copy_from_slice(v))];
+        log.append_as_leader(2, data).unwrap();
+    }
+    let cfg = sim::config(1, Bootstrap::Checkpoint(sim::voter_set(&[1, 2, 3])), 1);
+    let state = ElectionState {
+        epoch: 2,
+        voted: None,
+        leader_id: None,
+    };
+    let n = Node::new(cfg, log, state).unwrap();
+    assert_eq!(n.diverging_epoch(3, 1), Some((0, 0)));
+    assert_eq!(n.diverging_epoch(2, 2), None);
+}
+
 #[test]
 fn diverging_follower_truncates_and_its_latest_voter_set_reverts() {
     let mut sim = Sim::new(3, 1, 8).unwrap();

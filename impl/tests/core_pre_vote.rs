@@ -1,5 +1,5 @@
-//! KIP-996 pre-vote (Vote v2) and the leader endpoints a replica learns (BeginQuorumEpoch
-//! `LeaderEndpoints`, Fetch `NodeEndpoints`), one rule at a time.
+//! KIP-996 pre-vote (Vote v2), the leader endpoints a replica learns (BeginQuorumEpoch
+//! `LeaderEndpoints`, Fetch `NodeEndpoints`) and the election state it records, one rule at a time.
 
 use kafka_protocol::messages::begin_quorum_epoch_request::LeaderEndpoint;
 use kafka_protocol::messages::VoteResponse;
@@ -352,5 +352,24 @@ fn a_stored_vote_without_directory_matches_any_directory_of_that_id() {
             (errors::NONE, granted),
             "{voted:?}"
         );
+    }
+}
+
+/// A voter that granted its vote and then learns the winner in that epoch records both, as Kafka 4.4's
+/// `FollowerState.election()` (`withElectedLeader(epoch, leaderId, votedKey, voters)`): the persisted
+/// election state (the quorum-state file) names the leader and keeps the vote.
+#[test]
+fn a_voter_following_the_candidate_it_voted_for_records_leader_and_vote() {
+    let mut sim = Sim::new(3, 0, 4).unwrap();
+    sim.elect(1);
+    let epoch = sim.node(1).epoch();
+    for id in [2, 3] {
+        assert_eq!(sim.node(id).role(), Role::Follower, "{id}");
+        let expected = ElectionState {
+            epoch,
+            voted: Some(sim::key(1)),
+            leader_id: Some(1),
+        };
+        assert_eq!(sim.node(id).election_state(), &expected, "{id}");
     }
 }
