@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use kraft::log::MemoryLog;
+use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
     Node, Output, Timer,
@@ -20,7 +20,7 @@ use crate::refusal::{self, Refused};
 /// Called on every node the harness builds (also after a restart): the mutation check uses it to switch
 /// on `kraft`'s test-only faults, which only exist when `kraft/faults` is enabled (a dev-dependency
 /// feature of this crate's tests).
-pub type NodeHook = std::sync::Arc<dyn Fn(&mut Node<MemoryLog>) + Send + Sync>;
+pub type NodeHook = std::sync::Arc<dyn Fn(&mut Node) + Send + Sync>;
 
 /// A message in flight with its model abstraction.
 #[derive(Debug)]
@@ -45,9 +45,12 @@ pub struct Applied {
 /// every successor of a model state and pays only for the nodes each action touches.
 #[derive(Clone)]
 pub struct Cluster {
-    pub nodes: Vec<Arc<Node<MemoryLog>>>,
+    pub nodes: Vec<Arc<Node>>,
     /// The last election state each node asked the shell to persist.
     persisted: Vec<ElectionState>,
+    /// Each node's durable log: its log effects applied in order (a flush completes at once). A restart
+    /// starts from it.
+    storage: Vec<Arc<MemoryLog>>,
     clocks: Vec<Millis>,
     pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
@@ -70,6 +73,7 @@ impl Cluster {
         let mut c = Cluster {
             nodes: Vec::with_capacity(servers),
             persisted: vec![ElectionState::default(); servers],
+            storage: (0..servers).map(|_| Arc::new(MemoryLog::new())).collect(),
             clocks: vec![0; servers],
             network: Vec::new(),
             clients: BTreeMap::new(),
@@ -86,12 +90,7 @@ impl Cluster {
         Ok(c)
     }
 
-    fn build(
-        &self,
-        i: Id,
-        log: MemoryLog,
-        state: ElectionState,
-    ) -> Result<Node<MemoryLog>, String> {
+    fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let cfg = mapping::node_config(i, self.bootstrap, self.seed)?;
         let mut node = Node::new(cfg, log, state).map_err(|e| format!("Node::new for {i}: {e}"))?;
         if let Some(hook) = &self.hook {
@@ -122,6 +121,22 @@ impl Cluster {
         for e in out.effects {
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
+                Effect::AppendLog(batches) => Arc::make_mut(&mut self.storage[i as usize])
+                    .append_replicated(batches)
+                    .map_err(|e| {
+                        format!("node {i}: an append that does not continue its log: {e}")
+                    })?,
+                Effect::TruncateLog(offset) => Arc::make_mut(&mut self.storage[i as usize])
+                    .truncate_to(offset)
+                    .map_err(|e| format!("node {i}: a truncation outside its log: {e}"))?,
+                Effect::FlushLog { up_to } => {
+                    let end = self.storage[i as usize].end_offset();
+                    if up_to != end {
+                        return Err(format!(
+                            "node {i}: a flush up to {up_to}, its log ends at {end}"
+                        ));
+                    }
+                }
             }
         }
         // The shell contract: a request is answered once, in the same output (no fetch waits here:
@@ -172,6 +187,9 @@ impl Cluster {
                     applied.refusals.push(Refused { server, op, reason });
                 }
             }
+        }
+        if self.storage[i as usize].batches() != self.nodes[i as usize].log().batches() {
+            return Err(format!("node {i}: its log effects do not rebuild its log"));
         }
         Ok(())
     }
@@ -294,7 +312,7 @@ impl Cluster {
             }
             Action::Restart(i) => {
                 check(i)?;
-                let log = self.nodes[i as usize].log().clone();
+                let log = MemoryLog::clone(&self.storage[i as usize]);
                 let state = self.persisted[i as usize].clone();
                 self.nodes[i as usize] = Arc::new(self.build(i, log, state)?);
                 // A restarted Candidate's first poll (its Vote requests) is part of the restart.

@@ -19,10 +19,13 @@
 //!   returns is delivered back at once. Async mode: the request goes into the network like any message.
 //! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
 //!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
-//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its log and the last election state it asked
-//!   the shell to persist (`Effect::PersistElectionState`); nothing else survives. Messages in flight stay.
-//!   A node that comes back Candidate fires its `VoteRequests` timer (due at once; the shell's first
-//!   `tick`) in the same step: its Vote requests are part of the model's `Restart`.
+//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its durable log (its `AppendLog` and
+//!   `TruncateLog` effects applied in order, which must rebuild the node's own log after every input) and
+//!   the last election state it asked the shell to persist (`Effect::PersistElectionState`); nothing else
+//!   survives. Messages in flight stay. A node that comes back Candidate fires its `VoteRequests` timer
+//!   (due at once; the shell's first `tick`) in the same step: its Vote requests are part of the model's
+//!   `Restart`.
+//! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
 //!   An add that passes the arrival checks makes the leader send ApiVersions to the new voter (KIP-853;

@@ -82,14 +82,12 @@ fn a_seeded_fault_diverges_in_the_graph() {
         ..small()[1]
     };
     let mut opts = GraphOptions::new(cfg);
-    opts.hook = Some(Arc::new(
-        |n: &mut kraft::node::Node<kraft::log::MemoryLog>| {
-            n.set_faults(kraft::node::Faults {
-                committed_from_latest: true,
-                ..Default::default()
-            })
-        },
-    ));
+    opts.hook = Some(Arc::new(|n: &mut kraft::node::Node| {
+        n.set_faults(kraft::node::Faults {
+            committed_from_latest: true,
+            ..Default::default()
+        })
+    }));
     opts.max_divergences = 1;
     let g = graph::run(&opts, &w).unwrap();
     assert!(!g.complete);

@@ -24,9 +24,9 @@ fn trace(label: &str, actions: Vec<Action>) -> TraceSpec {
 }
 
 fn hook(faults: Faults) -> Option<NodeHook> {
-    Some(Arc::new(
-        move |n: &mut kraft::node::Node<kraft::log::MemoryLog>| n.set_faults(faults),
-    ))
+    Some(Arc::new(move |n: &mut kraft::node::Node| {
+        n.set_faults(faults)
+    }))
 }
 
 /// Leader 0 adds the caught-up joiner 3, then removes itself once that commits.

@@ -1,7 +1,8 @@
 //! The replicated log as the core sees it: batches of records with offsets and epochs, behind a trait.
 //!
-//! `MemoryLog` is the in-memory implementation used by tests and conformance; `storage::FileLog` is the
-//! durable one. Both hold Kafka record batches (see `records` for the byte encoding).
+//! `MemoryLog` is the in-memory implementation: the core's view of the log (and the log of tests and
+//! conformance); `storage::FileLog` is the durable one, which the shell keeps equal to the view. Both hold
+//! Kafka record batches (see `records` for the byte encoding).
 
 use bytes::Bytes;
 

@@ -1,8 +1,8 @@
 //! The network shell (tokio): a KRaft node serving Kafka's wire protocol over TCP.
 //!
 //! One task owns the core ([`driver`]); connection tasks ([`conn`]) decode frames and hand requests to it;
-//! peer links ([`peer`]) carry the core's outgoing requests. Effects (the quorum-state file) are persisted
-//! before any message of the same output is released. See `impl/README.md` for the limits and their
+//! peer links ([`peer`]) carry the core's outgoing requests; one thread ([`store`]) owns the log segments
+//! and the quorum-state file. Effects are durable before any message of the same output is released. See `impl/README.md` for the limits and their
 //! defaults.
 
 pub mod auth;
@@ -11,6 +11,7 @@ pub mod codec;
 mod conn;
 pub mod driver;
 mod peer;
+pub mod store;
 pub mod tls;
 
 use std::sync::Arc;
@@ -19,17 +20,21 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use crate::log::RaftLog;
 use crate::node::Node;
-use crate::storage::StorageError;
+use crate::storage::{FileLog, StorageError};
 
 pub use codec::BrokerInfo;
 pub use driver::Status;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot persist the election state: {0}")]
+    /// Writing the election state or the log failed: the node stops (nothing that waited for it is sent).
+    #[error("storage failed, the node stops: {0}")]
     Persist(StorageError),
+    #[error("the storage thread stopped")]
+    StorageStopped,
+    #[error("cannot start the storage thread: {0}")]
+    StorageThread(std::io::Error),
     #[error("TLS: {0}")]
     Tls(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -92,11 +97,13 @@ pub struct Running {
     pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
 
-/// Serves `node` on `listener` until `shutdown` resolves or the node task fails. With `tls`, the listener
-/// and the peer links speak TLS (see [`tls`]) and requests are checked by [`auth`].
+/// Serves `node` on `listener` until `shutdown` resolves or the node task fails. `log` is the durable log
+/// `node`'s view was loaded from (see [`FileLog::load_view`]). With `tls`, the listener and the peer links
+/// speak TLS (see [`tls`]) and requests are checked by [`auth`].
 #[allow(clippy::too_many_arguments)]
-pub async fn serve<L: RaftLog + Send + 'static>(
-    node: Node<L>,
+pub async fn serve(
+    node: Node,
+    log: FileLog,
     quorum_state_path: std::path::PathBuf,
     listener: TcpListener,
     broker: BrokerInfo,
@@ -128,9 +135,16 @@ pub async fn serve<L: RaftLog + Send + 'static>(
     };
     let (status_tx, status_rx) = watch::channel(status);
     let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links, tls);
+    let (stored_tx, stored) = mpsc::unbounded_channel();
+    let store = store::Store::spawn(log, quorum_state_path, stored_tx)
+        .map_err(ServerError::StorageThread)?;
     let driver = driver::Driver {
         node,
-        quorum_state_path,
+        store,
+        stored,
+        issued: 0,
+        durable: 0,
+        held: Default::default(),
         events: events_rx,
         peers,
         start: tokio::time::Instant::now(),

@@ -9,12 +9,13 @@
 //! D/__cluster_metadata-0/<20-digit base offset>.log    log segments: Kafka v2 record batches
 //! ```
 //!
-//! Durability policy: the quorum-state file is fsynced (file and directory) by the shell before it sends any
-//! message of the same core output. Log batches are written at once and fsynced by [`FileLog::flush`],
-//! which the core calls right after each append (a leader's batch, a follower's fetched batches), before
-//! it reports the new end offset in a Fetch or counts it toward the HW. Cost: one `fdatasync` per leader
-//! append and per non-empty Fetch response on a follower, plus a directory fsync when a segment is created.
-//! Truncations are fsynced at once.
+//! Durability policy: the core does no I/O; it returns every change of the log and of the election state
+//! as an effect, and the shell's storage thread (`server::store`) performs them in order: the quorum-state
+//! file is replaced and fsynced (file and directory), log batches are written at once and fsynced by
+//! [`FileLog::flush`] for each `FlushLog` effect (jobs queued meanwhile share one fsync), truncations are
+//! fsynced at once. No message of an output leaves before its effects and every earlier output's are
+//! durable, so a leader counts its own end toward the HW as it appends (as Kafka's). Cost: one `fdatasync`
+//! per batch of queued jobs that appended, plus a directory fsync when a segment is created.
 
 mod file_log;
 mod meta;

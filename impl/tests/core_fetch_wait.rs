@@ -64,7 +64,7 @@ fn record_bytes(r: &FetchResponse) -> usize {
     partition(r).records.as_ref().map_or(0, |b| b.len())
 }
 
-fn leader(sim: &mut Sim) -> &mut Node<kraft::log::MemoryLog> {
+fn leader(sim: &mut Sim) -> &mut Node {
     sim.node_mut(1)
 }
 

@@ -412,6 +412,9 @@ pub async fn start_node(
         )));
     }
     let log = FileLog::open(&data.log_dir())?;
+    let view = log
+        .load_view()
+        .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
     let state = read_quorum_state(&data.quorum_state_path())?;
     let (host, port) = parse_host_port(&settings.listener)?;
     let config = NodeConfig {
@@ -435,7 +438,7 @@ pub async fn start_node(
         seed: settings.seed ^ (meta.node_id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
     };
     let node =
-        Node::new(config, log, state).map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
+        Node::new(config, view, state).map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
     let listener = TcpListener::bind((host.as_str(), port))
         .await
         .map_err(|e| {
@@ -460,6 +463,7 @@ pub async fn start_node(
     };
     server::serve(
         node,
+        log,
         data.quorum_state_path(),
         listener,
         broker,

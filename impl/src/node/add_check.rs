@@ -10,7 +10,6 @@
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::log::RaftLog;
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode};
 
 use super::membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
@@ -41,7 +40,7 @@ pub fn api_versions_request() -> ApiVersionsRequest {
         .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")))
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn start_add_check(&mut self, check: AddCheck, out: &mut Output) {
         let to = check.key.id;
         self.add_check = Some(check);

@@ -3,7 +3,6 @@
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::log::RaftLog;
 use crate::voter_set::SupportedVersions;
 use crate::wire::describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumResponse, PartitionData, TopicData,
@@ -13,7 +12,7 @@ use super::messages::{error_message, errors, METADATA_PARTITION, METADATA_TOPIC}
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// The APIs this node serves and the `kraft.version` feature (supported [0, 1], finalized = current).
     /// Features are only visible to clients at ApiVersions v3+ (v4 for a feature whose min is 0).
     pub fn api_versions(&self, _req: &ApiVersionsRequest) -> ApiVersionsResponse {

@@ -1,13 +1,13 @@
 //! The log as the leader grows it and the HW commits it; control records read into the histories.
 
 use crate::history::HistoryError;
-use crate::log::{LogError, RaftLog, Record};
+use crate::log::{Batch, LogError, RaftLog, Record, Replicated};
 
 use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// Reads control records appended since the last call into the voter-set and kraft.version histories.
     pub(super) fn load_control_records(&mut self) -> Result<(), LogError> {
         let end = self.log.end_offset();
@@ -41,15 +41,25 @@ impl<L: RaftLog> Node<L> {
         Ok(())
     }
 
-    pub(super) fn truncate_log(&mut self, offset: i64) -> Result<(), LogError> {
+    /// Truncates the view and has the shell truncate the durable log.
+    pub(super) fn truncate_log(&mut self, offset: i64, out: &mut Output) -> Result<(), LogError> {
         self.log.truncate_to(offset)?;
+        out.effects.push(Effect::TruncateLog(offset));
         self.history.truncate_new_entries(offset);
         self.kraft_versions.truncate_new_entries(offset.max(0));
         self.history_next_offset = self.history_next_offset.min(self.log.end_offset());
         Ok(())
     }
 
-    /// Appends one batch in the leader's epoch, flushes it, and updates the HW.
+    /// Has the shell append `batches` (just appended to the view) to the durable log and flush it.
+    pub(super) fn persist_appended(&mut self, batches: Vec<Replicated>, out: &mut Output) {
+        let up_to = self.log.end_offset();
+        out.effects.push(Effect::AppendLog(batches));
+        out.effects.push(Effect::FlushLog { up_to });
+    }
+
+    /// Appends one batch in the leader's epoch and has the shell persist it; the leader's own end counts
+    /// toward the HW at once (see [`Node::update_leader_end`]).
     pub(super) fn leader_append(
         &mut self,
         now: Millis,
@@ -57,20 +67,32 @@ impl<L: RaftLog> Node<L> {
         out: &mut Output,
     ) -> Result<i64, LogError> {
         let epoch = self.election.epoch;
-        let offset = self.log.append_as_leader(epoch, records)?;
-        self.log.flush()?;
+        let offset = self.log.append_as_leader(epoch, records.clone())?;
+        let batch = Batch {
+            base_offset: offset,
+            epoch,
+            records,
+        };
+        self.persist_appended(vec![Replicated { batch, bytes: None }], out);
         self.load_control_records()?;
-        self.after_leader_log_change(now, out);
+        self.update_leader_end(now, true, out);
         Ok(offset)
     }
 
-    pub(super) fn after_leader_log_change(&mut self, now: Millis, out: &mut Output) {
+    /// Counts the leader's log end and its latest voter set toward the HW (and, after an append,
+    /// re-evaluates the check-quorum window). The end counts before the shell's flush completes, as in
+    /// Kafka 4.4 (`flushLeaderLog` calls `updateLeaderEndOffsetAndTimestamp` before `log.flush`): nothing
+    /// that shows the new HW leaves the node before that flush is durable, because the shell sends an
+    /// output only once its effects and every earlier output's are durable (shell contract, rule 1).
+    pub(super) fn update_leader_end(&mut self, now: Millis, check_quorum: bool, out: &mut Output) {
         let end = self.log.end_offset();
         let latest = self.history.latest().clone();
         let advanced = match &mut self.role {
             RoleState::Leader(l) => {
                 let advanced = l.update_local_end_offset(end, &latest);
-                l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
+                if check_quorum {
+                    l.update_check_quorum(now, self.config.check_quorum_timeout_ms);
+                }
                 advanced
             }
             _ => return,

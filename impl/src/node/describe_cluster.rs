@@ -15,7 +15,6 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use kafka_protocol::protocol::StrBytes;
 
 use super::{errors, Node};
-use crate::log::RaftLog;
 use crate::voter_set::Endpoint;
 
 /// `EndpointType` values of DescribeCluster v1+ (`EndpointType.java`).
@@ -34,7 +33,7 @@ const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 const CLUSTER_OPERATIONS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// DescribeCluster at `version` (0–2) as a Kafka controller answers it.
     pub fn describe_cluster(
         &self,

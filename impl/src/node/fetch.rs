@@ -16,7 +16,7 @@ use super::{Node, RoleState};
 /// batch is still served whole.
 pub const MAX_FETCH_BYTES: usize = 8 * 1024 * 1024;
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn send_fetch(&mut self, now: Millis, out: &mut Output) {
         self.send_fetch_to(now, None, out)
     }
@@ -340,14 +340,14 @@ impl<L: RaftLog> Node<L> {
             let target = self.truncation_offset(epoch, end_offset);
             if self.hw.is_some_and(|hw| target < hw) {
                 tracing::error!(node = self.local.id, target, hw = ?self.hw, "diverging epoch below the HW ignored");
-            } else if let Err(e) = self.truncate_log(target) {
+            } else if let Err(e) = self.truncate_log(target, out) {
                 tracing::error!(node = self.local.id, error = %e, "truncation failed");
             } else {
                 progressed = true;
             }
         } else {
             if let Some(bytes) = reply.records {
-                match self.append_fetched(bytes) {
+                match self.append_fetched(bytes, out) {
                     Ok(appended) => progressed = appended,
                     Err(e) => {
                         tracing::warn!(node = self.local.id, error = %e, "fetched records refused")
@@ -371,9 +371,14 @@ impl<L: RaftLog> Node<L> {
         });
     }
 
-    /// Appends fetched batches after the local LEO (records below it are skipped). Returns whether
-    /// anything was appended.
-    pub(super) fn append_fetched(&mut self, bytes: Bytes) -> Result<bool, String> {
+    /// Appends fetched batches after the local LEO (records below it are skipped) and has the shell
+    /// persist them: the next Fetch, which acknowledges them, leaves after the flush (persist before
+    /// send). Returns whether anything was appended.
+    pub(super) fn append_fetched(
+        &mut self,
+        bytes: Bytes,
+        out: &mut Output,
+    ) -> Result<bool, String> {
         use crate::log::Replicated;
         let batches =
             crate::records::decode_batches_with_bytes(bytes).map_err(|e| e.to_string())?;
@@ -397,9 +402,9 @@ impl<L: RaftLog> Node<L> {
             return Ok(false);
         }
         self.log
-            .append_replicated(fresh)
+            .append_replicated(fresh.clone())
             .map_err(|e| e.to_string())?;
-        self.log.flush().map_err(|e| e.to_string())?;
+        self.persist_appended(fresh, out);
         self.load_control_records().map_err(|e| e.to_string())?;
         Ok(true)
     }

@@ -49,7 +49,7 @@ pub(crate) struct ParkedFetch {
     original: FetchResponse,
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// The end of every input: answers the parked fetches that are due, then re-arms the timers.
     pub(super) fn finish(&mut self, now: Millis, out: &mut Output) {
         self.settle_parked_fetches(now, out);

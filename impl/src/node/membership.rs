@@ -149,7 +149,7 @@ fn endpoints<'a>(names: impl Iterator<Item = (&'a StrBytes, &'a StrBytes, u16)>)
         .collect()
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// Every precondition of a membership change, in Kafka's order; on success, the new voter set. For an
     /// add, the checks after [`Node::check_request`] are the ones Kafka makes once the new voter's
     /// ApiVersions answer is in (`node.supported` is that answer's range).

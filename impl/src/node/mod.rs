@@ -1,10 +1,17 @@
 //! The KRaft node: a deterministic state machine.
 //!
 //! Inputs: peer messages (`handle`), client requests (`handle_client`), client appends (`append`) and time
-//! (`tick`). Outputs: [`Output`] with effects to persist first and messages to send after.
+//! (`tick`). Outputs: [`Output`] with effects to persist first and
+//! messages to send after. The core does no I/O: it reasons about an in-memory view of the log and hands
+//! every change of it to the shell as an effect (etcd's way).
 //!
 //! Shell contract:
-//! 1. Apply `Output::effects` in order (persist the election state, fsync) **before** sending any message.
+//! 1. Apply `Output::effects` in order (election state, log appends, truncations, flushes), off the
+//!    thread that drives the core if it likes, and send the messages and client replies of an output only
+//!    once the effects of that output and of every earlier one are durable. The core counts its log
+//!    end as soon as it appends (a leader toward the HW, a follower in its next Fetch offset), as Kafka
+//!    does before its flush: this rule is what keeps unflushed records from being acknowledged. A storage
+//!    error must stop the node before anything of that output or a later one is sent.
 //! 2. Every peer request handed to `handle` gets one response, in [`Output::replies`] addressed to the
 //!    requester (the shell writes it to the requesting connection), in the `Output` of that same call.
 //!    Except Fetch: a leader may park one (long poll) and answer it in the output of a later input; the
@@ -121,7 +128,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::history::{OffsetHistory, VoterSetHistory};
 use crate::leader::LeaderState;
-use crate::log::{RaftLog, Record};
+use crate::log::{MemoryLog, RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 mod add_check;
@@ -181,13 +188,14 @@ enum RoleState {
     Resigned,
 }
 
-/// A KRaft replica: the deterministic quorum state machine over a [`RaftLog`]. `Clone` (for a cloneable
-/// log) lets conformance branch one cluster into every successor of a model state.
+/// A KRaft replica: the deterministic quorum state machine over its in-memory view of the log (the shell
+/// keeps the durable copy, see [`Effect`]). `Clone` lets conformance branch one cluster into every
+/// successor of a model state.
 #[derive(Clone)]
-pub struct Node<L: RaftLog> {
+pub struct Node {
     config: NodeConfig,
     local: ReplicaKey,
-    log: L,
+    log: MemoryLog,
     election: ElectionState,
     role: RoleState,
     /// The HW of a non-leader (the leader's lives in its `LeaderState`).
@@ -222,12 +230,17 @@ fn invalid(msg: impl Into<String>) -> NodeError {
     NodeError::Config(msg.into())
 }
 
-impl<L: RaftLog> Node<L> {
-    /// Builds a node from its configuration, its log and its persisted election state, applying the
+impl Node {
+    /// Builds a node from its configuration, its log (what storage holds: all durable) and its persisted
+    /// election state, applying the
     /// restart rules: Resigned if it was the leader, Candidate if it voted for itself (and is a voter),
     /// else Unattached at the persisted epoch. Volatile state (HW, leader progress, pending change) is
     /// not recovered.
-    pub fn new(config: NodeConfig, log: L, persisted: ElectionState) -> Result<Node<L>, NodeError> {
+    pub fn new(
+        config: NodeConfig,
+        log: MemoryLog,
+        persisted: ElectionState,
+    ) -> Result<Node, NodeError> {
         if config.node_id < 0 {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
         }
@@ -336,7 +349,7 @@ impl<L: RaftLog> Node<L> {
     }
 }
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// A message from peer `from`. Requests are answered in the returned output.
     pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
         self.start_clock(now);

@@ -5,14 +5,13 @@ use kafka_protocol::protocol::StrBytes;
 use rand::Rng;
 use uuid::Uuid;
 
-use crate::log::RaftLog;
 use crate::voter_set::{Endpoint, ReplicaKey};
 
 use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn leader_endpoints(&self) -> Vec<(StrBytes, StrBytes, u16)> {
         self.config
             .listeners

@@ -13,7 +13,7 @@ use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// Tells the node the shell's clock once, right after `new`: the deadlines `new` armed relative to 0
     /// move by `now`, so a restarted node waits a full timeout instead of firing at once. Without this call
     /// the first input (`handle`, `handle_client`, `tick`, `fire`) does it with its own `now`.

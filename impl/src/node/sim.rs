@@ -11,7 +11,7 @@ use super::{
     AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
     Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
 };
-use crate::log::MemoryLog;
+use crate::log::{MemoryLog, RaftLog};
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -26,10 +26,12 @@ pub struct Envelope {
 /// One simulated replica: the running node (None while crashed) and its durable state.
 pub struct SimNode {
     pub config: NodeConfig,
-    pub node: Option<Node<MemoryLog>>,
+    pub node: Option<Node>,
     /// The last persisted election state (what survives a crash).
     pub persisted: ElectionState,
-    /// The log kept across a crash (MemoryLog is fully flushed after every append).
+    /// The durable log: the node's log effects applied in order (every flush completes at once).
+    pub storage: MemoryLog,
+    /// The log kept across a crash: `storage` at the crash.
     pub crashed_log: Option<MemoryLog>,
     pub clock: Millis,
 }
@@ -178,6 +180,7 @@ impl Sim {
                     config,
                     node: Some(node),
                     persisted: ElectionState::default(),
+                    storage: MemoryLog::new(),
                     crashed_log: None,
                     clock: 0,
                 },
@@ -193,11 +196,11 @@ impl Sim {
     }
 
     /// The running node `id`. Panics if unknown or crashed: a test bug, not a protocol outcome.
-    pub fn node(&self, id: i32) -> &Node<MemoryLog> {
+    pub fn node(&self, id: i32) -> &Node {
         self.nodes[&id].node.as_ref().expect("node is running")
     }
 
-    pub fn node_mut(&mut self, id: i32) -> &mut Node<MemoryLog> {
+    pub fn node_mut(&mut self, id: i32) -> &mut Node {
         self.nodes
             .get_mut(&id)
             .and_then(|n| n.node.as_mut())
@@ -221,13 +224,23 @@ impl Sim {
         self.nodes[&id].clock
     }
 
-    /// Routes an output: persisted state first, then replies and requests into the network, then client
-    /// replies.
+    /// Routes an output: effects first (each log flush completes at once), then replies and requests
+    /// into the network, then client replies.
     pub fn absorb(&mut self, from: i32, out: Output) {
         let sim_node = self.nodes.get_mut(&from).expect("known node");
         for effect in out.effects {
-            let Effect::PersistElectionState(state) = effect;
-            sim_node.persisted = state;
+            match effect {
+                Effect::PersistElectionState(state) => sim_node.persisted = state,
+                Effect::AppendLog(batches) => sim_node
+                    .storage
+                    .append_replicated(batches)
+                    .expect("the node's appends continue its durable log"),
+                Effect::TruncateLog(offset) => sim_node
+                    .storage
+                    .truncate_to(offset)
+                    .expect("the node truncates within its durable log"),
+                Effect::FlushLog { .. } => sim_node.storage.flush().expect("a memory log flushes"),
+            }
         }
         for (to, msg) in out.replies {
             assert!(!msg.is_request(), "a reply that is not a response: {msg:?}");
@@ -322,7 +335,12 @@ impl Sim {
     pub fn crash(&mut self, id: i32) {
         if let Some(sim_node) = self.nodes.get_mut(&id) {
             if let Some(node) = sim_node.node.take() {
-                sim_node.crashed_log = Some(node.log().clone());
+                assert_eq!(
+                    node.log().batches(),
+                    sim_node.storage.batches(),
+                    "view = storage"
+                );
+                sim_node.crashed_log = Some(sim_node.storage.clone());
             }
         }
     }
@@ -336,6 +354,8 @@ impl Sim {
             return Ok(());
         }
         let log = sim_node.crashed_log.take().unwrap_or_default();
+        // What the node starts from is its durable log (a test may have replaced the disk meanwhile).
+        sim_node.storage = log.clone();
         let mut node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
         node.start_clock(sim_node.clock);
         sim_node.node = Some(node);
@@ -492,7 +512,7 @@ impl Sim {
     }
 }
 
-impl<L: crate::log::RaftLog> Node<L> {
+impl Node {
     /// Whether no fetch is awaiting its response.
     pub fn outstanding_fetch_is_none(&self) -> bool {
         self.outstanding_fetch.is_none()

@@ -1,13 +1,12 @@
 //! Timers: what each deadline does when it fires.
 
-use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
 
 use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub(super) fn refresh_timers(&mut self) {
         self.timers.fetch = match self.outstanding_fetch {
             Some(f) => Some(f.sent_at + self.config.request_timeout_ms),

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::membership::ChangeOutcome;
 use crate::history::HistoryError;
-use crate::log::LogError;
+use crate::log::{LogError, Replicated};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -112,11 +112,20 @@ pub struct ElectionState {
     pub leader_id: Option<i32>,
 }
 
-/// Side effects for the shell, applied in order before any message of the same output is sent.
+/// Storage work for the shell, in order. The messages and client replies of an output may only be sent
+/// once every effect of that output and of every earlier output is durable (persist before send).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// Write the election state atomically and durably.
     PersistElectionState(ElectionState),
+    /// Append these batches to the durable log, each as its bytes when given (a replicated batch as it
+    /// arrived), else encoded. They continue the durable log exactly as they continue the core's view.
+    AppendLog(Vec<Replicated>),
+    /// Remove every record at offset ≥ this one from the durable log, durably (Kafka's truncation).
+    TruncateLog(i64),
+    /// Make every appended batch durable: the log below `up_to`, its end when asked (flushes may share
+    /// one `fsync`).
+    FlushLog { up_to: i64 },
 }
 
 /// Everything one input produced.

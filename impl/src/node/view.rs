@@ -2,13 +2,13 @@
 
 use crate::history::{committed_voter_set, VoterSetHistory};
 use crate::leader::LeaderState;
-use crate::log::{RaftLog, Record};
+use crate::log::{MemoryLog, RaftLog, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     pub fn config(&self) -> &NodeConfig {
         &self.config
     }
@@ -21,7 +21,7 @@ impl<L: RaftLog> Node<L> {
         self.local
     }
 
-    pub fn log(&self) -> &L {
+    pub fn log(&self) -> &MemoryLog {
         &self.log
     }
 

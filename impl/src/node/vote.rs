@@ -10,7 +10,7 @@ use super::messages::{self, errors, METADATA_PARTITION};
 use super::types::*;
 use super::{Node, RoleState};
 
-impl<L: RaftLog> Node<L> {
+impl Node {
     /// A Vote request to `to`; a pre-vote (`pre_vote`) carries the current epoch, not a bumped one.
     pub(super) fn vote_request(&self, to: ReplicaKey, pre_vote: bool) -> VoteRequest {
         use kafka_protocol::messages::vote_request::{PartitionData, TopicData};

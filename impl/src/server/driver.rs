@@ -1,8 +1,9 @@
-//! The node task: the only owner of the core. It feeds events and time into `Node`, persists effects, and
-//! only then routes the output (responses to their connection, requests to peer links, client replies).
+//! The node task: the only owner of the core. It feeds events, time and completed flushes into `Node`,
+//! hands each output's effects to the storage thread ([`store`](super::store)) and routes the output
+//! (responses to their connection, requests to peer links, client replies) only once those effects and
+//! every earlier output's are durable. It never waits for storage itself: it goes on serving inputs.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
 
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -12,12 +13,10 @@ use tokio::time::Instant;
 use kafka_protocol::messages::ApiKey;
 
 use super::peer::PeerLinks;
+use super::store::{Done, Job, Store};
 use super::ServerError;
-use crate::log::RaftLog;
-use crate::node::{
-    ClientId, ClientRequest, ClientResponse, Effect, Message, Millis, Node, Output, Role,
-};
-use crate::storage::write_quorum_state;
+use crate::node::{ClientId, ClientRequest, ClientResponse, Message, Millis, Node, Output, Role};
+use crate::storage::StorageError;
 use crate::voter_set::Endpoint;
 use crate::wire::describe_quorum::DescribeQuorumResponse;
 
@@ -38,7 +37,8 @@ pub enum Event {
     },
 }
 
-/// A short summary published after every step, for logs and `kraft cluster`.
+/// A short summary published after every step, for logs and `kraft cluster`: the core's state, which may be
+/// ahead of storage (a leader's HW counts records not flushed yet); peers and clients see only durable state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
     pub leader_id: Option<i32>,
@@ -46,9 +46,16 @@ pub struct Status {
     pub high_watermark: Option<i64>,
 }
 
-pub struct Driver<L: RaftLog> {
-    pub node: Node<L>,
-    pub quorum_state_path: PathBuf,
+pub struct Driver {
+    pub node: Node,
+    pub store: Store,
+    /// The storage thread's reports, in the order of its jobs.
+    pub stored: mpsc::UnboundedReceiver<Result<Done, StorageError>>,
+    /// Sequence number of the last job handed to the storage thread, and of the last one durable.
+    pub issued: u64,
+    pub durable: u64,
+    /// Outputs waiting for the storage thread, with the job they wait for, oldest first.
+    pub held: VecDeque<(u64, Output)>,
     pub events: mpsc::Receiver<Event>,
     pub peers: PeerLinks,
     pub start: Instant,
@@ -86,18 +93,19 @@ fn to_wall_clock(response: &mut DescribeQuorumResponse, base: i64) {
     }
 }
 
-impl<L: RaftLog> Driver<L> {
+impl Driver {
     fn now(&self) -> Millis {
         self.start.elapsed().as_millis() as Millis
     }
 
-    /// Runs until every event sender is gone; a failed persist stops the node (it must not go on).
+    /// Runs until every event sender is gone; a storage error stops the node before anything that waited
+    /// for it is sent (it must not go on).
     pub async fn run(mut self) -> Result<(), ServerError> {
         let mut clients: HashMap<ClientId, oneshot::Sender<ClientResponse>> = HashMap::new();
         let mut next_client = 0u64;
         // Fire timers armed at construction (relative to 0) against the real clock.
         let out = self.node.tick(self.now());
-        self.apply(out, &mut clients)?;
+        self.apply(out, &mut clients);
         loop {
             let deadline = self
                 .node
@@ -109,13 +117,17 @@ impl<L: RaftLog> Driver<L> {
                     Some(event) => Some(event),
                     None => return Ok(()),
                 },
+                stored = self.stored.recv() => {
+                    self.on_stored(stored, &mut clients)?;
+                    continue;
+                }
                 _ = tokio::time::sleep_until(deadline) => None,
             };
             let now = self.now();
             match event {
                 None => {
                     let out = self.node.tick(now);
-                    self.apply(out, &mut clients)?;
+                    self.apply(out, &mut clients);
                 }
                 Some(Event::PeerRequest {
                     from,
@@ -127,19 +139,19 @@ impl<L: RaftLog> Driver<L> {
                         .or_default()
                         .push_back(reply);
                     let out = self.node.handle(now, from, message);
-                    self.apply(out, &mut clients)?;
+                    self.apply(out, &mut clients);
                 }
                 Some(Event::PeerResponse { from, message }) => {
                     tracing::trace!(from, ?message, "peer response");
                     let out = self.node.handle(now, from, message);
-                    self.apply(out, &mut clients)?;
+                    self.apply(out, &mut clients);
                 }
                 Some(Event::Client { request, reply }) => {
                     let id = ClientId(next_client);
                     next_client += 1;
                     clients.insert(id, reply);
                     let out = self.node.handle_client(now, id, request);
-                    self.apply(out, &mut clients)?;
+                    self.apply(out, &mut clients);
                 }
             }
             // Clients that hung up while waiting (e.g. an add-voter whose caller timed out).
@@ -147,23 +159,62 @@ impl<L: RaftLog> Driver<L> {
         }
     }
 
-    /// Persist first, then send: the shell contract of `node`.
-    fn apply(
+    /// A storage report: release the outputs that waited for it, in order. The
+    /// first storage error stops the node; the outputs held behind it are never sent.
+    pub fn on_stored(
         &mut self,
-        out: Output,
+        stored: Option<Result<Done, StorageError>>,
         clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
     ) -> Result<(), ServerError> {
-        for effect in &out.effects {
-            match effect {
-                Effect::PersistElectionState(state) => {
-                    write_quorum_state(&self.quorum_state_path, state)
-                        .map_err(ServerError::Persist)?;
-                }
+        let done = match stored {
+            Some(Ok(done)) => done,
+            Some(Err(e)) => return Err(ServerError::Persist(e)),
+            None => return Err(ServerError::StorageStopped),
+        };
+        self.durable = done.seq;
+        while self
+            .held
+            .front()
+            .is_some_and(|(seq, _)| *seq <= self.durable)
+        {
+            if let Some((_, out)) = self.held.pop_front() {
+                self.route(out, clients);
             }
         }
+        Ok(())
+    }
+
+    /// Persist first, then send (the shell contract of `node`): the effects go to the storage thread and
+    /// the output waits for them, and for every earlier output, before it is routed.
+    pub fn apply(
+        &mut self,
+        mut out: Output,
+        clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
+    ) {
         for refused in &out.refused {
             tracing::error!(error = %refused, "quorum core refused a transition");
         }
+        if !out.effects.is_empty() {
+            self.issued += 1;
+            let effects = std::mem::take(&mut out.effects);
+            self.store.submit(Job {
+                seq: self.issued,
+                effects,
+            });
+        }
+        if self.issued > self.durable {
+            self.held.push_back((self.issued, out));
+        } else {
+            self.route(out, clients);
+        }
+        self.publish_status();
+    }
+
+    fn route(
+        &mut self,
+        out: Output,
+        clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
+    ) {
         for (to, message) in out.replies {
             tracing::trace!(to, ?message, "replying");
             let key = (to, message.api_key());
@@ -195,6 +246,9 @@ impl<L: RaftLog> Driver<L> {
                 let _ = reply.send(response);
             }
         }
+    }
+
+    fn publish_status(&mut self) {
         let state = (self.node.role(), self.node.epoch(), self.node.leader_id());
         if self.last_state != Some(state) {
             tracing::info!(role = ?state.0, epoch = state.1, leader = ?state.2, "quorum state changed");
@@ -210,7 +264,6 @@ impl<L: RaftLog> Driver<L> {
             *s = status;
             changed
         });
-        Ok(())
     }
 
     /// Where `id` listens: the leader's announced endpoint, else its default listener in the voter sets.
@@ -224,16 +277,20 @@ mod tests {
     use super::*;
     use crate::log::MemoryLog;
     use crate::node::{Bootstrap, NodeConfig};
-    use crate::storage::read_quorum_state;
+    use crate::node::{ClientRequest, Timer};
+    use crate::storage::{read_quorum_state, FileLog};
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+    use std::path::PathBuf;
     use tokio::io::AsyncReadExt;
     use uuid::Uuid;
 
-    /// Node 1 of {1, 2}, with node 2 at `port`: node 1 times out, votes for itself and asks node 2.
+    /// Node 1 of {1, 2}, with node 2 at `port`: node 1 times out, votes for itself and asks node 2. Its
+    /// log segments live in `dir`, its election state at `quorum_state_path`.
     fn driver(
         port: u16,
+        dir: &std::path::Path,
         quorum_state_path: PathBuf,
-    ) -> (Driver<MemoryLog>, watch::Receiver<Status>) {
+    ) -> (Driver, watch::Receiver<Status>) {
         let voter = |id: i32, port: u16| VoterNode {
             key: ReplicaKey::new(id, Uuid::from_u128(id as u128)),
             listeners: vec![Endpoint {
@@ -264,9 +321,16 @@ mod tests {
         let (events_tx, events) = mpsc::channel(16);
         let (status, status_rx) = watch::channel(Status::default());
         let peers = PeerLinks::new(1, events_tx, super::super::LinkConfig::default(), None);
+        let (stored_tx, stored) = mpsc::unbounded_channel();
+        let log = FileLog::open(dir).unwrap();
+        let store = Store::spawn(log, quorum_state_path, stored_tx).unwrap();
         let driver = Driver {
             node,
-            quorum_state_path,
+            store,
+            stored,
+            issued: 0,
+            durable: 0,
+            held: VecDeque::new(),
             events,
             peers,
             start: Instant::now(),
@@ -315,7 +379,7 @@ mod tests {
         let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("quorum-state");
-        let (driver, _status) = driver(peer.local_addr().unwrap().port(), path.clone());
+        let (driver, _status) = driver(peer.local_addr().unwrap().port(), dir.path(), path.clone());
         let task = tokio::spawn(driver.run());
         let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), peer.accept())
             .await
@@ -334,30 +398,82 @@ mod tests {
         task.abort();
     }
 
+    /// Node 1 stands as Candidate: its pre-vote round (whose requests are dropped here) is refused as by
+    /// a peer without Vote v2. Returns the output that votes for itself and asks node 2 for its vote.
+    fn stand_as_candidate(driver: &mut Driver) -> Output {
+        let election = driver.node.timers().election.unwrap();
+        let pre_vote = driver.node.fire(election, Timer::Election);
+        assert!(pre_vote.effects.is_empty(), "a pre-vote persists nothing");
+        let refusal = Message::VoteResponse(
+            kafka_protocol::messages::VoteResponse::default()
+                .with_error_code(crate::node::errors::UNSUPPORTED_VERSION),
+        );
+        let out = driver.node.handle(election, 2, refusal);
+        assert_eq!(driver.node.role(), Role::Candidate);
+        assert!(
+            !out.effects.is_empty() && !out.requests.is_empty(),
+            "{out:?}"
+        );
+        out
+    }
+
+    /// No clock and no socket: the core is driven directly and the storage thread's report awaited.
     #[tokio::test]
     async fn a_failed_persist_stops_the_node_before_anything_is_sent() {
-        let peer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing-dir").join("quorum-state");
-        let (driver, _status) = driver(peer.local_addr().unwrap().port(), path);
-        let task = tokio::spawn(driver.run());
-        // The pre-vote persists nothing; standing as Candidate does, and fails.
-        let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), peer.accept())
-            .await
-            .unwrap()
-            .unwrap();
-        refuse_pre_vote(&mut conn).await;
-        let result = tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .unwrap()
-            .unwrap();
+        let (mut driver, _status) = driver(1, dir.path(), path);
+        let mut clients = HashMap::new();
+        let out = stand_as_candidate(&mut driver);
+        driver.apply(out, &mut clients);
+        assert_eq!(
+            driver.held.len(),
+            1,
+            "the Vote request waits for the vote to be durable"
+        );
+        let stored = driver.stored.recv().await;
+        let result = driver.on_stored(stored, &mut clients);
         assert!(matches!(result, Err(ServerError::Persist(_))), "{result:?}");
-        let mut rest = Vec::new();
-        let read =
-            tokio::time::timeout(Duration::from_millis(200), conn.read_to_end(&mut rest)).await;
+        assert_eq!(driver.held.len(), 1, "nothing was released");
+        assert_eq!(driver.peers.links(), 0, "no request left for any peer");
+        // The storage thread does nothing more once it failed: it has hung up.
+        assert!(driver.stored.recv().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn outputs_wait_in_order_until_their_effects_are_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quorum-state");
+        let (mut driver, _status) = driver(1, dir.path(), path.clone());
+        let mut clients = HashMap::new();
+        let out = stand_as_candidate(&mut driver);
+        let now = driver.node.timers().election.unwrap();
+        driver.apply(out, &mut clients);
+        // A reply with no effect of its own waits behind the earlier vote.
+        let (tx, mut rx) = oneshot::channel();
+        clients.insert(ClientId(7), tx);
+        let request = ClientRequest::DescribeQuorum {
+            version: 0,
+            request: crate::wire::describe_quorum::DescribeQuorumRequest::for_metadata_partition(),
+        };
+        let out = driver.node.handle_client(now, ClientId(7), request);
+        assert!(out.effects.is_empty());
+        driver.apply(out, &mut clients);
+        assert_eq!(driver.held.len(), 2);
         assert!(
-            read.map_or(true, |r| r.is_ok()) && rest.is_empty(),
-            "no request may leave after a failed persist"
+            rx.try_recv().is_err(),
+            "not released before the vote is durable"
+        );
+        let stored = driver.stored.recv().await;
+        driver.on_stored(stored, &mut clients).unwrap();
+        assert!(driver.held.is_empty());
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(ClientResponse::DescribeQuorum(_))
+        ));
+        assert_eq!(
+            read_quorum_state(&path).unwrap().voted.map(|k| k.id),
+            Some(1)
         );
     }
 }

@@ -50,6 +50,12 @@ impl PeerLinks {
         }
     }
 
+    /// Links opened so far (one per destination that was sent a request).
+    #[cfg(test)]
+    pub fn links(&self) -> usize {
+        self.links.len()
+    }
+
     pub fn send(&mut self, to: i32, endpoint: Endpoint, message: Message) {
         let link = self.links.entry(to).or_insert_with(|| {
             let (tx, rx) = mpsc::channel(QUEUE);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Bytes, BytesMut};
 
 use super::{sync_dir, StorageError};
-use crate::log::{Batch, LogError, RaftLog, Record, Replicated};
+use crate::log::{Batch, LogError, MemoryLog, RaftLog, Record, Replicated};
 use crate::records;
 
 /// A new segment is started once the active one reaches this size.
@@ -332,6 +332,29 @@ impl FileLog {
             offset: entry.base_offset,
             reason: e.to_string(),
         })
+    }
+
+    /// The whole log as the core's in-memory view (`Node::new`): every batch with its stored bytes
+    /// (CRC-checked), all of it durable. The node's shell then keeps this log equal to the view by
+    /// applying the core's log effects.
+    pub fn load_view(&self) -> Result<MemoryLog, LogError> {
+        let mut batches = Vec::with_capacity(self.index.len());
+        for entry in &self.index {
+            let bytes = self.read_entry_bytes(entry)?;
+            let decoded =
+                records::decode_batches_with_bytes(bytes).map_err(|e| LogError::Corrupt {
+                    offset: entry.base_offset,
+                    reason: e.to_string(),
+                })?;
+            batches.extend(decoded.into_iter().map(|(batch, raw)| Replicated {
+                batch,
+                bytes: Some(raw),
+            }));
+        }
+        let mut view = MemoryLog::new();
+        view.append_replicated(batches)?;
+        view.flush()?;
+        Ok(view)
     }
 
     /// Segment files currently in use, oldest first (for tests and tools).
