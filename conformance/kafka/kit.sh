@@ -55,10 +55,10 @@ run_one() { # $1 = name, $2 = election timeout ms, $3.. = kit arguments
 if [ "${1:-}" = "--tour" ]; then
     # 3 s election timeout: a cold controller JVM answers the kit's first requests slowly, and its
     # pre-vote round must end before its timer fires again (at 300 ms it did not: README findings).
-    # The membership tour starts after the controller's own bootstrap records: 3 with kit.sh's features
-    # (KIT_ELECTED_APPENDS for other format arguments).
+    # The controller's own records once elected (README findings 2, 9): its bootstrap metadata (3 records
+    # with kit.sh's features), then its RegisterControllerRecord (KIT_ELECTED_APPENDS for other formats).
     "$kit" node --node-script "$here/kit-node.sh" --cluster-id "$cluster" --one-in-flight --describe-max 2 \
-        --node-appends 7 --elected-appends "${KIT_ELECTED_APPENDS:-3}" --wait-ms 60000 --election-ms 3000 \
+        --node-appends 7 --elected-appends "${KIT_ELECTED_APPENDS:-3,1}" --wait-ms 60000 --election-ms 3000 \
         --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
         | tee "$work/tour.out"
     status=${PIPESTATUS[0]}

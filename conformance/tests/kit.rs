@@ -206,13 +206,13 @@ fn tour_paths_cover_every_drivable_transition() {
     }
 }
 
-/// The membership tour of a node that writes records of its own once elected (a Kafka controller's
-/// 3 bootstrap metadata records, `--elected-appends 3`): it starts after them, with every replica
-/// caught up to them and the HW past them, and still reaches the operator changes.
+/// The membership tour of a Kafka controller (`--elected-appends 3,1`: its 3 bootstrap metadata
+/// records once elected, its RegisterControllerRecord once those are committed): it starts after
+/// them, with every replica caught up and the HW past them, and still reaches the operator changes.
 #[test]
 fn membership_tour_starts_after_the_nodes_own_records() {
     use model::types::{Action, Kind};
-    let g = kit::tour::TourGraph::build_for("membership", 3).expect("the tour graph builds");
+    let g = kit::tour::TourGraph::build_for("membership", &[3, 1]).expect("the tour graph builds");
     let start = &g.vertices[0].state;
     let leader = &start.servers[kit::NUT as usize];
     let data = leader
@@ -221,13 +221,15 @@ fn membership_tour_starts_after_the_nodes_own_records() {
         .iter()
         .filter(|e| e.kind == Kind::Data)
         .count();
-    assert_eq!(data, 3, "{:?}", leader.log);
+    assert_eq!(data, 4, "{:?}", leader.log);
     for (i, s) in start.servers.iter().enumerate() {
         assert_eq!(s.log, leader.log, "server {i}");
         assert_eq!(s.hw, Some(leader.log.len()), "server {i}");
     }
     assert!(start.network.is_empty());
-    assert!(g.start_fetches.contains(&3), "{:?}", g.start_fetches);
+    let written: Vec<u8> = g.start_stages.iter().map(|s| s.0).collect();
+    assert_eq!(written, [3, 4]);
+    assert!(g.start_stages[0].1.contains(&3), "{:?}", g.start_stages);
     let adds = g
         .edges
         .iter()
@@ -235,28 +237,28 @@ fn membership_tour_starts_after_the_nodes_own_records() {
         .count();
     assert!(adds > 0, "no operator change");
     eprintln!(
-        "membership after 3 records: {} states, {} transitions, start fetches {:?}",
+        "membership after 3 + 1 records: {} states, {} transitions, start {:?}",
         g.vertices.len(),
         g.edges.len(),
-        g.start_fetches
+        g.start_stages
     );
 }
 
-/// The first-election tour of a node that writes 3 records of its own once elected: they come as the
-/// node's eager step once its HW passes its epoch's first record, and paths go on after them.
+/// The first-election tour of a node that writes records of its own once elected (3, then 1): each
+/// batch comes as the node's eager step once its HW passes what came before, and paths go on after.
 #[test]
 fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
     use model::types::Kind;
     let plain = kit::tour::TourGraph::build("first-election").expect("builds");
-    let g = kit::tour::TourGraph::build_for("first-election", 3).expect("builds");
-    let with = |g: &kit::tour::TourGraph| {
+    let g = kit::tour::TourGraph::build_for("first-election", &[3, 1]).expect("builds");
+    let with = |g: &kit::tour::TourGraph, n: usize| {
         g.vertices
             .iter()
-            .filter(|v| v.state.history.data > 0)
+            .filter(|v| usize::from(v.state.history.data) == n)
             .count()
     };
-    assert_eq!(with(&plain), 0);
-    assert!(with(&g) > 0);
+    assert_eq!(with(&plain, 0), plain.vertices.len());
+    assert!(with(&g, 3) > 0 && with(&g, 4) > 0);
     for v in &g.vertices {
         let s = &v.state.servers[kit::NUT as usize];
         let data = s
@@ -265,19 +267,17 @@ fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
             .iter()
             .filter(|e| e.kind == Kind::Data)
             .count();
-        // All three or none: the node writes them in one eager settle.
-        assert!(data == 0 || data == 3, "{:?}", s.log);
-        assert!(
-            !kit::driver::hold::appends_due(&v.state, kit::NUT, 3),
-            "{:?}",
-            v.state
-        );
+        // Whole batches only: the node writes a batch in one eager settle.
+        assert!([0, 3, 4].contains(&data), "{:?}", s.log);
+        let due = kit::driver::hold::appends_due(&v.state, kit::NUT, &[3, 1]);
+        assert_eq!(due, None, "{:?}", v.state);
     }
     eprintln!(
-        "first-election with 3 records: {} states, {} transitions ({} states with them)",
+        "first-election with 3 + 1 records: {} states, {} transitions ({} and {} states with 3 and 4)",
         g.vertices.len(),
         g.edges.len(),
-        with(&g)
+        with(&g, 3),
+        with(&g, 4)
     );
 }
 

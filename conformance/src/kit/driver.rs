@@ -161,7 +161,7 @@ pub struct Kit {
     pub one_in_flight: bool,
     /// Records the node writes on its own once elected (`--elected-appends`; waited for in
     /// `settle_node` when [`hold::appends_due`]).
-    pub elected_appends: u8,
+    pub elected_appends: Vec<u8>,
     /// True while the model takes an operator's Change step (its replies answer that request).
     in_change: bool,
     /// Connections of the played replicas below this id belong to a killed process of the node.
@@ -199,7 +199,7 @@ impl Kit {
             held: Vec::new(),
             unarrived: Vec::new(),
             one_in_flight: false,
-            elected_appends: 0,
+            elected_appends: Vec::new(),
             in_change: false,
             dead_below: 0,
         }

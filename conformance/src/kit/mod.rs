@@ -111,11 +111,13 @@ pub struct KitArgs {
     /// Without it (`kraft`, which pipelines) every request the model has the node send must arrive.
     #[arg(long)]
     pub one_in_flight: bool,
-    /// Records the node writes on its own once it is elected (Apache Kafka 4.4.0 formatted as
-    /// kit.sh does: 3, its bootstrap metadata). The membership tour's start then has them: the kit
-    /// waits until DescribeQuorum shows them and lets every replica catch up. Within --node-appends.
-    #[arg(long, default_value_t = 0)]
-    pub elected_appends: u8,
+    /// Batches of records the node writes on its own once it is elected, comma-separated: the first
+    /// once its HW passes its epoch's first record, each next once its HW passes the batch before
+    /// (Apache Kafka 4.4.0 formatted as kit.sh does: `3,1`, its bootstrap metadata, then its
+    /// RegisterControllerRecord). The tours take them as eager steps of the node (the kit waits until
+    /// DescribeQuorum shows them); the membership tour starts after them. Within --node-appends.
+    #[arg(long, value_delimiter = ',')]
+    pub elected_appends: Vec<u8>,
     /// Highest DescribeQuorum version to check (kraft: 3; Kafka 4.4.0: 2).
     #[arg(long, default_value_t = kraft::wire::describe_quorum::MAX_VERSION)]
     pub describe_max: i16,

@@ -316,29 +316,25 @@ pub(super) fn fresh_kit(
         schema.clone(),
     );
     kit.one_in_flight = args.one_in_flight;
-    kit.elected_appends = args.elected_appends;
+    kit.elected_appends = args.elected_appends.clone();
     Ok((kit, node))
 }
 
 /// The membership graph's start reached over the wire: the node's first election, two fetch rounds
 /// of the voters, the joiner's discovery, records and HW (`KraftModel::election_prefix`); then the
 /// kit's state is checked equal to the model's elected start `start` and becomes it. A node that
-/// writes `appends` records of its own once elected (`--elected-appends`): after the voters' rounds
-/// the kit waits until DescribeQuorum shows them, then the played replicas in `fetches` fetch in
-/// turn (`tour::elected_start`).
-pub(super) fn reach_elected_start(
-    kit: &mut Kit,
-    start: State,
-    appends: u8,
-    fetches: &[Id],
-) -> R<()> {
+/// writes records of its own once elected (`--elected-appends`): after the voters' rounds, per batch
+/// (`stages`: the records written by then, the played replicas that fetch after them, in turn), the
+/// kit waits until DescribeQuorum shows them, then the replicas fetch (`tour::elected_start`).
+pub(super) fn reach_elected_start(kit: &mut Kit, start: State, stages: &[(u8, Vec<Id>)]) -> R<()> {
     scenarios::first_election(kit, 0..=0)?;
-    if appends == 0 {
+    if stages.is_empty() {
         for _ in 0..3 {
             scenarios::fetch_from_node(kit, 3)?;
         }
-    } else {
-        kit.await_node_appends(appends)?;
+    }
+    for (written, fetches) in stages {
+        kit.await_node_appends(*written)?;
         for &r in fetches {
             scenarios::fetch_from_node(kit, r)?;
         }
@@ -370,7 +366,7 @@ fn walk_one(
 ) -> R<()> {
     let me = kit.nut as usize;
     if w.graph == "membership" {
-        reach_elected_start(kit, plan.initial_state(), 0, &[])?;
+        reach_elected_start(kit, plan.initial_state(), &[])?;
     } else if stands {
         kit.until("the node's election timeout", |k| {
             k.state.servers[me].role != Role::Unattached

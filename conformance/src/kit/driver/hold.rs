@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use model::types::{Action, Envelope, Id, Msg, Role, State};
+use model::types::{Action, Envelope, Id, Kind, Msg, Role, State};
 use model::KraftModel;
 
 use super::{added, Divergence, Kit, Line, R};
@@ -75,17 +75,36 @@ pub fn deliverable<C: PartialEq>(held: &[(Envelope, C)]) -> Vec<Envelope> {
     out
 }
 
-/// True when a node that writes `appends` records of its own once elected (a Kafka controller's
-/// bootstrap metadata, `--elected-appends`) has them due: it leads, it has not written them all
-/// (the model appends one record a step; Kafka writes them as one batch, once), and its HW has
-/// passed the first record of its epoch (Kafka tells its state machine that it leads only then:
-/// `KafkaRaftClient.maybeFireLeaderChange`, `nextOffset() > epochStartOffset`).
-pub fn appends_due(st: &State, nut: Id, appends: u8) -> bool {
+/// The node's own records due now: `Some(n)` when the node, which writes the record `batches` of
+/// its own once elected (`--elected-appends`: a Kafka controller's 3 bootstrap records, then its
+/// RegisterControllerRecord), is to have written `n` in all once the due batch is complete. The
+/// first batch is due once it leads and its HW has passed its epoch's first record (Kafka tells its
+/// state machine it leads only then: `KafkaRaftClient.maybeFireLeaderChange`, `nextOffset() >
+/// epochStartOffset`); each next one once its HW has passed the batch before (the controller
+/// registers itself once it has read the metadata version the bootstrap records set). The model
+/// appends one record a step: a batch under way stays due until it is complete.
+pub fn appends_due(st: &State, nut: Id, batches: &[u8]) -> Option<u8> {
     let s = &st.servers[nut as usize];
-    let start = s.log.as_slice().iter().position(|e| e.epoch == s.epoch);
-    st.history.data < appends
-        && s.role == Role::Leader
-        && matches!((start, s.hw), (Some(o), Some(h)) if usize::from(h) > o)
+    let written = st.history.data;
+    let mut before = 0u8;
+    for &b in batches {
+        let upto = before.saturating_add(b);
+        if written < upto {
+            if written > before {
+                return Some(upto);
+            }
+            let log = s.log.as_slice();
+            let last = if before == 0 {
+                log.iter().position(|e| e.epoch == s.epoch)
+            } else {
+                log.iter().rposition(|e| e.kind == Kind::Data)
+            };
+            let passed = matches!((last, s.hw), (Some(o), Some(h)) if usize::from(h) > o);
+            return (s.role == Role::Leader && passed).then_some(upto);
+        }
+        before = upto;
+    }
+    None
 }
 
 /// True when the node's requests that have not reached the kit (`unarrived`) may still be on their
@@ -203,8 +222,8 @@ impl Kit {
         // (and the node's next fetch waited for). The node's own records, when due, are waited for
         // (DescribeQuorum shows them).
         self.serve_for(Duration::ZERO)?;
-        if appends_due(&self.state, me, self.elected_appends) {
-            self.await_node_appends(self.elected_appends)?;
+        if let Some(n) = appends_due(&self.state, me, &self.elected_appends) {
+            self.await_node_appends(n)?;
             return self.settle_node();
         }
         if self.parked_news().is_some() {

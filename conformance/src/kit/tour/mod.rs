@@ -39,7 +39,7 @@ const MAX_VERTICES: usize = 20_000;
 
 /// The tour bounds of a named graph: its protocol and start, bounds small enough that every
 /// transition is driven in about a minute (README, "Transition tours"). `appends`: records the node
-/// writes on its own once elected (`--elected-appends`), for which the log bound grows.
+/// writes on its own once elected (`--elected-appends`, all batches), for which the log bound grows.
 pub fn tour_bounds(name: &str, appends: u8) -> Option<ModelConfig> {
     let g = graph_config(name)?;
     Some(match name {
@@ -61,57 +61,70 @@ pub fn tour_bounds(name: &str, appends: u8) -> Option<ModelConfig> {
     })
 }
 
-/// The membership tour's start for a node that writes `appends` records of its own once elected (a
-/// Kafka controller's bootstrap metadata), and the fetches that reach it after them: the voters'
-/// part of the model's elected start (the node's first election, two fetch rounds of the voters),
-/// the node's records (`ClientAppend`), then rounds in which every other server fetches while that
-/// changes something (the joiner's discovery included; the model takes no fetch that changes
-/// nothing): everyone caught up, as in the elected start. With 0 appends: the model's elected start
-/// (the joiner fetches three times).
-pub fn elected_start(bounds: &ModelConfig, appends: u8) -> Result<(State, Vec<Id>), String> {
+/// Per batch of the node's own records: how many it has written by then, and the played replicas
+/// that fetch after them, in turn.
+pub type Stages = Vec<(u8, Vec<Id>)>;
+
+/// The membership tour's start for a node that writes record `batches` of its own once elected (a
+/// Kafka controller's bootstrap metadata, then its registration), and the stages that reach it: the
+/// voters' part of the model's elected start (the node's first election, two fetch rounds of the
+/// voters), then per batch the node's records (`ClientAppend`) and rounds in which every other
+/// server fetches while that changes something (the joiner's discovery included; the model takes no
+/// fetch that changes nothing): everyone caught up, as in the elected start. With no batches: the
+/// model's elected start (the joiner fetches three times).
+pub fn elected_start(bounds: &ModelConfig, batches: &[u8]) -> Result<(State, Stages), String> {
     let model = KraftModel::new(*bounds).map_err(|e| e.to_string())?;
-    if appends == 0 {
+    if batches.is_empty() {
         return Ok((model.initial_state(), Vec::new()));
     }
     let sync = KraftModel::new(ModelConfig {
         fetch: FetchMode::Sync,
         start: Start::Fresh,
-        max_data: appends,
         ..*bounds
     })
     .map_err(|e| e.to_string())?;
     let voters = bounds.voters;
-    let mut actions: Vec<Action> = model
-        .election_prefix()
-        .into_iter()
-        .filter(|a| !matches!(a, Action::Fetch { replica, .. } if *replica >= voters))
-        .collect();
-    actions.extend((0..appends).map(|_| Action::ClientAppend(NUT)));
     let mut st = sync.fresh_state();
-    for a in actions {
-        st = sync
-            .step(&st, a)
-            .ok_or_else(|| format!("elected start: {a:?} is not enabled"))?
-            .state;
+    let step = |st: &State, a: Action| -> Result<State, String> {
+        sync.step(st, a)
+            .map(|s| s.state)
+            .ok_or_else(|| format!("elected start: {a:?} is not enabled"))
+    };
+    for a in model.election_prefix() {
+        if !matches!(a, Action::Fetch { replica, .. } if replica >= voters) {
+            st = step(&st, a)?;
+        }
     }
-    let mut fetches = Vec::new();
-    for _round in 0..8 {
-        let before = fetches.len();
-        for r in 1..bounds.servers() {
-            let a = Action::Fetch {
-                replica: r,
-                leader: NUT,
-            };
-            if let Some(next) = sync.step(&st, a) {
-                st = next.state;
-                fetches.push(r);
+    let mut stages = Vec::new();
+    for &b in batches {
+        for _ in 0..b {
+            st = step(&st, Action::ClientAppend(NUT))?;
+        }
+        let mut fetches = Vec::new();
+        for round in 0.. {
+            let before = fetches.len();
+            for r in 1..bounds.servers() {
+                if let Ok(next) = step(
+                    &st,
+                    Action::Fetch {
+                        replica: r,
+                        leader: NUT,
+                    },
+                ) {
+                    st = next;
+                    fetches.push(r);
+                }
+            }
+            if fetches.len() == before {
+                break;
+            }
+            if round == 8 {
+                return Err("elected start: the fetch rounds do not settle".into());
             }
         }
-        if fetches.len() == before {
-            return Ok((st, fetches));
-        }
+        stages.push((st.history.data, fetches));
     }
-    Err("elected start: the fetch rounds do not settle".into())
+    Ok((st, stages))
 }
 
 /// Played replicas whose timers the tours leave out (a bit per id): both, so that the node is the
@@ -138,9 +151,8 @@ pub struct TourGraph {
     pub keys: Vec<u64>,
     pub edges: Vec<Edge>,
     pub out: Vec<Vec<usize>>,
-    /// The node's own records at the start and the fetches after them ([`elected_start`]).
-    pub start_appends: u8,
-    pub start_fetches: Vec<Id>,
+    /// How the membership start is reached after the node's own records ([`elected_start`]).
+    pub start_stages: Stages,
     /// Model transitions enabled at the graph's vertices that the kit cannot drive, by reason.
     pub not_drivable: BTreeMap<&'static str, usize>,
 }
@@ -155,31 +167,31 @@ impl TourGraph {
     /// Builds the drivable graph of `name` (breadth first from its start) for a node that writes no
     /// records of its own.
     pub fn build(name: &str) -> Result<TourGraph, String> {
-        Self::build_for(name, 0)
+        Self::build_for(name, &[])
     }
 
-    /// Builds the drivable graph of `name` for a node that writes `appends` records of its own once
-    /// elected (as an eager step of the node, `driver::hold::appends_due`; the membership tour
-    /// starts after them, [`elected_start`]).
-    pub fn build_for(name: &str, appends: u8) -> Result<TourGraph, String> {
-        let bounds = tour_bounds(name, appends).ok_or_else(|| format!("no tour {name:?}"))?;
+    /// Builds the drivable graph of `name` for a node that writes record `batches` of its own once
+    /// elected (eager steps of the node, `driver::hold::appends_due`; the membership tour starts
+    /// after them, [`elected_start`]).
+    pub fn build_for(name: &str, batches: &[u8]) -> Result<TourGraph, String> {
+        let total = batches.iter().fold(0u8, |t, b| t.saturating_add(*b));
+        let bounds = tour_bounds(name, total).ok_or_else(|| format!("no tour {name:?}"))?;
         // The membership tour starts elected, after the node's records; first-election fresh.
-        let (start, fetches) =
-            elected_start(&bounds, if name == "membership" { appends } else { 0 })?;
-        let mut g = Self::build_with(name, bounds, QUIET_REPLICAS, (start, appends))?;
-        g.start_appends = appends;
-        g.start_fetches = fetches;
+        let (start, stages) =
+            elected_start(&bounds, if name == "membership" { batches } else { &[] })?;
+        let mut g = Self::build_with(name, bounds, QUIET_REPLICAS, (start, batches.to_vec()))?;
+        g.start_stages = stages;
         Ok(g)
     }
 
     /// Builds the drivable graph of `name`'s protocol at `bounds` from `start`, for a node that
-    /// writes `appends` records of its own once elected; the timers of the played replicas in
-    /// `quiet` (a bit per id) are left out.
+    /// writes record batches `appends` of its own once elected; the timers of the played replicas
+    /// in `quiet` (a bit per id) are left out.
     pub fn build_with(
         name: &str,
         bounds: ModelConfig,
         quiet: u8,
-        (start, appends): (State, u8),
+        (start, appends): (State, Vec<u8>),
     ) -> Result<TourGraph, String> {
         let check = KraftModel::new(check_config(&bounds)).map_err(|e| e.to_string())?;
         let mut g = TourGraph {
@@ -189,8 +201,7 @@ impl TourGraph {
             keys: Vec::new(),
             edges: Vec::new(),
             out: Vec::new(),
-            start_appends: 0,
-            start_fetches: Vec::new(),
+            start_stages: Vec::new(),
             not_drivable: BTreeMap::new(),
         };
         let root = Sim::new(start, appends);
@@ -377,7 +388,7 @@ pub fn run(
     schema: &MessageSchema,
     report: &mut Report,
 ) -> Result<TourOutcome, String> {
-    let g = TourGraph::build_for(name, args.elected_appends)?;
+    let g = TourGraph::build_for(name, &args.elected_appends)?;
     let mut out = TourOutcome {
         vertices: g.vertices.len(),
         transitions: g.edges.len(),
@@ -455,7 +466,7 @@ fn drive(
     let me = NUT as usize;
     if name == "membership" {
         let start = g.vertices[0].state.clone();
-        walk::reach_elected_start(kit, start, g.start_appends, &g.start_fetches)?;
+        walk::reach_elected_start(kit, start, &g.start_stages)?;
     }
     kit.hold = true;
     for &e in path {

@@ -16,8 +16,9 @@ use crate::kit::driver::{is_response as response, new_messages};
 pub struct Sim {
     pub state: State,
     pub held: Vec<Envelope>,
-    /// Records the node writes on its own once elected ([`appends_due`]; not part of the key).
-    pub appends: u8,
+    /// Batches of records the node writes on its own once elected ([`appends_due`]; not part of the
+    /// key).
+    pub appends: Vec<u8>,
 }
 
 /// The key of a vertex: the model's fingerprint of the state and the held requests in order on each
@@ -32,7 +33,7 @@ pub fn vertex_key(state: &State, held: &[Envelope]) -> u64 {
 }
 
 impl Sim {
-    pub fn new(state: State, appends: u8) -> Sim {
+    pub fn new(state: State, appends: Vec<u8>) -> Sim {
         Sim {
             state,
             held: Vec::new(),
@@ -102,7 +103,7 @@ impl Sim {
                 self.answer(m, nut, pos)?;
                 continue;
             }
-            if appends_due(&self.state, nut, self.appends) {
+            if appends_due(&self.state, nut, &self.appends).is_some() {
                 self.step(m, nut, Action::ClientAppend(nut))?;
                 continue;
             }
