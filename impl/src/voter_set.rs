@@ -224,10 +224,6 @@ impl VoterSet {
         self.voters.contains_key(&id)
     }
 
-    pub fn is_only_voter(&self, key: &ReplicaKey) -> bool {
-        self.voters.len() == 1 && self.is_voter(key)
-    }
-
     pub fn voter(&self, id: i32) -> Option<&VoterNode> {
         self.voters.get(&id)
     }
