@@ -194,8 +194,10 @@ pub struct ModelConfig {
     /// A refused operator request is a self-loop step (so traces show refusals); off for `check`,
     /// where refusals are no transitions (`sometimes` properties still see them as state predicates).
     pub refusal_steps: bool,
-    /// Drop messages the receiver is certain to ignore (older epoch, non-matching fetch response)
-    /// as soon as they are stale. A pure reduction: delivering them changes nothing but the network.
+    /// Drop messages the receiver is certain to ignore (older epoch, non-matching fetch response, an
+    /// answer its current role cannot use) as soon as they are stale, and the requests in flight to a
+    /// server that restarts. Not a pure reduction: the restart part restricts the model to what Kafka's
+    /// connections allow (`step/network.rs`, the restart in `step/mod.rs`); conformance replays with it off.
     pub gc: bool,
 }
 
