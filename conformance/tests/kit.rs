@@ -168,7 +168,14 @@ fn a_silent_node_times_out() {
 /// would show up mid-run as appends the model does not allow).
 #[test]
 fn elected_appends_beyond_node_appends_are_refused() {
-    let a = args(&["--tour", "membership", "--node-appends", "3", "--elected-appends", "3,1"]);
+    let a = args(&[
+        "--tour",
+        "membership",
+        "--node-appends",
+        "3",
+        "--elected-appends",
+        "3,1",
+    ]);
     assert_eq!(
         a.check(),
         Err(kit::ArgError::ElectedAppendsBeyondNodeAppends {

@@ -85,9 +85,10 @@ pub struct KitArgs {
     /// of its kit-drivable graph, one fresh `kraft node` per path (not with --bootstrap). Repeatable.
     #[arg(long)]
     pub tour: Vec<String>,
-    /// Election timeout (ms) of a started node that stands first in a --walk or --tour path. The
-    /// node's steps up to its election must fit in it (a slower node times out again: a race the kit
-    /// reports as a divergence); a Kafka controller's JVM needs more than `kraft`.
+    /// Election timeout (ms) of a started node that stands first in a --walk or --tour path. A node
+    /// whose timer fires again before the kit has followed its election (a slow machine) is cut there,
+    /// not reported, and stands again with the timeout doubled while twice it fits in --wait-ms
+    /// (`driver::race`); a Kafka controller's JVM starts slower than `kraft`, so less is cut at 3000.
     #[arg(long, default_value_t = 300)]
     pub election_ms: u64,
     /// Paths per walked graph.
@@ -477,12 +478,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             None => {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
-                let mut p = start_node(
-                    &bin,
-                    work.join(format!("run{n}")),
-                    &eps,
-                    timers[i],
-                )?;
+                let mut p = start_node(&bin, work.join(format!("run{n}")), &eps, timers[i])?;
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;

@@ -94,7 +94,10 @@ impl Kit {
             .chain(self.past.iter().rev())
             .collect();
         let (back, how) = request_explained(&self.model, self.nut, &states, env)?;
-        Some(self.race(line, format!("{how}, {back} model step(s) before the kit's state")))
+        Some(self.race(
+            line,
+            format!("{how}, {back} model step(s) before the kit's state"),
+        ))
     }
 
     /// An answer `observed` of the node to the kit's `env` (delivered at model state `base`) that
@@ -149,9 +152,17 @@ mod tests {
         let step = |s: &State, a: Action| model.step(s, a).expect("enabled").state;
         let fresh = model.initial_state();
         let stood = step(&fresh, Action::ElectionTimeout(0));
-        let pre = *stood.network.iter().find(|e| e.dst == 1).expect("pre-vote to 1");
+        let pre = *stood
+            .network
+            .iter()
+            .find(|e| e.dst == 1)
+            .expect("pre-vote to 1");
         let delivered = step(&stood, Action::Deliver(pre));
-        let grant = *delivered.network.iter().find(|e| e.dst == 0).expect("grant");
+        let grant = *delivered
+            .network
+            .iter()
+            .find(|e| e.dst == 0)
+            .expect("grant");
         let candidate = step(&delivered, Action::Deliver(grant));
         assert_eq!(candidate.servers[0].role, Role::Candidate);
         // Not from the candidate's state (its own timer steps make other requests)...
