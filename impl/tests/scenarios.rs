@@ -99,6 +99,14 @@ fn leader_id(b: BrokerId) -> String {
     }
 }
 
+/// A response's error: its partition's when that is set, else the top-level one.
+fn error_summary(kind: &str, top: i16, partition: Option<i16>) -> String {
+    match partition.filter(|&c| c != 0) {
+        Some(c) => format!("{kind} partition {}", code_name(c)),
+        None => format!("{kind} {}", code_name(top)),
+    }
+}
+
 /// One line for a message: its kind and the fields a designer reasons with.
 fn summary(msg: &Message) -> String {
     match msg {
@@ -128,13 +136,11 @@ fn summary(msg: &Message) -> String {
         }
         Message::BeginQuorumEpochResponse(r) => {
             let p = r.topics.first().and_then(|t| t.partitions.first());
-            match p.filter(|p| p.error_code != 0) {
-                Some(p) => format!(
-                    "BeginQuorumEpochResponse partition {}",
-                    code_name(p.error_code)
-                ),
-                None => format!("BeginQuorumEpochResponse {}", code_name(r.error_code)),
-            }
+            error_summary(
+                "BeginQuorumEpochResponse",
+                r.error_code,
+                p.map(|p| p.error_code),
+            )
         }
         Message::EndQuorumEpochRequest(r) => {
             let p = &r.topics[0].partitions[0];
@@ -145,13 +151,11 @@ fn summary(msg: &Message) -> String {
         }
         Message::EndQuorumEpochResponse(r) => {
             let p = r.topics.first().and_then(|t| t.partitions.first());
-            match p.filter(|p| p.error_code != 0) {
-                Some(p) => format!(
-                    "EndQuorumEpochResponse partition {}",
-                    code_name(p.error_code)
-                ),
-                None => format!("EndQuorumEpochResponse {}", code_name(r.error_code)),
-            }
+            error_summary(
+                "EndQuorumEpochResponse",
+                r.error_code,
+                p.map(|p| p.error_code),
+            )
         }
         Message::FetchRequest(r) => {
             let p = &r.topics[0].partitions[0];
@@ -559,8 +563,10 @@ impl Runner {
             }
             ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),
             ("edit", args) => {
-                let (pos, o) =
-                    Opts::parse(args, &["offset", "last-epoch", "replica", "voter-dir", "leader"])?;
+                let (pos, o) = Opts::parse(
+                    args,
+                    &["offset", "last-epoch", "replica", "voter-dir", "leader"],
+                )?;
                 let [i] = pos[..] else {
                     return Err("usage: edit INDEX key=value...".into());
                 };
