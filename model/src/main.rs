@@ -32,6 +32,11 @@ enum Command {
         /// Port.
         #[arg(long, default_value_t = 3000)]
         port: u16,
+        /// Serve the model as `check` runs it (message GC on, refused requests answered without a
+        /// step) instead of with trace settings, so that the `explorer path` of a counterexample
+        /// opens: `check` prints the whole command.
+        #[arg(long)]
+        as_check: bool,
         #[command(flatten)]
         bounds: Bounds,
     },
@@ -213,6 +218,55 @@ impl Bounds {
     }
 }
 
+/// The Explorer's model: trace settings from a fresh start, or (`--as-check`) `check`'s settings.
+/// `check`'s bounds all start from `ModelConfig::default()` and differ from it only in flags that
+/// `explore_command` spells out, so the same flags give the same model.
+fn explore_config(as_check: bool, bounds: &Bounds) -> ModelConfig {
+    let base = if as_check {
+        ModelConfig::default()
+    } else {
+        ModelConfig {
+            pre_vote: ModelConfig::default().pre_vote,
+            ..trace::trace_config(ModelConfig {
+                start: Start::Fresh,
+                ..ModelConfig::default()
+            })
+        }
+    };
+    bounds.apply(base)
+}
+
+/// The `explore` command that serves the model a check ran, every bound spelled out.
+fn explore_command(cfg: &ModelConfig) -> String {
+    fn name<T: ValueEnum>(v: T) -> String {
+        v.to_possible_value()
+            .map_or_else(String::new, |p| p.get_name().to_string())
+    }
+    let mut cmd = format!(
+        "model explore --as-check --voters {} --joiners {} --max-epoch {} --max-log {} \
+         --max-data {} --max-changes {} --crashes {} --max-in-flight {} --network {} --fetch {} \
+         --start {} --hw-rule {} --check-quorum {} --pre-vote {}",
+        cfg.voters,
+        cfg.joiners,
+        cfg.max_epoch,
+        cfg.max_log,
+        cfg.max_data,
+        cfg.max_changes,
+        cfg.max_crashes,
+        cfg.max_in_flight,
+        name(cfg.network),
+        name(cfg.fetch),
+        name(cfg.start),
+        name(cfg.hw_rule),
+        cfg.check_quorum,
+        cfg.pre_vote,
+    );
+    if let Some(bug) = cfg.bug {
+        cmd += &format!(" --bug {}", name(bug));
+    }
+    cmd
+}
+
 fn model_or_exit(cfg: ModelConfig) -> Result<KraftModel, ExitCode> {
     KraftModel::new(cfg).map_err(|e| {
         eprintln!("error: {e}");
@@ -262,6 +316,7 @@ fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
             c.actions.len(),
             c.index_path
         );
+        println!("explorer: {}", explore_command(&r.bounds));
         print!("{}", story::path(&r.bounds, &c.steps));
     }
 }
@@ -292,6 +347,10 @@ fn report_json(r: &CheckReport) -> serde_json::Value {
         "properties": r.properties,
         "counterexample": counterexample,
         "counterexample_property": r.counterexample.as_ref().map(|c| &c.property),
+        "explorer": r.counterexample.as_ref().map(|c| json!({
+            "command": explore_command(&r.bounds),
+            "path": format!("#/steps/{}", c.index_path),
+        })),
     })
 }
 
@@ -534,14 +593,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(a) => cmd_check(a),
-        Command::Explore { port, bounds } => {
-            let cfg = bounds.apply(ModelConfig {
-                pre_vote: ModelConfig::default().pre_vote,
-                ..trace::trace_config(ModelConfig {
-                    start: Start::Fresh,
-                    ..ModelConfig::default()
-                })
-            });
+        Command::Explore {
+            port,
+            as_check,
+            bounds,
+        } => {
+            let cfg = explore_config(as_check, &bounds);
             match model_or_exit(cfg) {
                 Err(c) => Err(c),
                 Ok(m) => {
@@ -580,4 +637,44 @@ fn main() -> ExitCode {
         }
     };
     result.unwrap_or_else(|c| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `check` prints `explore_command(bounds)` beside a counterexample's explorer path; the path
+    /// opens only if that command serves the very model the check ran.
+    #[test]
+    fn the_printed_explore_command_serves_the_checked_model() {
+        let mut configs = vec![
+            check::default_bounds(),
+            check::deep_bounds(),
+            check::first_election_bounds(),
+            ModelConfig {
+                network: NetworkKind::LossyDuplicating,
+                hw_rule: HwRule::Committed,
+                check_quorum: false,
+                pre_vote: false,
+                ..check::default_bounds()
+            },
+        ];
+        for bug in Bug::ALL {
+            for fetch in [FetchMode::Sync, FetchMode::Async] {
+                configs.push(check::bug_bounds(bug, fetch));
+            }
+        }
+        for cfg in configs {
+            let cmd = explore_command(&cfg);
+            let cli = Cli::try_parse_from(cmd.split_whitespace())
+                .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+            let Command::Explore {
+                as_check, bounds, ..
+            } = cli.command
+            else {
+                panic!("{cmd}: not an explore command");
+            };
+            assert_eq!(explore_config(as_check, &bounds), cfg, "{cmd}");
+        }
+    }
 }

@@ -40,6 +40,7 @@ use crate::schema::MessageSchema;
 
 mod client;
 pub mod hold;
+pub mod race;
 mod restart;
 
 /// A divergence of the node from the model, or a reason the kit could not go on. Never a panic.
@@ -62,6 +63,10 @@ pub enum Divergence {
     Describe { version: i16, reason: String },
     #[error("kit: {0}")]
     Kit(String),
+    /// The node's own timer fired before steps the kit had taken (`race`): a cut, not a divergence,
+    /// unless it races at every timeout the kit's waits allow.
+    #[error("the node's timer fired earlier than the kit's lockstep: {0}")]
+    TimerRace(String),
 }
 
 impl Divergence {
@@ -75,6 +80,7 @@ impl Divergence {
             Divergence::Io(_) => "io",
             Divergence::Describe { .. } => "describe-quorum",
             Divergence::Kit(_) => "kit",
+            Divergence::TimerRace(_) => "timer-race",
         }
     }
 }
@@ -166,6 +172,10 @@ pub struct Kit {
     in_change: bool,
     /// Connections of the played replicas below this id belong to a killed process of the node.
     dead_below: u64,
+    /// The kit's recent model states, oldest first (`race`).
+    past: Vec<State>,
+    /// Timer steps of the node seen so far.
+    pub node_timers: u64,
 }
 
 impl Kit {
@@ -202,6 +212,8 @@ impl Kit {
             elected_appends: Vec::new(),
             in_change: false,
             dead_below: 0,
+            past: Vec::new(),
+            node_timers: 0,
         }
     }
 
@@ -223,6 +235,7 @@ impl Kit {
             .step(&self.state, a)
             .ok_or_else(|| Box::new(Divergence::Kit(format!("{} is not enabled", story(&a)))))?;
         self.track_sent(&step.state);
+        self.remember();
         self.state = step.state;
         self.report.transition(self.nut, &a);
         for r in step.replies {
@@ -346,6 +359,9 @@ impl Kit {
                 };
                 line.observed = format!("{observed:?}");
                 if observed != want.msg {
+                    if let Some(race) = self.answer_race(&before, &env, &observed, line.clone()) {
+                        return Err(race);
+                    }
                     let d = Divergence::Mismatch {
                         expected: line.expected.clone(),
                         observed: line.observed.clone(),
@@ -423,8 +439,12 @@ impl Kit {
                     continue;
                 }
                 self.track_sent(&step.state);
+                self.remember();
                 self.state = step.state;
                 self.report.transition(self.nut, &a);
+                if !matches!(a, Action::Resign(_) | Action::Fetch { .. }) {
+                    self.node_timers += 1;
+                }
                 // Timers of the node answer no operator; a reply here would be a kit bug.
                 if !step.replies.is_empty() {
                     return None;
@@ -507,6 +527,8 @@ impl Kit {
             let p = self.state.network.partition_point(|e| e < &env);
             self.state.network.insert(p, env);
             "retransmission of a delivered request".to_string()
+        } else if let Some(race) = self.request_race(&env, line.clone()) {
+            return Err(race);
         } else {
             let d = Divergence::Unexpected {
                 observed: format!("{env:?}"),

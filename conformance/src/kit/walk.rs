@@ -29,7 +29,7 @@ use std::time::Duration;
 use model::types::{Action, ChangeOp, Envelope, Id, Role, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
-use super::driver::{Divergence, Kit};
+use super::driver::{race, Divergence, Kit};
 use super::encode::Endpoints;
 use super::net::Listeners;
 use super::report::Report;
@@ -56,6 +56,8 @@ pub struct WalkOutcome {
     /// Paths that ended because the node's own steps (its timer, its messages) took the state out of
     /// the graph's bounds.
     pub left_bounds: usize,
+    /// Paths cut by a race of the node's timer and walked again with a longer election timeout.
+    pub cut: usize,
     /// Scenario-like results: one per path.
     pub results: Vec<(String, Result<(), String>)>,
 }
@@ -236,7 +238,9 @@ pub fn run(
     let mut covered: HashSet<(u64, Action)> = HashSet::new();
     let mut seen: HashSet<u64> = HashSet::new();
     let mut rng = SplitMix(w.seed);
-    for p in 0..w.paths {
+    let mut election = args.election_ms;
+    let mut p = 0;
+    while p < w.paths {
         // first-election: even paths force the node's election first, odd ones never let it time out.
         // membership: the node is elected first (the graph starts there), with the short timer.
         let stands = w.graph == "membership" || p % 2 == 0;
@@ -252,7 +256,7 @@ pub fn run(
             args,
             bin,
             dir,
-            if stands { args.election_ms } else { NEVER },
+            if stands { election } else { NEVER },
             check,
             std::mem::take(report),
             schema,
@@ -271,6 +275,15 @@ pub fn run(
         let name = format!("{name}, {} ms", started.elapsed().as_millis());
         *report = std::mem::take(&mut kit.report);
         drop(kit);
+        // A race of the node's timer: the path again with a longer election timeout while one is left.
+        let longer = race::longer_timeout(election, args.wait_ms);
+        if let (Err(d), Some(t)) = (&r, longer) {
+            if race::is_timer_race(d) {
+                out.cut += 1;
+                election = t;
+                continue;
+            }
+        }
         let keep = r.is_err();
         let dir = node.dir.clone();
         drop(node);
@@ -279,6 +292,7 @@ pub fn run(
         }
         out.paths += 1;
         out.results.push((name, r.map_err(|d| d.to_string())));
+        p += 1;
     }
     out.distinct += covered.len();
     out.states += seen.len();

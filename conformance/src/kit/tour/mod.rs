@@ -21,7 +21,7 @@ use std::path::Path;
 use model::types::{Action, Id, Role, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
-use super::driver::{Divergence, Kit};
+use super::driver::{race, Divergence, Kit};
 use super::report::Report;
 use super::walk::{self, check_config, in_bounds, not_choosable, NEVER};
 use super::{KitArgs, NUT};
@@ -370,16 +370,30 @@ pub struct TourOutcome {
     pub steps: usize,
     /// Paths cut where the node's own clock took a step the path did not predict.
     pub cut: usize,
+    /// The election timeout of the last round's nodes that stand first (ms).
+    pub election_ms: u64,
     pub not_drivable: BTreeMap<&'static str, usize>,
     pub results: Vec<(String, Result<(), String>)>,
 }
 
-/// Rounds of paths: the first covers the graph, later ones what cut paths did not reach.
+/// Rounds of paths: the first covers the graph, later ones what cut paths did not reach (more while
+/// the node's timer cut paths and a longer election timeout is left).
 const ROUNDS: usize = 3;
 /// Steps per path at most (a path is one node process; shorter paths bound the damage of a cut).
 const MAX_LEN: usize = 40;
 
-/// Runs the tour of `name` against fresh `kraft node` processes (`bin`).
+/// How a path ended early.
+#[derive(Default)]
+struct Cut {
+    /// The node's own clock took the path elsewhere (not a divergence: every step was checked).
+    cut: bool,
+    /// ... by a timer step of the node beyond the one the path starts with.
+    by_timer: bool,
+}
+
+/// Runs the tour of `name` against fresh `kraft node` processes (`bin`). A node that stands first
+/// starts with `--election-ms`; after a round in which its timer cut a path the next round's is
+/// doubled (`race::longer_timeout`), so that a slow machine takes more rounds, never a divergence.
 pub fn run(
     args: &KitArgs,
     name: &str,
@@ -396,12 +410,16 @@ pub fn run(
         ..TourOutcome::default()
     };
     let mut done = vec![false; g.edges.len()];
-    for round in 0..ROUNDS {
+    let mut election = args.election_ms;
+    let mut round = 0;
+    loop {
         let todo: Vec<bool> = done.iter().map(|d| !d).collect();
         let paths = g.cover(&todo, MAX_LEN);
         if paths.is_empty() {
             break;
         }
+        let longer = race::longer_timeout(election, args.wait_ms);
+        let mut timer_cut = false;
         for (p, path) in paths.iter().enumerate() {
             let label = format!("tour {name} round {round} path {p} ({} steps)", path.len());
             report.trace = label.clone();
@@ -418,12 +436,12 @@ pub fn run(
                 args,
                 bin,
                 dir,
-                if stands { args.election_ms } else { NEVER },
+                if stands { election } else { NEVER },
                 check,
                 std::mem::take(report),
                 schema,
             )?;
-            let mut cut = false;
+            let mut cut = Cut::default();
             let r = drive(
                 &mut kit,
                 &mut node,
@@ -433,6 +451,17 @@ pub fn run(
                 &mut done,
                 (&mut cut, &mut out.steps),
             );
+            // A race of the node's timer cuts the path while a longer timeout is left.
+            let r = match r {
+                Err(d) if race::is_timer_race(&d) && longer.is_some() => {
+                    cut = Cut {
+                        cut: true,
+                        by_timer: true,
+                    };
+                    Ok(())
+                }
+                r => r,
+            };
             *report = std::mem::take(&mut kit.report);
             drop(kit);
             let dir = node.dir.clone();
@@ -440,15 +469,23 @@ pub fn run(
             if r.is_ok() {
                 let _ = std::fs::remove_dir_all(&dir);
             }
-            out.cut += usize::from(cut);
+            out.cut += usize::from(cut.cut);
+            timer_cut |= cut.by_timer;
             out.paths += 1;
             out.results.push((label, r.map_err(|d| d.to_string())));
         }
         if out.results.iter().any(|r| r.1.is_err()) {
             break;
         }
+        round += 1;
+        match longer {
+            Some(t) if timer_cut => election = t,
+            _ if round >= ROUNDS => break,
+            _ => {}
+        }
     }
     out.covered = done.iter().filter(|d| **d).count();
+    out.election_ms = election;
     Ok(out)
 }
 
@@ -461,7 +498,7 @@ fn drive(
     (name, dq): (&str, i16),
     path: &[usize],
     done: &mut [bool],
-    (cut, steps): (&mut bool, &mut usize),
+    (cut, steps): (&mut Cut, &mut usize),
 ) -> R<()> {
     let me = NUT as usize;
     if name == "membership" {
@@ -469,16 +506,20 @@ fn drive(
         walk::reach_elected_start(kit, start, &g.start_stages)?;
     }
     kit.hold = true;
+    // The node's timer steps the path expects: its first election, if any.
+    let mut timers = kit.node_timers;
     for &e in path {
         let edge = g.edges[e];
         if vertex_key(&kit.state, &kit.held_envs()) != g.keys[edge.from] {
-            *cut = true;
+            cut.cut = true;
+            cut.by_timer = kit.node_timers > timers;
             break;
         }
         if is_first_election(&edge) {
             kit.until("the node's election timeout", |k| {
                 k.state.servers[me].role != Role::Unattached
             })?;
+            timers = kit.node_timers;
         } else if edge.action == Action::Restart(NUT) {
             // Started again with timers that never fire (a restarted leader comes back resigned).
             kit.restart_node(node, (NEVER, NEVER))?;
@@ -491,7 +532,8 @@ fn drive(
         if vertex_key(&kit.state, &kit.held_envs()) == g.keys[edge.to] {
             done[e] = true;
         } else {
-            *cut = true;
+            cut.cut = true;
+            cut.by_timer = kit.node_timers > timers;
             break;
         }
     }
