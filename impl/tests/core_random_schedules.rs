@@ -728,6 +728,9 @@ fn expected_code(g: &Garbage, view: &NodeView) -> Option<i16> {
         Garbage::Fetch { epoch, .. } if *epoch < view.epoch => Some(errors::FENCED_LEADER_EPOCH),
         Garbage::Fetch { epoch, .. } if *epoch > view.epoch => Some(errors::UNKNOWN_LEADER_EPOCH),
         Garbage::Fetch { .. } if view.role != Role::Leader => Some(errors::NOT_LEADER_OR_FOLLOWER),
+        // Kafka's `validateVoterOnlyRequest`: an older epoch is fenced, then a negative leader id invalid.
+        Garbage::End { epoch, .. } if *epoch < view.epoch => Some(errors::FENCED_LEADER_EPOCH),
+        Garbage::End { leader, .. } if *leader < 0 => Some(errors::INVALID_REQUEST),
         _ => None,
     }
 }

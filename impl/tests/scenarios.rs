@@ -33,7 +33,8 @@
 //!   and `kraft=MIN-MAX` (default 0-1). An add's ApiVersions round trip to node ID (KIP-853) is delivered
 //!   at once and printed before the reply; `api-versions=hold` leaves the request in the network.
 //! - `edit INDEX key=value...`: changes the queued message at INDEX of `network`: a Fetch's `offset=`,
-//!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`. Prints `network`.
+//!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`; an EndQuorumEpoch's
+//!   `leader=`. Prints `network`.
 //! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
 //! - `replies`: the membership replies given since the last `replies` (or `add-voter`/`remove-voter`).
 //! - `describe ID vN [topic=NAME] [partitions=P,Q]`: the DescribeQuorum v0–v3 answer of node ID (encoded
@@ -98,6 +99,14 @@ fn leader_id(b: BrokerId) -> String {
     }
 }
 
+/// A response's error: its partition's when that is set, else the top-level one.
+fn error_summary(kind: &str, top: i16, partition: Option<i16>) -> String {
+    match partition.filter(|&c| c != 0) {
+        Some(c) => format!("{kind} partition {}", code_name(c)),
+        None => format!("{kind} {}", code_name(top)),
+    }
+}
+
 /// One line for a message: its kind and the fields a designer reasons with.
 fn summary(msg: &Message) -> String {
     match msg {
@@ -127,13 +136,11 @@ fn summary(msg: &Message) -> String {
         }
         Message::BeginQuorumEpochResponse(r) => {
             let p = r.topics.first().and_then(|t| t.partitions.first());
-            match p.filter(|p| p.error_code != 0) {
-                Some(p) => format!(
-                    "BeginQuorumEpochResponse partition {}",
-                    code_name(p.error_code)
-                ),
-                None => format!("BeginQuorumEpochResponse {}", code_name(r.error_code)),
-            }
+            error_summary(
+                "BeginQuorumEpochResponse",
+                r.error_code,
+                p.map(|p| p.error_code),
+            )
         }
         Message::EndQuorumEpochRequest(r) => {
             let p = &r.topics[0].partitions[0];
@@ -143,7 +150,12 @@ fn summary(msg: &Message) -> String {
             )
         }
         Message::EndQuorumEpochResponse(r) => {
-            format!("EndQuorumEpochResponse {}", code_name(r.error_code))
+            let p = r.topics.first().and_then(|t| t.partitions.first());
+            error_summary(
+                "EndQuorumEpochResponse",
+                r.error_code,
+                p.map(|p| p.error_code),
+            )
         }
         Message::FetchRequest(r) => {
             let p = &r.topics[0].partitions[0];
@@ -551,8 +563,10 @@ impl Runner {
             }
             ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),
             ("edit", args) => {
-                let (pos, o) =
-                    Opts::parse(args, &["offset", "last-epoch", "replica", "voter-dir"])?;
+                let (pos, o) = Opts::parse(
+                    args,
+                    &["offset", "last-epoch", "replica", "voter-dir", "leader"],
+                )?;
                 let [i] = pos[..] else {
                     return Err("usage: edit INDEX key=value...".into());
                 };

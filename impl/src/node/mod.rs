@@ -107,7 +107,9 @@
 //!   throws `IllegalStateException` there).
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
-//! - EndQuorumEpoch is sent once on resignation, not resent.
+//! - EndQuorumEpoch is sent once on resignation, not resent. Received, it is checked as Kafka 4.4's
+//!   `validateVoterOnlyRequest` (an older epoch FENCED_LEADER_EPOCH, then LeaderId < 0 INVALID_REQUEST), and
+//!   only a follower of the resigning leader brings its fetch timeout forward, as Kafka's.
 //! - At epoch `i32::MAX` the increment of a new election (or of a removed leader moving on) is refused
 //!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
 //!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs

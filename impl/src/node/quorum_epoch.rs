@@ -217,6 +217,10 @@ impl Node {
         if epoch < self.election.epoch {
             return Err((errors::NONE, errors::FENCED_LEADER_EPOCH));
         }
+        // Kafka's `validateVoterOnlyRequest`: a resigning leader names itself.
+        if leader < 0 {
+            return Err((errors::NONE, errors::INVALID_REQUEST));
+        }
         let successors: Vec<i32> = if p.preferred_candidates.is_empty() {
             p.preferred_successors.clone()
         } else {
@@ -233,19 +237,16 @@ impl Node {
                 None => self.rng.gen_range(0..self.config.election_timeout_ms),
             };
             let deadline = now + backoff;
-            match self.role {
-                RoleState::Follower { leader: l, .. } if l == leader => {
+            // Only a follower of the resigning leader brings its timeout forward (Kafka's
+            // `overrideFetchTimeout`); an Unattached voter keeps its election timeout, as Kafka's does.
+            if let RoleState::Follower { leader: l, .. } = self.role {
+                if l == leader {
                     self.timers.fetch_timeout = Some(
                         self.timers
                             .fetch_timeout
                             .map_or(deadline, |d| d.min(deadline)),
                     );
                 }
-                RoleState::Unattached => {
-                    self.timers.election =
-                        Some(self.timers.election.map_or(deadline, |d| d.min(deadline)));
-                }
-                _ => {}
             }
         }
         Ok(())

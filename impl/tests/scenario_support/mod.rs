@@ -166,6 +166,11 @@ pub fn edit(msg: &mut Message, o: &Opts) -> Result<(), String> {
                 r.topics[0].partitions[0].voter_directory_id = new_directory_id(to);
             }
         }
+        Message::EndQuorumEpochRequest(r) => {
+            if let Some(v) = o.num("leader")? {
+                r.topics[0].partitions[0].leader_id = BrokerId(v);
+            }
+        }
         other => return Err(format!("cannot edit {other:?}")),
     }
     Ok(())
