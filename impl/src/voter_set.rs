@@ -244,7 +244,7 @@ impl VoterSet {
         self.voters.len()
     }
 
-    /// Always false: a voter set is never empty. Present for clippy's `len_without_is_empty`.
+    /// True only for [`VoterSet::empty`] (`new` refuses an empty set).
     pub fn is_empty(&self) -> bool {
         self.voters.is_empty()
     }

@@ -104,6 +104,8 @@ fn an_observer_finds_the_leader_through_a_bootstrap_server_and_learns_the_voters
         joiner.latest_voters().ids().collect::<Vec<_>>(),
         vec![1, 2, 3]
     );
+    // The converse of the empty start above, so that check can fail.
+    assert!(!joiner.latest_voters().is_empty());
     assert_eq!(
         joiner
             .committed_voters()
