@@ -161,10 +161,18 @@ impl Tx<'_> {
     pub(super) fn resign(&mut self, i: Id) {
         let epoch = self.server(i).epoch;
         self.enter(i, epoch, Role::Resigned);
+        self.announce_resignation(i);
+    }
+
+    /// Kafka's `ResignedState` (entered on resignation, and on restart by a replica that led its
+    /// epoch): no HW, itself still the epoch's leader (fetches are answered naming it), and
+    /// EndQuorumEpoch to every other voter of its latest set (`pollResigned`).
+    fn announce_resignation(&mut self, i: Id) {
         let s = self.server(i);
+        s.role = Role::Resigned;
         s.hw = None;
-        // Kafka's ResignedState keeps itself as the epoch's leader (fetches are answered naming it).
         s.leader = Some(i);
+        let epoch = s.epoch;
         self.tell_voters(i, Msg::EndQuorumEpoch { epoch });
     }
 
@@ -188,7 +196,10 @@ impl Tx<'_> {
     /// for itself (and is a voter) Candidate, anyone else Unattached. Pending change lost unanswered.
     /// A restarted Candidate asks the other voters for their votes again at its epoch, as Kafka 4.4
     /// does (`QuorumState.initialize` makes it a `CandidateState`, whose first `pollCandidate` sends
-    /// Vote requests to every voter that has not answered: after a restart, all of them).
+    /// Vote requests to every voter that has not answered: after a restart, all of them). A restarted
+    /// leader (stored leader id its own) sends EndQuorumEpoch to the other voters as on resignation
+    /// (`initialize` makes it a `ResignedState` with every other voter unacknowledged, and its first
+    /// `pollResigned` sends them EndQuorumEpoch).
     pub(super) fn restart(&mut self, i: Id) {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
@@ -197,8 +208,7 @@ impl Tx<'_> {
         Self::reset_volatile(s);
         s.hw = None;
         if was_leader {
-            s.role = Role::Resigned;
-            s.leader = Some(i);
+            self.announce_resignation(i);
         } else if voted_self {
             s.role = Role::Candidate;
             s.votes = bit(i);

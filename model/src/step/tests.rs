@@ -354,3 +354,30 @@ fn gc_drops_answers_the_receivers_current_role_ignores() {
         assert_eq!(after.servers, s.servers, "{env:?}");
     }
 }
+
+#[test]
+fn a_restarted_leader_resigns_and_sends_end_quorum_epoch() {
+    // Leader 0 of epoch 1 crashes: as Kafka 4.4's `QuorumState.initialize` it comes back Resigned in
+    // its epoch, still naming itself, with no HW, and tells the other voters of its latest set (not
+    // observer 3) that it ended the epoch. A second restart sends them again (Kafka resends on restart).
+    let m = model(ModelConfig {
+        gc: false,
+        max_crashes: 2,
+        ..ModelConfig::default()
+    });
+    let st = m
+        .step(&m.initial_state(), Action::Restart(0))
+        .unwrap()
+        .state;
+    let r = &st.servers[0];
+    assert_eq!(
+        (r.role, r.epoch, r.leader, r.hw, r.voted_for),
+        (Role::Resigned, 1, Some(0), None, Some(0))
+    );
+    let end = Msg::EndQuorumEpoch { epoch: 1 };
+    let sent: Vec<_> = st.network.iter().map(|e| (e.src, e.dst, e.msg)).collect();
+    assert_eq!(sent, vec![(0, 1, end), (0, 2, end)]);
+    let again = m.step(&st, Action::Restart(0)).unwrap().state;
+    assert_eq!(again.servers[0], st.servers[0]);
+    assert_eq!(again.network.len(), 4, "{:?}", again.network);
+}
