@@ -315,13 +315,14 @@ impl Cluster {
                 let log = MemoryLog::clone(&self.storage[i as usize]);
                 let state = self.persisted[i as usize].clone();
                 self.nodes[i as usize] = Arc::new(self.build(i, log, state)?);
-                // A restarted Candidate's first poll (its Vote requests) is part of the restart.
+                // A restarted Candidate's or Resigned leader's first poll (its Vote or
+                // EndQuorumEpoch requests) is part of the restart.
                 if self.nodes[i as usize]
                     .timers()
-                    .get(Timer::VoteRequests)
+                    .get(Timer::FirstPoll)
                     .is_some()
                 {
-                    self.fire(i, Timer::VoteRequests, &mut applied)?;
+                    self.fire(i, Timer::FirstPoll, &mut applied)?;
                 }
             }
             Action::ClientAppend(i) => {

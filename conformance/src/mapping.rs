@@ -22,9 +22,9 @@
 //! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its durable log (its `AppendLog` and
 //!   `TruncateLog` effects applied in order, which must rebuild the node's own log after every input) and
 //!   the last election state it asked the shell to persist (`Effect::PersistElectionState`); nothing else
-//!   survives. Messages in flight stay. A node that comes back Candidate fires its `VoteRequests` timer
-//!   (due at once; the shell's first `tick`) in the same step: its Vote requests are part of the model's
-//!   `Restart`.
+//!   survives. Messages in flight stay. A node that comes back Candidate or Resigned fires its
+//!   `FirstPoll` timer (due at once; the shell's first `tick`) in the same step: its Vote requests, or
+//!   its EndQuorumEpoch requests to the other voters, are part of the model's `Restart`.
 //! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.

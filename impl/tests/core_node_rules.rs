@@ -1,5 +1,5 @@
-//! Rules of the node one at a time: restart, elections and votes, check-quorum, fetch matching and
-//! divergence, ApiVersions, timers.
+//! Rules of the node one at a time: elections and votes, check-quorum, fetch matching and divergence,
+//! ApiVersions, timers (restart: `core_restart.rs`).
 
 use kraft::log::{MemoryLog, RaftLog, Record};
 use kraft::node::sim::{self, Sim};
@@ -23,127 +23,6 @@ fn vote_code(msg: &Message) -> (i16, bool) {
         }
         other => panic!("not a vote response: {other:?}"),
     }
-}
-
-#[test]
-fn restart_rules() {
-    let set = sim::voter_set(&[1, 2, 3]);
-    let cfg = sim::config(1, Bootstrap::Checkpoint(set.clone()), 1);
-    let leader = ElectionState {
-        epoch: 4,
-        voted: Some(sim::key(1)),
-        leader_id: Some(1),
-    };
-    let n = Node::new(cfg.clone(), MemoryLog::new(), leader).unwrap();
-    assert_eq!((n.role(), n.epoch()), (Role::Resigned, 4));
-    let voted_self = ElectionState {
-        epoch: 4,
-        voted: Some(sim::key(1)),
-        leader_id: None,
-    };
-    let n = Node::new(cfg.clone(), MemoryLog::new(), voted_self).unwrap();
-    assert_eq!(n.role(), Role::Candidate);
-    let follower = ElectionState {
-        epoch: 4,
-        voted: Some(sim::key(2)),
-        leader_id: Some(2),
-    };
-    let n = Node::new(cfg.clone(), MemoryLog::new(), follower).unwrap();
-    assert_eq!(
-        (n.role(), n.leader_id(), n.election_state().voted),
-        (Role::Unattached, None, Some(sim::key(2)))
-    );
-    assert_eq!(n.high_watermark(), None);
-    // A non-voter that voted for itself cannot be a candidate.
-    let observer = sim::config(7, Bootstrap::Checkpoint(set), 1);
-    let n = Node::new(
-        observer,
-        MemoryLog::new(),
-        ElectionState {
-            epoch: 2,
-            voted: Some(sim::key(7)),
-            leader_id: None,
-        },
-    )
-    .unwrap();
-    assert_eq!(n.role(), Role::Unattached);
-}
-
-/// (pre-vote, epoch, receiver) of each Vote request node `from` has in flight.
-fn vote_requests_from(sim: &Sim, from: i32) -> Vec<(bool, i32, i32)> {
-    sim.network
-        .iter()
-        .filter(|e| e.from == from)
-        .filter_map(|e| match &e.msg {
-            Message::VoteRequest(r) => {
-                let p = &r.topics[0].partitions[0];
-                Some((p.pre_vote, p.replica_epoch, e.to))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// Kafka 4.4: `QuorumState.initialize` makes a replica that voted for itself a Candidate at its
-/// stored epoch, and its first `pollCandidate` asks every other voter for its vote again.
-#[test]
-fn a_restarted_candidate_asks_for_its_votes_again() {
-    let mut sim = Sim::new(3, 0, 9).unwrap();
-    sim.fire(1, Timer::Election);
-    let pre_vote = sim.network.iter().position(|e| e.to == 2).unwrap();
-    sim.deliver(pre_vote);
-    let grant = sim.network.iter().position(|e| e.to == 1).unwrap();
-    sim.deliver(grant);
-    assert_eq!(
-        (sim.node(1).role(), sim.node(1).epoch()),
-        (Role::Candidate, 1)
-    );
-    // It crashes before any Vote request arrives; they are lost.
-    sim.crash(1);
-    sim.network.clear();
-    sim.restart(1).unwrap();
-    assert_eq!(
-        (sim.node(1).role(), sim.node(1).epoch()),
-        (Role::Candidate, 1)
-    );
-    assert!(
-        sim.network.is_empty(),
-        "nothing is sent before the first tick"
-    );
-    let now = sim.clock(1);
-    sim.tick(1, now);
-    assert_eq!(
-        vote_requests_from(&sim, 1),
-        vec![(false, 1, 2), (false, 1, 3)]
-    );
-    sim.tick(1, now);
-    assert_eq!(vote_requests_from(&sim, 1).len(), 2, "sent once");
-    // Node 2 grants: two of three, node 1 leads epoch 1.
-    let vote = sim.network.iter().position(|e| e.to == 2).unwrap();
-    sim.deliver(vote);
-    let grant = sim.network.iter().position(|e| e.to == 1).unwrap();
-    sim.deliver(grant);
-    assert_eq!((sim.node(1).role(), sim.node(1).epoch()), (Role::Leader, 1));
-}
-
-/// A restarted single voter that voted for itself leads at its first tick (Kafka's
-/// `onBecomeCandidate`), without asking anyone.
-#[test]
-fn a_restarted_single_candidate_leads_at_once() {
-    let cfg = sim::config(1, Bootstrap::Checkpoint(sim::voter_set(&[1])), 1);
-    let state = ElectionState {
-        epoch: 3,
-        voted: Some(sim::key(1)),
-        leader_id: None,
-    };
-    let mut n = Node::new(cfg, MemoryLog::new(), state).unwrap();
-    assert_eq!(n.role(), Role::Candidate);
-    let out = n.tick(0);
-    assert_eq!((n.role(), n.epoch()), (Role::Leader, 3));
-    assert!(out
-        .requests
-        .iter()
-        .all(|(_, m)| !matches!(m, Message::VoteRequest(_))));
 }
 
 #[test]
@@ -171,20 +50,6 @@ fn bad_configuration_and_state_are_typed_errors() {
         Node::new(cfg, MemoryLog::new(), bad),
         Err(NodeError::ElectionState(_))
     ));
-}
-
-#[test]
-fn restart_rebuilds_the_voter_history_from_the_log() {
-    let mut sim = Sim::new(3, 1, 2).unwrap();
-    sim.elect(1);
-    sim.replicate(10);
-    assert!(sim.client(1, sim::add_voter_request(4)).is_empty());
-    sim.crash(1);
-    sim.restart(1).unwrap();
-    let v = sim.node(1).view();
-    assert_eq!(v.latest_voters.ids().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-    assert_eq!(v.latest_voters_offset, Some(3));
-    assert_eq!(v.kraft_version, 1);
 }
 
 #[test]

@@ -20,7 +20,7 @@
 //! - `elect ID`: fires ID's election timer (its fetch timeout if it follows a leader) and delivers every
 //!   message until the network is quiet; prints `raft-state`.
 //! - `fire ID TIMER`: fires one armed timer (`election`, `fetch-timeout`, `fetch`, `check-quorum`,
-//!   `pending-change`, `begin-quorum-epoch`); prints the messages it queued.
+//!   `pending-change`, `begin-quorum-epoch`, `first-poll`); prints the messages it queued.
 //! - `network`: the messages in flight, in delivery order.
 //! - `deliver [N]`: delivers the first N messages (all by default), printing each as it is delivered.
 //! - `drop INDEX`: drops the message at INDEX of `network`.
@@ -144,9 +144,16 @@ fn summary(msg: &Message) -> String {
         }
         Message::EndQuorumEpochRequest(r) => {
             let p = &r.topics[0].partitions[0];
+            let successors: Vec<String> = p
+                .preferred_candidates
+                .iter()
+                .map(|c| c.candidate_id.0.to_string())
+                .collect();
             format!(
-                "EndQuorumEpoch epoch={} leader={}",
-                p.leader_epoch, p.leader_id.0
+                "EndQuorumEpoch epoch={} leader={} successors=[{}]",
+                p.leader_epoch,
+                p.leader_id.0,
+                successors.join(",")
             )
         }
         Message::EndQuorumEpochResponse(r) => {
@@ -226,6 +233,7 @@ fn timer(name: &str) -> Result<Timer, String> {
         "check-quorum" => Timer::CheckQuorum,
         "pending-change" => Timer::PendingChange,
         "begin-quorum-epoch" => Timer::BeginQuorumEpoch,
+        "first-poll" => Timer::FirstPoll,
         _ => return Err(format!("unknown timer {name}")),
     })
 }

@@ -25,7 +25,7 @@ impl Node {
         shift(&mut self.timers.election);
         shift(&mut self.timers.fetch_timeout);
         shift(&mut self.timers.begin_quorum_epoch);
-        shift(&mut self.timers.vote_requests);
+        shift(&mut self.timers.first_poll);
         shift(&mut self.next_fetch_at);
         self.refresh_timers();
     }
@@ -340,9 +340,15 @@ impl Node {
         self.hw = None;
         self.role = RoleState::Resigned;
         self.arm_election_timer(now);
-        let latest = self.history.latest().clone();
+        self.send_end_quorum_epoch(&successors, out);
+    }
+
+    /// EndQuorumEpoch naming `successors` (Kafka's `PreferredSuccessors` / `PreferredCandidates`) to every
+    /// other voter of the latest set: a resigning leader's, and a restarted one's first poll.
+    pub(super) fn send_end_quorum_epoch(&self, successors: &[i32], out: &mut Output) {
+        let latest = self.history.latest();
         for node in latest.nodes().filter(|n| n.key.id != self.local.id) {
-            let req = self.end_request(&successors);
+            let req = self.end_request(successors);
             out.requests
                 .push((node.key.id, Message::EndQuorumEpochRequest(req)));
         }

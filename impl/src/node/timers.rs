@@ -72,8 +72,14 @@ impl Node {
                 self.timers.begin_quorum_epoch =
                     Some(now + (self.config.fetch_timeout_ms / 2).max(1));
             }
-            Timer::VoteRequests => {
-                self.timers.vote_requests = None;
+            Timer::FirstPoll => {
+                self.timers.first_poll = None;
+                if let RoleState::Resigned = self.role {
+                    // Kafka's `QuorumState.initialize` gives a restarted leader no preferred successors
+                    // (it knows no replica's progress).
+                    self.send_end_quorum_epoch(&[], out);
+                    return;
+                }
                 // A single voter is leader at once (Kafka's `onBecomeCandidate`); otherwise every
                 // voter that has not granted is asked.
                 self.maybe_become_leader(now, out);

@@ -265,9 +265,11 @@ pub enum Timer {
     PendingChange,
     /// Leader: resend BeginQuorumEpoch to voters that have not fetched in this epoch.
     BeginQuorumEpoch,
-    /// A Candidate restarted from its stored vote for itself: ask the voters for their votes (Kafka's
-    /// first `pollCandidate`). Armed by [`Node::new`] to fire at once.
-    VoteRequests,
+    /// A replica restarted as Candidate (its stored vote for itself) or Resigned (its stored leader id
+    /// its own): the requests of its role's first poll, Kafka's first `pollCandidate` (Vote requests to
+    /// every voter that has not granted) or `pollResigned` (EndQuorumEpoch to every other voter of the
+    /// latest set). Armed by [`Node::new`] to fire at once.
+    FirstPoll,
 }
 
 /// Deadlines of the armed timers (milliseconds on the node's clock).
@@ -280,7 +282,7 @@ pub struct Timers {
     pub pending_change: Option<Millis>,
     pub begin_quorum_epoch: Option<Millis>,
     #[serde(default)]
-    pub vote_requests: Option<Millis>,
+    pub first_poll: Option<Millis>,
 }
 
 impl Timers {
@@ -292,7 +294,7 @@ impl Timers {
             Timer::CheckQuorum => self.check_quorum,
             Timer::PendingChange => self.pending_change,
             Timer::BeginQuorumEpoch => self.begin_quorum_epoch,
-            Timer::VoteRequests => self.vote_requests,
+            Timer::FirstPoll => self.first_poll,
         }
     }
 
@@ -306,7 +308,7 @@ pub const ALL_TIMERS: [Timer; 7] = [
     Timer::PendingChange,
     Timer::CheckQuorum,
     Timer::BeginQuorumEpoch,
-    Timer::VoteRequests,
+    Timer::FirstPoll,
     Timer::Election,
     Timer::FetchTimeout,
     Timer::Fetch,

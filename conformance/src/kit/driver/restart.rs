@@ -35,6 +35,8 @@ impl Kit {
         let unanswered = self.admin.len();
         self.admin.clear();
         self.model_step(a)?;
+        // The new process's requests are never a race of the old one's timer (`race`).
+        self.past.clear();
         if let Err(e) = node.start(timers, self.wait) {
             return Err(self.fail(line, Divergence::Io(e)));
         }
