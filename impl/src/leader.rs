@@ -332,15 +332,6 @@ impl LeaderState {
         others.into_iter().map(|p| p.key.id).collect()
     }
 
-    /// Voters that have not fetched in this epoch (BeginQuorumEpoch resend targets).
-    pub fn voters_without_fetch(&self) -> Vec<i32> {
-        self.voters
-            .values()
-            .filter(|p| p.key.id != self.local.id && p.last_fetch_ms.is_none())
-            .map(|p| p.key.id)
-            .collect()
-    }
-
     /// The wire ReplicaState of a progress entry; the leader's own timestamps are `now` (Kafka does so).
     fn replica_state(&self, p: &ReplicaProgress, now: Millis, version: i16) -> ReplicaState {
         let is_local = p.key.id == self.local.id && p.key.matches(&self.local);

@@ -322,6 +322,32 @@ fn end_quorum_epoch_brings_the_successors_fetch_timeouts_forward() {
     assert!(deadlines[1] > 0, "the second waits: {deadlines:?}");
 }
 
+/// An observer that follows the resigning leader also brings its fetch timeout forward (Kafka's
+/// `handleEndQuorumEpochRequest` checks only that it follows that leader, not that it is a voter), so it
+/// looks for the next leader sooner. Here it gets a copy of the leader's EndQuorumEpoch (a voter whose
+/// own VotersRecord it has not fetched yet would get the real one).
+#[test]
+fn end_quorum_epoch_brings_an_observing_followers_fetch_timeout_forward() {
+    let mut sim = Sim::new(3, 1, 5).unwrap();
+    sim.elect(1);
+    sim.replicate(5);
+    assert_eq!(
+        (sim.node(4).role(), sim.node(4).leader_id()),
+        (Role::Follower, Some(1))
+    );
+    sim.network.clear();
+    sim.fire(1, Timer::CheckQuorum);
+    let mut copy = sim.network[0].clone();
+    copy.to = 4;
+    sim.network.clear();
+    sim.network.push(copy);
+    let before = sim.node(4).timers().fetch_timeout.expect("a follower");
+    sim.deliver(0);
+    assert_eq!(sim.node(4).role(), Role::Follower);
+    let after = sim.node(4).timers().fetch_timeout.unwrap();
+    assert!(after < before, "{after} not before {before}");
+}
+
 /// An observer whose fetch is refused (no leader yet) asks again after the fetch interval: the fetch
 /// timer is re-armed at `now + fetch.interval`, neither left unset (the observer would never fetch
 /// again) nor due at once (a hot loop).

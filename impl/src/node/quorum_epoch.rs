@@ -230,23 +230,22 @@ impl Node {
                 .collect()
         };
         self.maybe_transition(now, epoch, leader, out);
-        if epoch == self.election.epoch && self.is_voter() {
-            // The resigning leader's successors try first, in order; others wait a random backoff.
-            let backoff = match successors.iter().position(|&id| id == self.local.id) {
-                Some(pos) => pos as u64 * (self.config.election_timeout_ms / 4),
-                None => self.rng.gen_range(0..self.config.election_timeout_ms),
-            };
-            let deadline = now + backoff;
-            // Only a follower of the resigning leader brings its timeout forward (Kafka's
-            // `overrideFetchTimeout`); an Unattached voter keeps its election timeout, as Kafka's does.
-            if let RoleState::Follower { leader: l, .. } = self.role {
-                if l == leader {
-                    self.timers.fetch_timeout = Some(
-                        self.timers
-                            .fetch_timeout
-                            .map_or(deadline, |d| d.min(deadline)),
-                    );
-                }
+        // Only a follower of the resigning leader, voter or observer, brings its fetch timeout forward
+        // (Kafka's `handleEndQuorumEpochRequest`: `overrideFetchTimeout`, no is-voter check); an
+        // Unattached replica keeps its election timeout. The resigning leader's successors try first, in
+        // order; others wait a random backoff.
+        if let RoleState::Follower { leader: l, .. } = self.role {
+            if epoch == self.election.epoch && l == leader {
+                let backoff = match successors.iter().position(|&id| id == self.local.id) {
+                    Some(pos) => pos as u64 * (self.config.election_timeout_ms / 4),
+                    None => self.rng.gen_range(0..self.config.election_timeout_ms),
+                };
+                let deadline = now + backoff;
+                self.timers.fetch_timeout = Some(
+                    self.timers
+                        .fetch_timeout
+                        .map_or(deadline, |d| d.min(deadline)),
+                );
             }
         }
         Ok(())
