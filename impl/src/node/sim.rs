@@ -353,6 +353,10 @@ impl Sim {
         if sim_node.node.is_some() {
             return Ok(());
         }
+        // Whatever is in flight to it was sent to the crashed process (or while it was down) over
+        // connections that died with it (TCP): the new process never gets an answer to a request it did
+        // not send (a stale pre-vote grant would count as a vote for its restored candidacy).
+        self.network.retain(|e| e.to != id);
         let log = sim_node.crashed_log.take().unwrap_or_default();
         // What the node starts from is its durable log (a test may have replaced the disk meanwhile).
         sim_node.storage = log.clone();
