@@ -10,6 +10,34 @@
 //! - 6 storage or configuration error (data directory, config file)
 //! - 7 the node stopped on a fatal error (e.g. the quorum-state file cannot be written)
 //! - 8 TLS failed (handshake, untrusted or refused certificate)
+//! - 141 stdout closed by its reader (`kraft describe ... | head`), as a tool killed by SIGPIPE reports
+
+/// Exit code when the reader closed stdout: what a tool killed by SIGPIPE reports (128 + 13), where
+/// `println!` would panic.
+pub const EXIT_STDOUT_CLOSED: i32 = 141;
+
+/// Writes to stdout; a closed stdout ends the process with [`EXIT_STDOUT_CLOSED`].
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if out.write_fmt(args).is_err() || out.flush().is_err() {
+        std::process::exit(EXIT_STDOUT_CLOSED);
+    }
+}
+
+/// `println!` through [`write_out`] (defined before the submodules so they can use it).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cli::write_out(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` through [`write_out`].
+macro_rules! out_part {
+    ($($t:tt)*) => {
+        $crate::cli::write_out(format_args!($($t)*))
+    };
+}
 
 pub mod admin;
 pub mod certs;

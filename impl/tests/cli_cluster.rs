@@ -94,3 +94,27 @@ fn cluster_command_starts_reports_and_stops_on_sigterm() {
     );
     assert!(status.success(), "{status:?}");
 }
+
+/// A reader that goes away (`kraft ... | head`) ends the command quietly with 141, as a tool killed by
+/// SIGPIPE reports, never a panic in `println!`.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly_with_141() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .args([
+            "certs",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--node-ids",
+            "1",
+        ])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

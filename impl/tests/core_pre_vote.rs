@@ -204,6 +204,42 @@ fn a_leader_outside_the_voter_set_is_reached_at_the_endpoint_it_announced() {
     let _ = sim::key(1);
 }
 
+/// A voter already in the leader's epoch (it granted the vote) takes the endpoint the leader announces in
+/// that epoch's BeginQuorumEpoch, as Kafka's transition to follower carries the request's endpoints, not
+/// the one of its voter set (stale when the leader moved, until its UpdateRaftVoter commits).
+#[test]
+fn a_voter_that_voted_in_the_leaders_epoch_takes_the_endpoint_it_announces() {
+    let mut sim = Sim::new(3, 0, 5).unwrap();
+    let held = |e: &Envelope| e.to == 2 && matches!(e.msg, Message::BeginQuorumEpochRequest(_));
+    sim.fire(1, Timer::Election);
+    for _ in 0..1000 {
+        match sim.network.iter().position(|e| !held(e)) {
+            Some(i) => sim.deliver(i),
+            None => break,
+        }
+    }
+    assert_eq!(sim.node(1).role(), Role::Leader);
+    let epoch = sim.node(1).epoch();
+    assert_eq!(
+        (sim.node(2).epoch(), sim.node(2).leader_id()),
+        (epoch, None)
+    );
+    let i = sim.network.iter().position(held).expect("held");
+    let mut begin = sim.network.remove(i).msg;
+    let Message::BeginQuorumEpochRequest(r) = &mut begin else {
+        unreachable!()
+    };
+    r.leader_endpoints = vec![LeaderEndpoint::default()
+        .with_name(StrBytes::from_static_str("CONTROLLER"))
+        .with_host(StrBytes::from_static_str("leader1.moved"))
+        .with_port(9191)];
+    let now = sim.clock(2);
+    let out = sim.node_mut(2).handle(now, 1, begin);
+    sim.absorb(2, out);
+    let (id, e) = sim.node(2).leader_endpoint().expect("a leader");
+    assert_eq!((id, e.host.as_str(), e.port), (1, "leader1.moved", 9191));
+}
+
 /// `template` (a Vote request) as sent by `from` to `to` with these fields.
 fn vote_from(
     template: &Message,

@@ -1,6 +1,6 @@
 //! Restart rules (Kafka's `QuorumState.initialize` and the first poll of the restored role): Resigned if
-//! the stored leader is this node, Candidate if it voted for itself, else Unattached; the voter history
-//! rebuilt from the log.
+//! the stored leader is this node, Candidate if it voted for itself, Follower of a stored leader that is
+//! a voter of the latest set, else Unattached; the voter history rebuilt from the log.
 
 use kraft::log::MemoryLog;
 use kraft::node::sim::{self, Sim};
@@ -29,12 +29,30 @@ fn restart_rules() {
         voted: Some(sim::key(2)),
         leader_id: Some(2),
     };
-    let n = Node::new(cfg.clone(), MemoryLog::new(), follower).unwrap();
+    let mut n = Node::new(cfg.clone(), MemoryLog::new(), follower).unwrap();
     assert_eq!(
         (n.role(), n.leader_id(), n.election_state().voted),
-        (Role::Unattached, None, Some(sim::key(2)))
+        (Role::Follower, Some(2), Some(sim::key(2)))
     );
     assert_eq!(n.high_watermark(), None);
+    // It fetches from its leader at its first tick.
+    let out = n.tick(0);
+    let fetches: Vec<i32> = out
+        .requests
+        .iter()
+        .filter(|(_, m)| matches!(m, Message::FetchRequest(_)))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(fetches, vec![2]);
+    // A stored leader outside the latest voter set (its endpoints unknown): Unattached, as Kafka's
+    // `initialize` (whose `UnattachedState` keeps the id; this node does not).
+    let unknown = ElectionState {
+        epoch: 4,
+        voted: None,
+        leader_id: Some(7),
+    };
+    let n = Node::new(cfg.clone(), MemoryLog::new(), unknown).unwrap();
+    assert_eq!((n.role(), n.leader_id()), (Role::Unattached, None));
     // A non-voter that voted for itself cannot be a candidate.
     let observer = sim::config(7, Bootstrap::Checkpoint(set), 1);
     let n = Node::new(

@@ -12,6 +12,36 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// What a C tool's SIGPIPE death reports (128 + 13): the reader closed stdout (`model check | head`),
+/// so the run ends quietly rather than panicking in `println!`, and a pipeline never sees a verdict
+/// the run did not reach.
+const EXIT_STDOUT_CLOSED: i32 = 141;
+
+/// Writes to stdout; a closed stdout ends the process with [`EXIT_STDOUT_CLOSED`].
+fn write_out(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if out.write_fmt(args).is_err() || out.flush().is_err() {
+        std::process::exit(EXIT_STDOUT_CLOSED);
+    }
+}
+
+/// `println!` through [`write_out`].
+macro_rules! out {
+    () => {
+        write_out(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        write_out(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` through [`write_out`].
+macro_rules! out_part {
+    ($($t:tt)*) => {
+        write_out(format_args!($($t)*))
+    };
+}
+
 #[derive(Parser)]
 #[command(
     name = "model",
@@ -284,9 +314,9 @@ fn status_word(s: Status) -> &'static str {
 }
 
 fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
-    println!("== {title}");
-    println!("bounds: {}", r.bounds);
-    println!(
+    out!("== {title}");
+    out!("bounds: {}", r.bounds);
+    out!(
         "strategy: {:?}, threads {}, symmetry {}",
         opts.strategy,
         opts.threads,
@@ -296,8 +326,8 @@ fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
             "off"
         }
     );
-    println!("exhaustive: {}", r.exhaustive);
-    println!(
+    out!("exhaustive: {}", r.exhaustive);
+    out!(
         "states: {}, unique states: {}, max depth: {}, seconds: {:.2}, unique states/s: {:.0}",
         r.states,
         r.unique_states,
@@ -305,19 +335,19 @@ fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
         r.seconds,
         r.unique_per_second()
     );
-    println!("properties:");
+    out!("properties:");
     for p in &r.properties {
-        println!("  {:<9} {:<38} {}", p.kind, p.name, status_word(p.status));
+        out!("  {:<9} {:<38} {}", p.kind, p.name, status_word(p.status));
     }
     if let Some(c) = &r.counterexample {
-        println!(
+        out!(
             "counterexample: {} violated after {} steps (explorer path #/steps/{})",
             c.property,
             c.actions.len(),
             c.index_path
         );
-        println!("explorer: {}", explore_command(&r.bounds));
-        print!("{}", story::path(&r.bounds, &c.steps));
+        out!("explorer: {}", explore_command(&r.bounds));
+        out_part!("{}", story::path(&r.bounds, &c.steps));
     }
 }
 
@@ -417,12 +447,12 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
             v["first_election"] = report_json(fe);
         }
         v["result"] = json!(if ok { "ok" } else { "violated" });
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        out!("{}", serde_json::to_string_pretty(&v).expect("json"));
     } else {
         for (title, o, r) in &reports {
             print_report(title, o, r);
         }
-        println!("result: {}", if ok { "ok" } else { "violated" });
+        out!("result: {}", if ok { "ok" } else { "violated" });
     }
     Ok(if ok {
         ExitCode::SUCCESS
@@ -483,13 +513,13 @@ fn cmd_simulate(
             "violation": violation.as_ref().map(|(p, s, a)| json!({"property": p, "seed": s, "actions": a})),
             "examples": props.iter().zip(&found).map(|(p, f)| json!({"name": p.name, "kind": properties::kind_name(&p.expectation), "found": f})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        out!("{}", serde_json::to_string_pretty(&v).expect("json"));
     } else {
-        println!("bounds: {cfg}");
-        println!("runs: {runs}, depth: {depth}, seed: {seed}, states visited: {states}, seconds: {secs:.2}");
+        out!("bounds: {cfg}");
+        out!("runs: {runs}, depth: {depth}, seed: {seed}, states visited: {states}, seconds: {secs:.2}");
         for (p, f) in props.iter().zip(&found) {
             if p.expectation == stateright::Expectation::Sometimes {
-                println!(
+                out!(
                     "  sometimes {:<38} {}",
                     p.name,
                     if *f { "example found" } else { "no example" }
@@ -497,9 +527,9 @@ fn cmd_simulate(
             }
         }
         match &violation {
-            None => println!("result: no violation (not exhaustive)"),
+            None => out!("result: no violation (not exhaustive)"),
             Some((p, s, actions)) => {
-                println!(
+                out!(
                     "result: {p} VIOLATED in the walk with seed {s} after {} steps",
                     actions.len()
                 );
@@ -509,7 +539,7 @@ fn cmd_simulate(
                         steps.last_mut().expect("non-empty").1 = Some(st.action);
                         steps.push((st.state, None));
                     }
-                    print!("{}", story::path(&cfg, &steps));
+                    out_part!("{}", story::path(&cfg, &steps));
                 }
             }
         }
@@ -578,13 +608,13 @@ fn cmd_traces(
         eprintln!("error: {e}");
         ExitCode::from(1)
     })?;
-    println!("bounds: {cfg}");
-    println!(
+    out!("bounds: {cfg}");
+    out!(
         "wrote {written} traces of at most {depth} actions to {}",
         out.display()
     );
     if written >= max_traces && random.is_none() {
-        println!("note: stopped at --max-traces {max_traces}; not every path was written");
+        out!("note: stopped at --max-traces {max_traces}; not every path was written");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -608,8 +638,8 @@ fn main() -> ExitCode {
                         eprintln!("error: cannot listen on {addr}: {e}");
                         return ExitCode::from(2);
                     }
-                    println!("bounds: {cfg}");
-                    println!("Explorer at http://{addr}/ (Ctrl-C to stop)");
+                    out!("bounds: {cfg}");
+                    out!("Explorer at http://{addr}/ (Ctrl-C to stop)");
                     // Blocks while the web server runs.
                     let _checker = m.checker().serve(addr);
                     Ok(ExitCode::SUCCESS)

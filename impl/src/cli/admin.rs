@@ -227,7 +227,7 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
     };
     let d = &leader.description;
     if args.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&d.to_json()).unwrap_or_default()
         );
@@ -240,11 +240,11 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
         let table = d
             .replication_text_human(now)
             .map_err(|e| Failure::new(EXIT_KAFKA_ERROR, e))?;
-        print!("{table}");
+        out_part!("{table}");
     } else if args.replication {
-        print!("{}", d.replication_text());
+        out_part!("{}", d.replication_text());
     } else {
-        print!("{}", d.status_text());
+        out_part!("{}", d.status_text());
         if d.api_version < 3 {
             eprintln!(
                 "note: {} answered DescribeQuorum v{}, which has no committed voter set (v3 adds it, \
@@ -377,7 +377,7 @@ pub fn add_voter(args: &AddVoterArgs) -> Result<(), Failure> {
         DUPLICATE_VOTER,
         |d| report("Added", node_id, directory_id, d),
     )
-    .map(|line| println!("{line}"))
+    .map(|line| out!("{line}"))
 }
 
 pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
@@ -427,7 +427,7 @@ pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
         VOTER_NOT_FOUND,
         |d| report("Removed", node_id, directory_id.get(), d),
     )
-    .map(|line| println!("{line}"))
+    .map(|line| out!("{line}"))
 }
 
 fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -> String {
@@ -483,7 +483,7 @@ pub fn bench_describe(args: &BenchDescribeArgs) -> Result<(), Failure> {
     }
     let elapsed = started.elapsed();
     let total = per_connection * connections;
-    println!(
+    out!(
         "{total} DescribeQuorum v{} requests over {connections} connection(s) in {:.3} s: {:.0} requests/s, mean round trip {:.1} µs",
         args.api_version,
         elapsed.as_secs_f64(),

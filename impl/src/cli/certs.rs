@@ -192,7 +192,7 @@ pub fn write_certs(args: &super::CertsArgs) -> Result<(), super::Failure> {
         .map_err(gen)
         .map_err(failure)?;
     let tls = write_cluster_tls_with(&ca, &args.dir, &args.node_ids).map_err(failure)?;
-    println!(
+    out!(
         "wrote {} (CA), node-<id>.pem for {:?} and admin clients' --command-config {}",
         tls.ca().display(),
         args.node_ids,

@@ -47,7 +47,7 @@ pub fn decode(args: &DecodeArgs) -> Result<(), Failure> {
             describe_quorum_json(&response, version)
         }
     };
-    println!("{value}");
+    out!("{value}");
     Ok(())
 }
 

@@ -196,7 +196,7 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
     } else {
         "observer"
     };
-    println!(
+    out!(
         "Formatted {} for cluster {} as node {} ({role}), directory id {}, {} bootstrap voter(s)",
         args.data_dir.display(),
         meta.cluster_id,
@@ -602,15 +602,15 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
         if let Some(leader) = leader {
             for (i, _) in &nodes {
                 let role = if *i == leader { " (leader)" } else { "" };
-                println!("node {i} listening on 127.0.0.1:{}{role}", port(*i));
+                out!("node {i} listening on 127.0.0.1:{}{role}", port(*i));
             }
             if let Some(files) = &tls {
-                println!(
+                out!(
                     "mutual TLS: admin clients use --command-config {}",
                     files.admin_config.display()
                 );
             }
-            println!("cluster {} is up; press Ctrl-C to stop", args.cluster_id);
+            out!("cluster {} is up; press Ctrl-C to stop", args.cluster_id);
             stop_signal().await;
         }
         let _ = stop_tx.send(true);
@@ -620,7 +620,7 @@ pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {
                 result = Err(e);
             }
         }
-        println!("cluster stopped");
+        out!("cluster stopped");
         result
     })
 }

@@ -41,18 +41,16 @@
 //! - Requests go out at fixed versions (Vote v2, Fetch v18, Begin/EndQuorumEpoch v1) without an
 //!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
 //!   would refuse them.
-//! - A restarted replica is Unattached at its persisted epoch (Resigned if it was leader, Candidate if it
-//!   voted for itself), not Follower of the persisted leader as Kafka 3.9 and 4.4 are when the latest
-//!   voter set has that leader's endpoints (`QuorumState.initialize`; otherwise Kafka's `UnattachedState`
-//!   keeps the leader's id). The model has the same rule and checks every property with it; the cost is
-//!   latency: the replica learns the leader from its next BeginQuorumEpoch (a voter) or Fetch answer (an
-//!   observer), or stands after its election timeout. A restarted Candidate asks the voters for their
-//!   votes at its first `tick`, as Kafka 4.4's first `pollCandidate` does, and a restarted leader
-//!   (Resigned) sends EndQuorumEpoch, with no preferred successors, to the other voters of its latest set,
-//!   as Kafka 4.4's first `pollResigned` does (its `ResignedState` after a restart has none). A Candidate
-//!   that is not in its latest voter set comes back Unattached, where Kafka's `CandidateState` throws and
-//!   the controller does not start. Kafka also re-sends a Vote request that failed or timed out (its
-//!   `RequestManager` backoff); this node sends each once.
+//! - A restarted replica comes back as Kafka 4.4's `QuorumState.initialize` has it, at its persisted
+//!   epoch: Resigned if it was leader (at its first `tick` it sends EndQuorumEpoch, with no preferred
+//!   successors, to the other voters of its latest set: Kafka's first `pollResigned`), Candidate if it
+//!   voted for itself (at its first `tick` it asks the voters for their votes: the first
+//!   `pollCandidate`), Follower of its persisted leader if that leader is a voter of its latest set (it
+//!   fetches at once), else Unattached. Differences: where the persisted leader is not in the latest set
+//!   Kafka's `UnattachedState` keeps its id (and refuses votes in that epoch) and this node forgets it; a
+//!   Candidate that is not in its latest voter set comes back Unattached, where Kafka's `CandidateState`
+//!   throws and the controller does not start. Kafka also re-sends a Vote request that failed or timed
+//!   out (its `RequestManager` backoff); this node sends each once.
 //! - Fetch long-poll as Kafka's leader (`fetch_wait.rs`): a Fetch with no error, no records, no diverging
 //!   epoch, `MaxWaitMs` > 0 and the follower's HW (Fetch v18) not behind the leader's is parked until the
 //!   log grows past its fetch offset or the HW moves (answered with what the leader has then), or its
@@ -244,8 +242,8 @@ impl Node {
     /// Builds a node from its configuration, its log (what storage holds: all durable) and its persisted
     /// election state, applying the
     /// restart rules: Resigned if it was the leader, Candidate if it voted for itself (and is a voter),
-    /// else Unattached at the persisted epoch. Volatile state (HW, leader progress, pending change) is
-    /// not recovered.
+    /// Follower of the persisted leader if the latest voter set has it, else Unattached at the persisted
+    /// epoch. Volatile state (HW, leader progress, pending change) is not recovered.
     pub fn new(
         config: NodeConfig,
         log: MemoryLog,
@@ -338,6 +336,18 @@ impl Node {
             node.arm_election_timer(now);
             // Its Vote requests go out at the first `tick` (Kafka: the first `pollCandidate`).
             node.timers.first_poll = Some(now);
+        } else if let Some(leader) = persisted
+            .leader_id
+            .filter(|&l| l != local.id && node.history.latest().voter(l).is_some())
+        {
+            // Kafka's `QuorumState.initialize`: the stored leader is followed again when the latest
+            // voter set has its endpoints; it has not been fetched from yet and no HW is known.
+            node.role = RoleState::Follower {
+                leader,
+                fetched: false,
+            };
+            node.timers.fetch_timeout = Some(now + node.config.fetch_timeout_ms);
+            node.next_fetch_at = Some(now);
         } else {
             node.election.leader_id = None;
             node.role = RoleState::Unattached;

@@ -192,8 +192,10 @@ impl Tx<'_> {
         self.tell_voters(i, msg);
     }
 
-    /// Restart: durable epoch, vote and log stay; a leader comes back Resigned, a replica that voted
-    /// for itself (and is a voter) Candidate, anyone else Unattached. Pending change lost unanswered.
+    /// Restart: durable epoch, vote and log stay (and the epoch's leader, which Kafka stores with the
+    /// vote); a leader comes back Resigned, a replica that voted for itself (and is a voter) Candidate,
+    /// one that knew the epoch's leader its Follower if that leader is a voter of its latest set (Kafka
+    /// knows its endpoints only then), anyone else Unattached. Pending change lost unanswered.
     /// A restarted Candidate asks the other voters for their votes again at its epoch, as Kafka 4.4
     /// does (`QuorumState.initialize` makes it a `CandidateState`, whose first `pollCandidate` sends
     /// Vote requests to every voter that has not answered: after a restart, all of them). A restarted
@@ -204,7 +206,11 @@ impl Tx<'_> {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
         let was_leader = matches!(s.role, Role::Leader | Role::Resigned);
-        let voted_self = s.voted_for == Some(i) && latest_voters(bootstrap, &s.log) & bit(i) != 0;
+        let voters = latest_voters(bootstrap, &s.log);
+        let voted_self = s.voted_for == Some(i) && voters & bit(i) != 0;
+        // Kafka's `QuorumState.initialize`: a stored leader whose endpoints the latest voter set has
+        // is followed again (a `FollowerState` that has not fetched yet, no HW).
+        let stored_leader = s.leader.filter(|&l| l != i && voters & bit(l) != 0);
         Self::reset_volatile(s);
         s.hw = None;
         if was_leader {
@@ -220,6 +226,9 @@ impl Tx<'_> {
                     last_offset,
                 });
             }
+        } else if let Some(l) = stored_leader {
+            s.role = Role::Follower;
+            s.leader = Some(l);
         } else {
             s.role = Role::Unattached;
         }

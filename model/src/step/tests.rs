@@ -193,7 +193,7 @@ fn gc_restart_loses_responses_and_skips_no_op_restarts() {
     let s = with_in_flight(&m, &[answer, request]);
     let next = m.step(&s, Action::Restart(1)).unwrap().state;
     assert_eq!(next.network, vec![request], "the answer to 1 is lost");
-    assert_eq!(next.servers[1].role, Role::Unattached);
+    assert_eq!(next.servers[1].role, Role::Follower);
     // A fresh server restarts into the state it is in: nothing but the crash count would change.
     let fresh = model(ModelConfig {
         max_crashes: 1,
@@ -380,4 +380,32 @@ fn a_restarted_leader_resigns_and_sends_end_quorum_epoch() {
     let again = m.step(&st, Action::Restart(0)).unwrap().state;
     assert_eq!(again.servers[0], st.servers[0]);
     assert_eq!(again.network.len(), 4, "{:?}", again.network);
+}
+
+#[test]
+fn a_restarted_follower_follows_its_stored_leader_if_a_voter() {
+    // Kafka 4.4's `QuorumState.initialize`: a stored leader whose endpoints the latest voter set has
+    // is followed again, with no HW and no fetch yet; observer 3 too. One outside the latest set
+    // (endpoints unknown) leaves the replica Unattached.
+    let m = model(ModelConfig {
+        gc: false,
+        max_crashes: 2,
+        ..ModelConfig::default()
+    });
+    let s = m.initial_state();
+    for i in [1, 3] {
+        let st = m.step(&s, Action::Restart(i)).unwrap().state;
+        let r = &st.servers[i as usize];
+        assert_eq!(
+            (r.role, r.epoch, r.leader, r.hw, r.fetched),
+            (Role::Follower, 1, Some(0), None, false),
+            "server {i}"
+        );
+        assert!(st.network.is_empty());
+    }
+    let mut outside = s.clone();
+    outside.servers[1].leader = Some(3);
+    let st = m.step(&outside, Action::Restart(1)).unwrap().state;
+    let r = &st.servers[1];
+    assert_eq!((r.role, r.epoch, r.leader), (Role::Unattached, 1, None));
 }
