@@ -13,18 +13,27 @@ fn args(extra: &[&str]) -> KitArgs {
     KitArgs::parse_from(v)
 }
 
-#[test]
-fn kraft_node_follows_the_model_over_the_wire() {
-    let a = args(&[
+/// The kit against a fresh `kraft node` (30 s waits) with `extra` arguments: every scenario and every
+/// report line ok.
+fn run_against_kraft(extra: &[&str]) -> kit::Outcome {
+    let mut v = vec![
         "--kraft-bin",
         env!("CARGO_BIN_EXE_kit-kraft"),
         "--wait-ms",
         "30000",
-    ]);
-    let o = kit::run(&a).expect("the kit starts");
+    ];
+    v.extend_from_slice(extra);
+    let o = kit::run(&args(&v)).expect("the kit starts");
     for (s, r) in &o.scenarios {
         assert!(r.is_ok(), "scenario {s}: {r:?}");
     }
+    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
+    o
+}
+
+#[test]
+fn kraft_node_follows_the_model_over_the_wire() {
+    let o = run_against_kraft(&[]);
     let names: Vec<&str> = o.scenarios.iter().map(|s| s.0.as_str()).collect();
     assert_eq!(names, ["first-election", "add-voter", "follow"]);
     // What the slice must have exercised: the node's own election, votes both ways, the node as leader
@@ -52,7 +61,6 @@ fn kraft_node_follows_the_model_over_the_wire() {
         .report
         .coverage
         .contains_key("node→kit DescribeQuorumResponse v3 leader"));
-    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
 }
 
 /// Paths generated from the model's first-election and membership graphs (6 each, seed 1), each
@@ -60,11 +68,7 @@ fn kraft_node_follows_the_model_over_the_wire() {
 /// answers (AddRaftVoter / RemoveRaftVoter, refusals included) and DescribeQuorum v3.
 #[test]
 fn graph_walks_of_first_election_and_membership_have_no_divergence() {
-    let a = args(&[
-        "--kraft-bin",
-        env!("CARGO_BIN_EXE_kit-kraft"),
-        "--wait-ms",
-        "30000",
+    let o = run_against_kraft(&[
         "--walk",
         "first-election",
         "--walk",
@@ -72,10 +76,6 @@ fn graph_walks_of_first_election_and_membership_have_no_divergence() {
         "--walk-paths",
         "6",
     ]);
-    let o = kit::run(&a).expect("the kit starts");
-    for (s, r) in &o.scenarios {
-        assert!(r.is_ok(), "{s}: {r:?}");
-    }
     assert_eq!(o.scenarios.len(), 12);
     assert_eq!(o.walks.len(), 2);
     for (g, w) in &o.walks {
@@ -94,7 +94,6 @@ fn graph_walks_of_first_election_and_membership_have_no_divergence() {
                 .any(|k| k.starts_with("node→kit RemoveRaftVoterResponse")),
         "no operator answer: {c:?}"
     );
-    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
 }
 
 /// A fake node: accepts connections and answers every request frame with `answer` (or nothing).
@@ -314,20 +313,7 @@ fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
 /// and 0 divergences.
 #[test]
 fn kraft_node_takes_every_drivable_transition_of_the_tours() {
-    let a = args(&[
-        "--kraft-bin",
-        env!("CARGO_BIN_EXE_kit-kraft"),
-        "--wait-ms",
-        "30000",
-        "--tour",
-        "first-election",
-        "--tour",
-        "membership",
-    ]);
-    let o = kit::run(&a).expect("the kit starts");
-    for (s, r) in &o.scenarios {
-        assert!(r.is_ok(), "{s}: {r:?}");
-    }
+    let o = run_against_kraft(&["--tour", "first-election", "--tour", "membership"]);
     assert_eq!(o.tours.len(), 2);
     for (g, t) in &o.tours {
         assert!(t.transitions > 0, "{g}");
@@ -341,7 +327,6 @@ fn kraft_node_takes_every_drivable_transition_of_the_tours() {
     ] {
         assert!(tr.contains_key(key), "transition {key} not driven: {tr:?}");
     }
-    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
 }
 
 /// The node's timer racing the kit, provoked: a 5 ms election timeout fires again while the kit
@@ -350,22 +335,8 @@ fn kraft_node_takes_every_drivable_transition_of_the_tours() {
 /// still covers every transition however slow the machine.
 #[test]
 fn a_node_whose_timer_races_the_kit_is_cut_not_diverged() {
-    let a = args(&[
-        "--kraft-bin",
-        env!("CARGO_BIN_EXE_kit-kraft"),
-        "--wait-ms",
-        "30000",
-        "--tour",
-        "first-election",
-        "--election-ms",
-        "5",
-    ]);
-    let o = kit::run(&a).expect("the kit starts");
-    for (s, r) in &o.scenarios {
-        assert!(r.is_ok(), "{s}: {r:?}");
-    }
+    let o = run_against_kraft(&["--tour", "first-election", "--election-ms", "5"]);
     let t = &o.tours[0].1;
     assert_eq!(t.covered, t.transitions, "{t:?}");
     assert!(t.election_ms >= 5, "{t:?}");
-    assert!(o.report.lines.iter().all(|l| l.verdict.starts_with("ok")));
 }
