@@ -221,19 +221,24 @@ impl Node {
             },
             out,
         );
-        let voters = self.history.latest().clone();
-        let granted = BTreeSet::from([self.local.id]);
         self.role = RoleState::Candidate {
-            voters: voters.clone(),
-            granted,
+            voters: self.history.latest().clone(),
+            granted: BTreeSet::from([self.local.id]),
         };
         self.arm_election_timer(now);
-        for target in voters.nodes().filter(|n| n.key.id != self.local.id) {
-            let req = self.vote_request(target.key, false);
-            out.requests
-                .push((target.key.id, Message::VoteRequest(req)));
-        }
+        self.request_votes(out);
         self.maybe_become_leader(now, out);
+    }
+
+    /// A Candidate asks every voter of its candidacy that has not granted it for its vote.
+    pub(super) fn request_votes(&self, out: &mut Output) {
+        let RoleState::Candidate { voters, granted } = &self.role else {
+            return;
+        };
+        for node in voters.nodes().filter(|n| !granted.contains(&n.key.id)) {
+            let req = self.vote_request(node.key, false);
+            out.requests.push((node.key.id, Message::VoteRequest(req)));
+        }
     }
 
     /// The epoch after this one, or `None` (reported in `out.refused`) at `i32::MAX`.

@@ -83,18 +83,7 @@ impl Node {
                 // A single voter is leader at once (Kafka's `onBecomeCandidate`); otherwise every
                 // voter that has not granted is asked.
                 self.maybe_become_leader(now, out);
-                let targets: Vec<ReplicaKey> = match &self.role {
-                    RoleState::Candidate { voters, granted } => voters
-                        .nodes()
-                        .map(|n| n.key)
-                        .filter(|k| !granted.contains(&k.id))
-                        .collect(),
-                    _ => return,
-                };
-                for key in targets {
-                    let req = self.vote_request(key, false);
-                    out.requests.push((key.id, Message::VoteRequest(req)));
-                }
+                self.request_votes(out);
             }
             Timer::Election => match self.role {
                 RoleState::Unattached | RoleState::Candidate { .. } => {
