@@ -15,7 +15,7 @@ import org.apache.kafka.common.message.DescribeQuorumResponseData;
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
- * Performance side by side with Apache Kafka's controllers (issue #17), one run, same machine, same settings.
+ * Performance side by side with Apache Kafka's controllers, one run, same machine, same settings.
  * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick] [--rows 1,2,3,4]}; {@code
  * conformance/kafka/perf.sh} builds and runs it. {@code --rows} measures only the listed rows (default: all); the
  * quorums are started (and the observer added) as in a full run whatever rows are chosen. Both quorums run at once

@@ -38,7 +38,7 @@ import org.apache.kafka.common.requests.RequestHeader;
 import org.apache.kafka.common.requests.VoteRequest;
 
 /**
- * (l) The mixed quorum of (g) over mutual TLS (issue #19). Certificates come from {@code kraft certs} (the files
+ * (l) The mixed quorum of (g) over mutual TLS. Certificates come from {@code kraft certs} (the files
  * {@code kraft cluster --tls} writes: one CA, {@code CN=kraft-node-<id>} per node, {@code CN=kraft-admin}); Kafka's
  * controllers have an SSL controller listener with {@code ssl.client.auth=required} (as (f)), our nodes mutual TLS
  * with {@code controller.principal.template=CN=kraft-node-{id}} (a Raft RPC must come from the certificate of the
