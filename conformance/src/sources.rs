@@ -1,4 +1,4 @@
-//! Trace sources (issue §2): (a) every path of the model up to a depth, (b) seeded random walks at
+//! Trace sources: (a) every path of the model up to a depth, (b) seeded random walks at
 //! larger bounds, (c) JSON Lines trace files written by `cargo run -p model -- traces`, (d) the
 //! counterexamples of the model's bug variants.
 

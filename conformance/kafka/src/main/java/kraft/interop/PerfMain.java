@@ -39,7 +39,7 @@ public final class PerfMain {
     static final int FETCH_TIMEOUT_MS = 2000;
 
     private final boolean quick;
-    /** The rows to measure (issue numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
+    /** The rows to measure (numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
     private final java.util.Set<Integer> only;
     private final List<Row> rows = new ArrayList<>();
     /** Lines printed under the table (e.g. which failovers took more than one election). */
@@ -452,7 +452,7 @@ public final class PerfMain {
         System.out.println();
         System.out.println("| measure | unit | kraft | Kafka | kraft / Kafka | note |");
         System.out.println("|---|---|---|---|---|---|");
-        // Rows in the issue's order (1 membership, 2 failover, 3 DescribeQuorum, 4 resources), stable within.
+        // Rows in table order (1 membership, 2 failover, 3 DescribeQuorum, 4 resources), stable within.
         List<Row> sorted = new ArrayList<>(rows);
         sorted.sort(java.util.Comparator.comparing(r -> r.what.substring(0, 2)));
         for (Row r : sorted) {

@@ -53,7 +53,7 @@ import org.apache.kafka.common.requests.VoteRequest;
  * certificate, a super user) makes it a voter, its log equals our leader's byte for byte; kill -9 of our leader:
  * 3 of 4 voters alive, so the Kafka controller takes part in the election; whoever wins, the followers of the
  * other kind replicate its log byte for byte.</li>
- * <li>In both, the issue's epoch-overflow Vote ({@code ReplicaEpoch = 2147483647} in a voter's name) sent to every
+ * <li>In both, the epoch-overflow Vote ({@code ReplicaEpoch = 2147483647} in a voter's name) sent to every
  * live node in plaintext and with a certificate from another CA (claiming {@code CN=kraft-node-<id>}) changes no
  * node's epoch (each node's {@code quorum-state} file, and the leader's epoch).</li>
  * </ul>
