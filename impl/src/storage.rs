@@ -20,6 +20,7 @@
 mod file_log;
 mod meta;
 mod quorum_state;
+mod snapshot_file;
 
 use std::fs::File;
 use std::io;
@@ -31,6 +32,10 @@ pub use meta::{
     read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
 };
 pub use quorum_state::{read_quorum_state, write_quorum_state};
+pub use snapshot_file::{
+    delete_snapshot, list_snapshots, read_snapshot_meta, scan_snapshot, snapshot_path, DataRule,
+    PartialSnapshot, SnapshotError, SnapshotReader, SnapshotWriter, SNAPSHOT_BATCH_BYTES,
+};
 
 use crate::log::LogError;
 
@@ -63,6 +68,8 @@ pub enum StorageError {
     Corrupt { path: PathBuf, reason: String },
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 impl StorageError {
