@@ -14,7 +14,8 @@ use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, FileLog, MetaProperties,
+    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties,
+    MetadataLog,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -411,7 +412,9 @@ pub async fn start_node(
             settings.data_dir.display()
         )));
     }
-    let log = FileLog::open(&data.log_dir())?;
+    // Kafka's start-up of the metadata log: snapshots checked, leftovers deleted, the log truncated fully
+    // to a snapshot newer than it.
+    let log = MetadataLog::open(&data.log_dir())?.log;
     let view = log
         .load_view()
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;

@@ -176,9 +176,9 @@ impl std::fmt::Display for SnapshotId {
     }
 }
 
-/// What a complete, valid snapshot file says about itself.
+/// What a complete, valid snapshot file says about itself (the core's `SnapshotMeta` and more).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SnapshotMeta {
+pub struct SnapshotInfo {
     pub id: SnapshotId,
     /// File size in bytes (FetchSnapshot's `Size`).
     pub size: u64,
@@ -262,14 +262,14 @@ impl SnapshotFrame {
     }
 
     /// The snapshot's description, once the whole file went through `push`.
-    pub fn finish(self, id: SnapshotId, size: u64) -> Result<SnapshotMeta, RecordsError> {
+    pub fn finish(self, id: SnapshotId, size: u64) -> Result<SnapshotInfo, RecordsError> {
         if !self.seen_footer {
             return Err(malformed(
                 self.next_offset,
                 "no footer (empty or cut short)",
             ));
         }
-        Ok(SnapshotMeta {
+        Ok(SnapshotInfo {
             id,
             size,
             kraft_version: self.kraft_version.unwrap_or(0),

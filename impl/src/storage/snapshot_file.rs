@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use super::sync_dir;
 use crate::records::{
-    self, RecordsError, SnapshotFileKind, SnapshotFrame, SnapshotId, SnapshotMeta, SnapshotRecord,
+    self, RecordsError, SnapshotFileKind, SnapshotFrame, SnapshotId, SnapshotInfo, SnapshotRecord,
     BATCH_LOG_OVERHEAD,
 };
 
@@ -79,7 +79,7 @@ pub fn list_snapshots(dir: &Path) -> Result<Vec<(SnapshotId, SnapshotFileKind)>,
 pub fn scan_snapshot(
     path: &Path,
     mut each: impl FnMut(&records::SnapshotBatch) -> Result<(), SnapshotError>,
-) -> Result<SnapshotMeta, SnapshotError> {
+) -> Result<SnapshotInfo, SnapshotError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let (id, _) = SnapshotId::parse_file_name(&name).ok_or_else(|| SnapshotError::BadName {
         path: path.to_path_buf(),
@@ -137,7 +137,7 @@ pub fn scan_snapshot(
 
 /// Reads and checks the snapshot file at `path` (CRC of every batch, control values, header first, footer
 /// last); a file that fails any check is never used.
-pub fn read_snapshot_meta(path: &Path) -> Result<SnapshotMeta, SnapshotError> {
+pub fn read_snapshot_meta(path: &Path) -> Result<SnapshotInfo, SnapshotError> {
     scan_snapshot(path, |_| Ok(()))
 }
 
@@ -236,7 +236,7 @@ impl PartialSnapshot {
 
     /// Makes the snapshot durable and visible: fsync, a check of the whole file, an atomic rename to
     /// `.checkpoint` and a directory fsync. A file that fails the check is deleted and the error names it.
-    pub fn complete(self) -> Result<SnapshotMeta, SnapshotError> {
+    pub fn complete(self) -> Result<SnapshotInfo, SnapshotError> {
         self.file.sync_all().map_err(io_err(&self.path))?;
         drop(self.file);
         let meta = match read_snapshot_meta(&self.path) {
@@ -400,9 +400,14 @@ impl SnapshotWriter {
         self.part.append(at, &bytes)
     }
 
+    /// Gives the snapshot up: its `.part` file is deleted.
+    pub fn abandon(self) -> Result<(), SnapshotError> {
+        self.part.abandon()
+    }
+
     /// Writes the footer and completes the file. A snapshot whose end offset falls inside a metadata
     /// transaction is refused (its `.part` deleted): its records could not be told committed or aborted.
-    pub fn finish(mut self) -> Result<SnapshotMeta, SnapshotError> {
+    pub fn finish(mut self) -> Result<SnapshotInfo, SnapshotError> {
         let id = self.part.id();
         if self.rule.in_transaction() {
             self.part.abandon()?;
