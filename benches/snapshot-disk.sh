@@ -25,7 +25,7 @@ base=$((30000 + RANDOM % 20000))
 dirid() { head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'; }
 initial="1@127.0.0.1:$((base + 1)):$(dirid),2@127.0.0.1:$((base + 2)):$(dirid),3@127.0.0.1:$((base + 3)):$(dirid)"
 snap=(--metadata-log-max-record-bytes-between-snapshots 2048 --metadata-log-max-snapshot-interval-ms 1000
-    --metadata-max-retention-bytes 2048)
+    --metadata-max-retention-bytes 2048 --internal-metadata-log-segment-bytes 4096)
 for id in 1 2 3 4 5; do
     "$K" format --data-dir "$dir/n$id" --cluster-id snapshot-disk --node-id "$id" --initial-controllers "$initial" >/dev/null
     args=(--election-timeout-ms 1000 --fetch-timeout-ms 2000)

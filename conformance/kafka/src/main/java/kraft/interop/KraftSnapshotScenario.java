@@ -112,7 +112,7 @@ final class KraftSnapshotScenario {
             int id = leader;
             moved = seen.stream().filter(s -> s.startsWith(id + "-")).count() >= 2
                 && SnapshotFiles.logStart(m.metadataDir(id)) > 0;
-            Thread.sleep(200);
+            Thread.sleep(500); // about two changes a second: a snapshot a second by the time trigger
         }
         // End with node 8 removed, so the voters are the three kraft nodes.
         int[] l = m.currentLeader();
