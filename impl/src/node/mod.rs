@@ -125,6 +125,20 @@
 //!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
 //!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
 //!   among them, which is what Kafka's admin client needs.
+//! - Snapshots (KIP-630, `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`) follow Kafka 4.4's rules
+//!   with these differences. A FetchSnapshot answer whose id or Position does not continue the download
+//!   (Kafka throws `IllegalStateException` and its raft client stops), whose Size differs from the first
+//!   answer's or whose chunk would overrun Size (Kafka does not check) is ignored and asked again after the
+//!   fetch interval; so is an answer that brings no bytes (Kafka asks again at once). The leader serves at
+//!   most 8 MiB per chunk whatever MaxBytes says, a MaxBytes ≤ 0 gets an empty chunk, and a request with
+//!   no topic or partition INVALID_REQUEST (Kafka's lookup throws there). The shell installs a fetched
+//!   snapshot after the core asked for it ([`Effect::CompleteSnapshot`], then
+//!   [`Node::snapshot_loaded`]); meanwhile the replica sends no Fetch and its election and fetch timers
+//!   wait (Kafka installs within one poll, so no timer fires meanwhile either). Own snapshots: the
+//!   byte trigger and `metadata.max.retention.bytes` count the log's batches by their approximate encoded
+//!   size, and `metadata.max.retention.ms` measures a snapshot's age from when this node took or
+//!   installed it on its own clock (Kafka reads the snapshot's `LastContainedLogTimestamp`, a wall-clock
+//!   time the deterministic core does not have); a snapshot found at start-up is as old as the start.
 //! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
 //!   do not serve Metadata at all.
 
@@ -153,6 +167,7 @@ mod roles;
 pub mod sim;
 mod snapshot;
 mod snapshot_fetch;
+mod snapshot_own;
 mod timers;
 mod types;
 mod view;
@@ -246,6 +261,8 @@ pub struct Node {
     installing: Option<crate::log::SnapshotId>,
     /// An own snapshot the shell is writing (`Effect::TakeSnapshot`).
     taking: Option<crate::log::SnapshotId>,
+    /// Own snapshots' clocks (`snapshot_own.rs`).
+    own: snapshot_own::OwnSnapshots,
 }
 
 /// The timers that wait while a fetched snapshot is installed (Kafka installs it within one poll, so
@@ -349,6 +366,7 @@ impl Node {
             sent_snapshot_fetch: None,
             installing: None,
             taking: None,
+            own: Default::default(),
             config,
         };
         let bootstrap_held = node.log.start_offset() == 0
@@ -545,6 +563,7 @@ impl Node {
                 self.refresh_timers();
             }
         }
+        self.maybe_clean(now, &mut out);
         self.finish(now, &mut out);
         out
     }

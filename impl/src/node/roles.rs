@@ -28,6 +28,7 @@ impl Node {
         shift(&mut self.timers.first_poll);
         shift(&mut self.next_fetch_at);
         self.refresh_timers();
+        self.start_snapshot_clocks(now);
     }
 
     pub(super) fn persist(&mut self, election: ElectionState, out: &mut Output) {
