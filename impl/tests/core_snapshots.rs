@@ -221,13 +221,12 @@ fn a_follower_at_offset_zero_fetches_the_snapshot_installs_it_and_catches_up() {
     assert_eq!(restarted.latest_voters(), &sim::voter_set(&[1]));
 }
 
+/// A Fetch answer: the snapshot id it names, whether it has records, its diverging epoch.
+type FetchAnswer = (Option<(i64, i32)>, bool, Option<(i32, i64)>);
+
 /// The leader's answer to a Fetch from replica 2 at `(offset, last fetched epoch)`: the snapshot id it
 /// names, whether it carries records, and its diverging epoch.
-fn fetch_answer(
-    cluster: &mut Sim,
-    offset: i64,
-    last_epoch: i32,
-) -> (Option<(i64, i32)>, bool, Option<(i32, i64)>) {
+fn fetch_answer(cluster: &mut Sim, offset: i64, last_epoch: i32) -> FetchAnswer {
     use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
     use kafka_protocol::messages::FetchRequest;
     let epoch = cluster.node(1).epoch();

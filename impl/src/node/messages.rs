@@ -358,12 +358,10 @@ pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
     let diverging = (p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0)
         .then_some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset));
     let (end_offset, epoch) = (p.snapshot_id.end_offset, p.snapshot_id.epoch);
-    let snapshot_id = (end_offset >= 0 || epoch >= 0).then(|| {
-        if end_offset >= 0 && epoch >= 0 {
-            Ok(SnapshotId { end_offset, epoch })
-        } else {
-            Err((end_offset, epoch))
-        }
+    let snapshot_id = (end_offset >= 0 || epoch >= 0).then_some(if end_offset >= 0 && epoch >= 0 {
+        Ok(SnapshotId { end_offset, epoch })
+    } else {
+        Err((end_offset, epoch))
     });
     let echo = p
         .unknown_tagged_fields
