@@ -455,7 +455,7 @@ pub async fn start_node(
 ) -> Result<Running, Failure> {
     let data = DataDir::new(&settings.data_dir);
     let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
-    let bootstrap = read_bootstrap(&data.bootstrap_file())?;
+    let bootstrap = data.read_bootstrap()?;
     if bootstrap == crate::node::Bootstrap::NoInitialVoters && settings.bootstrap_servers.is_empty()
     {
         // Kafka: "Missing kraft bootstrap servers. Must specify a value for
@@ -780,6 +780,14 @@ mod tests {
         let data = DataDir::new(dir.path());
         assert_eq!(
             read_bootstrap(&data.bootstrap_file()).unwrap(),
+            crate::node::Bootstrap::NoInitialVoters
+        );
+        // Kafka 4.0's layout: no bootstrap snapshot, its metadata.version bootstrap beside meta.properties.
+        std::fs::remove_file(data.bootstrap_path()).unwrap();
+        assert!(data.read_bootstrap().is_err());
+        std::fs::write(dir.path().join("bootstrap.checkpoint"), b"").unwrap();
+        assert_eq!(
+            data.read_bootstrap().unwrap(),
             crate::node::Bootstrap::NoInitialVoters
         );
         assert_eq!(
