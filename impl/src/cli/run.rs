@@ -15,8 +15,7 @@ use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties,
-    MetadataLog,
+    read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties, MetadataLog,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -779,7 +778,7 @@ mod tests {
         assert!(!is_reserved_directory_id(meta.directory_id));
         let data = DataDir::new(dir.path());
         assert_eq!(
-            read_bootstrap(&data.bootstrap_file()).unwrap(),
+            crate::storage::read_bootstrap(&data.bootstrap_file()).unwrap(),
             crate::node::Bootstrap::NoInitialVoters
         );
         // Kafka 4.0's layout: no bootstrap snapshot, its metadata.version bootstrap beside meta.properties.
