@@ -170,6 +170,9 @@ pub fn unsupported_answer(request: &Message) -> Option<Message> {
         Message::FetchRequest(_) => {
             Message::FetchResponse(FetchResponse::default().with_error_code(code))
         }
+        Message::FetchSnapshotRequest(_) => Message::FetchSnapshotResponse(
+            kafka_protocol::messages::FetchSnapshotResponse::default().with_error_code(code),
+        ),
         Message::ApiVersionsRequest(_) => {
             Message::ApiVersionsResponse(ApiVersionsResponse::default().with_error_code(code))
         }
