@@ -49,6 +49,12 @@ final class Scenarios {
         return false;
     }
 
+    /** Scenarios not yet in the default run: only when named with --only. */
+    private boolean explicitly(String... letters) {
+        for (String l : letters) if (only.contains(l)) return true;
+        return false;
+    }
+
     void runAll() throws Exception {
         if (wants("a", "b", "c", "d", "e", "f")) runSharedQuorums();
         if (wants("g")) {
@@ -111,6 +117,27 @@ final class Scenarios {
                 + " Kafka's add-controller and votes");
             try {
                 new NoInitialControllersScenario(report, tools, work.resolve("no-initial"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (explicitly("o", "q")) {
+            report.scenario("o: mixed quorum whose log start has moved past 0 (KIP-630): a kraft node joins Apache"
+                + " Kafka controllers through FetchSnapshot, is added with add-controller, is elected, and serves"
+                + " FetchSnapshot to a fresh Kafka controller");
+            try {
+                new SnapshotScenario(report, tools, this, work.resolve("snapshots-kafka"), kraft).run(wants("o"),
+                    wants("q"));
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (explicitly("p")) {
+            report.scenario("p: mixed quorum: an Apache Kafka controller joins a kraft-led quorum whose log start has"
+                + " moved past 0, loads its snapshot and becomes a voter; Kafka's DumpLogSegments reads every"
+                + " snapshot file kraft wrote");
+            try {
+                new KraftSnapshotScenario(report, tools, work.resolve("snapshots-kraft"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
