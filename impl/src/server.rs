@@ -5,6 +5,7 @@
 //! and the quorum-state file. Effects are durable before any message of the same output is released. See `impl/README.md` for the limits and their
 //! defaults.
 
+mod api_versions;
 pub mod auth;
 pub mod client;
 pub mod codec;

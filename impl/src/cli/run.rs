@@ -15,8 +15,7 @@ use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties,
-    MetadataLog,
+    read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties, MetadataLog,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -455,7 +454,7 @@ pub async fn start_node(
 ) -> Result<Running, Failure> {
     let data = DataDir::new(&settings.data_dir);
     let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
-    let bootstrap = read_bootstrap(&data.bootstrap_file())?;
+    let bootstrap = data.read_bootstrap()?;
     if bootstrap == crate::node::Bootstrap::NoInitialVoters && settings.bootstrap_servers.is_empty()
     {
         // Kafka: "Missing kraft bootstrap servers. Must specify a value for
@@ -780,7 +779,15 @@ mod tests {
         assert!(!is_reserved_directory_id(meta.directory_id));
         let data = DataDir::new(dir.path());
         assert_eq!(
-            read_bootstrap(&data.bootstrap_file()).unwrap(),
+            crate::storage::read_bootstrap(&data.bootstrap_file()).unwrap(),
+            crate::node::Bootstrap::NoInitialVoters
+        );
+        // Kafka 4.0's layout: no bootstrap snapshot, its metadata.version bootstrap beside meta.properties.
+        std::fs::remove_file(data.bootstrap_path()).unwrap();
+        assert!(data.read_bootstrap().is_err());
+        std::fs::write(dir.path().join("bootstrap.checkpoint"), b"").unwrap();
+        assert_eq!(
+            data.read_bootstrap().unwrap(),
             crate::node::Bootstrap::NoInitialVoters
         );
         assert_eq!(

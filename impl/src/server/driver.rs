@@ -343,17 +343,39 @@ mod tests {
         (driver, status_rx)
     }
 
-    /// Reads one request frame from `conn`: (reply address, message).
+    /// Reads one peer request frame from `conn`: (reply address, message). The ApiVersions request that
+    /// opens a peer link is answered with this crate's served versions on the way.
     async fn read_request(
         conn: &mut tokio::net::TcpStream,
     ) -> (super::super::codec::Reply, Message) {
-        let mut size = [0u8; 4];
-        conn.read_exact(&mut size).await.unwrap();
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        conn.read_exact(&mut frame).await.unwrap();
-        match super::super::codec::decode_request(frame.into()).unwrap() {
-            (reply, super::super::codec::Incoming::Peer { message, .. }) => (reply, message),
-            (_, other) => panic!("not a peer request: {other:?}"),
+        use super::super::codec::{client_response, decode_request, Incoming};
+        use crate::node::{ClientRequest, ClientResponse};
+        use tokio::io::AsyncWriteExt;
+        loop {
+            let mut size = [0u8; 4];
+            conn.read_exact(&mut size).await.unwrap();
+            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+            conn.read_exact(&mut frame).await.unwrap();
+            match decode_request(frame.into()).unwrap() {
+                (reply, Incoming::Peer { message, .. }) => return (reply, message),
+                (reply, Incoming::Client(ClientRequest::ApiVersions(_))) => {
+                    let keys = crate::wire::apis::SERVED_APIS
+                        .iter()
+                        .map(|a| {
+                            kafka_protocol::messages::api_versions_response::ApiVersion::default()
+                                .with_api_key(a.key as i16)
+                                .with_min_version(a.min)
+                                .with_max_version(a.max)
+                        })
+                        .collect();
+                    let answer = kafka_protocol::messages::ApiVersionsResponse::default()
+                        .with_api_keys(keys);
+                    let bytes =
+                        client_response(&reply, &ClientResponse::ApiVersions(answer)).unwrap();
+                    conn.write_all(&bytes).await.unwrap();
+                }
+                (_, other) => panic!("not a peer request: {other:?}"),
+            }
         }
     }
 
