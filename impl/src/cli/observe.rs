@@ -81,7 +81,10 @@ fn endpoint(addr: &str) -> Option<Endpoint> {
     let (host, port) = addr.rsplit_once(':')?;
     Some(Endpoint {
         name: "CONTROLLER".into(),
-        host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
         port: port.parse().ok()?,
     })
 }
@@ -147,7 +150,11 @@ impl Observer {
     /// [`committed_voter_set`] at `high_watermark` (a leader's HW the observer has reached): `None` if
     /// the observer's own HW is below it or no voter set lies below it.
     pub fn committed_at(&self, high_watermark: i64) -> Option<&VoterSet> {
-        if self.node.high_watermark().is_none_or(|own| own < high_watermark) {
+        if self
+            .node
+            .high_watermark()
+            .is_none_or(|own| own < high_watermark)
+        {
             return None;
         }
         committed_voter_set(self.node.history(), Some(high_watermark))

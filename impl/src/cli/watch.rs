@@ -14,7 +14,13 @@ use crate::storage::format_directory_id;
 use crate::voter_set::{ReplicaKey, VoterSet};
 
 /// What a printed line is about; a new line is printed when it changes.
-type Key = (Option<i32>, i32, Option<i64>, Vec<ReplicaKey>, Option<Vec<ReplicaKey>>);
+type Key = (
+    Option<i32>,
+    i32,
+    Option<i64>,
+    Vec<ReplicaKey>,
+    Option<Vec<ReplicaKey>>,
+);
 
 fn key(o: &Observed) -> Key {
     (
@@ -97,7 +103,11 @@ fn ids(set: &VoterSet) -> String {
 }
 
 fn named(k: &ReplicaKey) -> String {
-    format!("{} (directory {})", k.id, format_directory_id(k.directory_or_nil()))
+    format!(
+        "{} (directory {})",
+        k.id,
+        format_directory_id(k.directory_or_nil())
+    )
 }
 
 /// Voters being added (current, not committed) and removed (committed, not current).
@@ -180,7 +190,8 @@ mod tests {
             committed: None,
             ..o
         };
-        assert!(watch_line(&unknown, 0).contains("HighWatermark: -1 CurrentVoters: [1, 2, 3, 5] CommittedVoters: []"));
+        assert!(watch_line(&unknown, 0)
+            .contains("HighWatermark: -1 CurrentVoters: [1, 2, 3, 5] CommittedVoters: []"));
         assert!(!watch_line(&unknown, 0).contains("Reconfiguration"));
     }
 }

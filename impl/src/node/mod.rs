@@ -256,7 +256,8 @@ impl Node {
         if config.node_id < ANONYMOUS_OBSERVER_ID {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
         }
-        if config.node_id == ANONYMOUS_OBSERVER_ID && config.bootstrap != Bootstrap::NoInitialVoters {
+        if config.node_id == ANONYMOUS_OBSERVER_ID && config.bootstrap != Bootstrap::NoInitialVoters
+        {
             return Err(invalid(
                 "a replica without an id (-1) is an observer: it starts with no initial voters",
             ));
