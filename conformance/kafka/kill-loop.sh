@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #13 scenario 5 at length: interop scenario (j), kill -9 of the leader while a VotersRecord is uncommitted,
+# Interop scenario (j) at length: kill -9 of the leader while a VotersRecord is uncommitted,
 # RUNS times (default 100) with seeds SEED, SEED+1, ... (default 1), Kafka and kraft leaders in turn, then the
 # common end checks. run.sh runs the same scenario with 2 runs. Usage: kill-loop.sh [RUNS [SEED]]
 set -euo pipefail

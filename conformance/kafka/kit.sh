@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The black-box kit (issue #18) against Apache Kafka 4.4.0 controllers: formats one controller with Kafka's
+# The black-box kit against Apache Kafka 4.4.0 controllers: formats one controller with Kafka's
 # StorageTool so that its other voters are the kit's replicas, starts the kit (its replicas listen first),
 # then the controller with `kafka.Kafka` (both through kit-node.sh), and lets the kit drive it, declaring
 # Kafka's one request in flight per connection (--one-in-flight): first-election + add-voter on one

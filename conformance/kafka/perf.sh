@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Performance side by side with Apache Kafka's controllers (issue #17): builds the release `kraft`, resolves the
+# Performance side by side with Apache Kafka's controllers: builds the release `kraft`, resolves the
 # pinned Kafka jars (as run.sh does; cached in ~/.m2), compiles the Java driver and runs PerfMain, which starts
 # three Kafka controllers and three `kraft node`s (plus an observer each) on loopback and prints a Markdown table
 # (kraft, Kafka, kraft / Kafka). Not part of CI: it takes ~12 min (full) or ~4 min (--quick) and its figures
 # depend on the machine's load. Usage: conformance/kafka/perf.sh [--quick] [--rows 1,2,3,4]
-# (--rows: measure only the listed rows of the issue, e.g. `--rows 2` for failover; the quorums start as in a full
+# (--rows: measure only the listed rows of the table, e.g. `--rows 2` for failover; the quorums start as in a full
 # run either way).
 set -euo pipefail
 . "$(dirname "$0")/prepare.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Apache Kafka as the oracle (issue #12): builds `kraft`, resolves the pinned Kafka jars with Maven (cached in
+# Apache Kafka as the oracle: builds `kraft`, resolves the pinned Kafka jars with Maven (cached in
 # ~/.m2, so later runs are offline), compiles the Java driver and runs every scenario. The last line is
 #   kafka interop: S scenarios, C checks, D divergences (Apache Kafka <version>)
 # and the exit status is non-zero iff D > 0 (or the harness could not run at all).

@@ -1,4 +1,4 @@
-//! Trace sources (issue §2): (a) every path of the model up to a depth, (b) seeded random walks at
+//! Trace sources: (a) every path of the model up to a depth, (b) seeded random walks at
 //! larger bounds, (c) JSON Lines trace files written by `cargo run -p model -- traces`, (d) the
 //! counterexamples of the model's bug variants.
 
@@ -21,7 +21,7 @@ pub fn exhaustive_config() -> ModelConfig {
 /// a fresh cluster) at 3 messages in flight instead of the model check's 4, and a membership bound
 /// (elected start, a joiner, one change, 2 messages in flight, refusals as steps). Both keep stale
 /// messages (`gc` off: the implementation does not drop them), check-quorum on, and the
-/// implementation's election (`IMPL_PRE_VOTE`, pre-vote since issue #13). With pre-vote, 4 in flight
+/// implementation's election (`IMPL_PRE_VOTE`: pre-vote). With pre-vote, 4 in flight
 /// makes the first-election graph too large for the CI budget (conformance/README.md has the sizes);
 /// `--in-flight` replays larger graphs.
 pub fn graph_config(name: &str) -> Option<ModelConfig> {

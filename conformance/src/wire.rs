@@ -655,7 +655,7 @@ pub fn replicas<'a>(p: &'a StructValue, field: &str) -> Vec<&'a StructValue> {
         .collect()
 }
 
-/// What each version may carry (issue §3): v0 no timestamps; v0–1 no directory ids, no `Nodes`;
+/// What each version may carry: v0 no timestamps; v0–1 no directory ids, no `Nodes`;
 /// v0–2 no `CommittedVoters`.
 pub fn check_shape(v: &StructValue, version: i16) -> Result<(), WireFailure> {
     let shape = |reason: String| Err(WireFailure::Shape { version, reason });

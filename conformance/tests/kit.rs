@@ -1,4 +1,4 @@
-//! The black-box kit against a real `kraft node` process (the CI gate for issue #18), and against a
+//! The black-box kit against a real `kraft node` process (in CI), and against a
 //! node that answers garbage or nothing (typed divergences, no panic, no hang).
 
 use std::io::{Read, Write};
@@ -308,7 +308,7 @@ fn first_election_tour_takes_the_nodes_own_records_as_an_eager_step() {
     );
 }
 
-/// The tours over TCP (the CI run of issue #18's transition tour): every drivable transition of both
+/// The transition tours over TCP: every drivable transition of both
 /// graphs taken on the wire with the predicted state before and after, the node's restarts included,
 /// and 0 divergences.
 #[test]
@@ -330,7 +330,7 @@ fn kraft_node_takes_every_drivable_transition_of_the_tours() {
 }
 
 /// The node's timer racing the kit, provoked: a 5 ms election timeout fires again while the kit
-/// still holds the node's pre-votes (session 8, on 921ac81: 27 to 37 of 60 to 72 paths). Such a path
+/// still holds the node's pre-votes (on 921ac81: 27 to 37 of 60 to 72 paths cut). Such a path
 /// is cut, never a divergence, and the next round's node stands with a doubled timeout, so the tour
 /// still covers every transition however slow the machine.
 #[test]

@@ -1,4 +1,4 @@
-//! Mutation check (issue §5): each seeded fault of `kraft` (feature `faults`, a dev-dependency feature of
+//! Mutation check: each seeded fault of `kraft` (feature `faults`, a dev-dependency feature of
 //! these tests) must make conformance fail, naming the field or property that differs.
 
 use std::sync::Arc;

@@ -85,7 +85,7 @@ fn load(config: &Path) -> Tls {
     Tls::for_client(&props).unwrap().unwrap()
 }
 
-/// The epoch-overflow Vote of the issue: `ReplicaEpoch = i32::MAX` in the name of voter `from`.
+/// The epoch-overflow Vote: `ReplicaEpoch = i32::MAX` in the name of voter `from`.
 fn hostile_vote(from: i32) -> bytes::Bytes {
     let dir = uuid::Uuid::from_u128(0x1000 + from as u128);
     let req = VoteRequest::default()

@@ -1,4 +1,4 @@
-//! Property tests over 3–5 in-memory nodes (issue 3): random schedules of delivery, loss, duplication,
+//! Property tests over 3–5 in-memory nodes: random schedules of delivery, loss, duplication,
 //! crash/restart, timeouts, client appends and membership requests, with the named invariants of
 //! `specs/invariants.md` checked after every step; and garbage or out-of-state messages injected into
 //! every role (no panic, Kafka's error codes where Kafka gives one).
@@ -849,7 +849,7 @@ fn corrupt_log_batches_are_refused_by_the_follower() {
     );
 }
 
-/// Session 8's proptest failure: ElectionSafety in epoch 1. Node 1, Prospective in epoch 1, granted node 3
+/// A proptest failure of ElectionSafety in epoch 1. Node 1, Prospective in epoch 1, granted node 3
 /// a pre-vote; node 3 crashed first, so the grant stayed in flight and reached node 3 after its restart as
 /// Candidate of epoch 1, which counted it as a vote. Over TCP the grant dies with the connection; the
 /// simulator now drops what is in flight to a node when it restarts.

@@ -1,4 +1,4 @@
-//! Scenario tests of the quorum core (issue 3): each checks leader, epoch, HW, current voters, committed
+//! Scenario tests of the quorum core: each checks leader, epoch, HW, current voters, committed
 //! voters and the DescribeQuorum response at v0–v3 (encoded through the wire codec).
 
 use kraft::node::sim::{self, change_error_code, Sim};

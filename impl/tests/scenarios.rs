@@ -469,7 +469,7 @@ impl Runner {
     }
 
     /// A Vote request as node FROM would send it to TO, but at `epoch`: what a peer that can reach the
-    /// listener (issue #19) can forge.
+    /// listener can forge.
     fn forge_vote(&mut self, args: &[&str]) -> Result<String, String> {
         use kafka_protocol::messages::vote_request::{PartitionData, TopicData};
         use kafka_protocol::messages::{TopicName, VoteRequest};

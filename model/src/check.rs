@@ -444,8 +444,8 @@ pub fn impl_bug_counterexample(bug: Bug, fetch: FetchMode) -> Option<Counterexam
 
 /// `check`'s default bounds: [`ModelConfig::default`] (3 voters + 1 joiner, epoch ≤ 2, log ≤ 5,
 /// 4 in flight, pre-vote and check-quorum on, which the tests and conformance share) with two
-/// membership changes and one crash-restart, the bounds at epoch 2 (model/README.md,
-/// "Measured", has the time; epoch 3 does not fit in the 60 s budget).
+/// membership changes and one crash-restart (model/README.md, "Measured", has the time and why epoch 3
+/// is not the default).
 pub fn default_bounds() -> ModelConfig {
     ModelConfig {
         max_changes: 2,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Whether the implementation (`impl/`) runs pre-vote: traces for conformance use this value, so the
-/// model and the node run the same election (the node has pre-vote since issue #13).
+/// model and the node run the same election (the node runs pre-vote).
 pub const IMPL_PRE_VOTE: bool = true;
 
 /// Fetch granularity.
@@ -187,7 +187,7 @@ pub struct ModelConfig {
     pub check_quorum: bool,
     /// KIP-996 pre-vote (Kafka 4.x): a timed-out voter becomes Prospective and asks for pre-votes at
     /// its current epoch; only a pre-vote majority makes it a Candidate. Off = Kafka 3.9's election
-    /// (what the implementation had before issue #13; see [`IMPL_PRE_VOTE`]). Absent in older trace
+    /// (kept for comparison; the implementation runs [`IMPL_PRE_VOTE`]). Absent in older trace
     /// files, which were written without pre-vote.
     #[serde(default)]
     pub pre_vote: bool,

@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(longer_timeout(u64::MAX, u64::MAX), None);
     }
 
-    /// The race of finding h16's run showed: the node stood and the kit answered its pre-vote, but
+    /// The race as a run at load 18–20 showed it: the node stood and the kit answered its pre-vote, but
     /// the node's timer had already fired (Prospective to Unattached, silent) and fired again: its
     /// second PreVoteRequest fits no state after the answer, only timer steps from before it.
     #[test]

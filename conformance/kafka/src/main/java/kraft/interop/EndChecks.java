@@ -16,7 +16,7 @@ import org.apache.kafka.common.record.internal.MutableRecordBatch;
 import org.apache.kafka.common.record.internal.Record;
 
 /**
- * The checks every mixed-quorum scenario ends with (issue #13), in one place: once the quorum is quiet (a leader,
+ * The checks every mixed-quorum scenario ends with, in one place: once the quorum is quiet (a leader,
  * every running replica at its end offset, HW = end offset),
  * <ul>
  * <li>one leader per epoch over every (epoch, leader) either kind reported;</li>

@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 import org.apache.kafka.common.Uuid;
 
 /**
- * (h) A Kafka controller joins a {@code kraft}-led quorum (issue #13, scenario 3): three {@code kraft node}
+ * (h) A Kafka controller joins a {@code kraft}-led quorum: three {@code kraft node}
  * processes, formatted by {@code kraft format} as the initial voters, elect a leader; an Apache Kafka controller
  * formatted by Kafka's {@code kafka-storage format --no-initial-controllers} with
  * {@code controller.quorum.bootstrap.servers} = the {@code kraft} nodes starts as an observer and fetches their

@@ -7,7 +7,7 @@ import java.util.Random;
 import java.util.TreeSet;
 
 /**
- * (j) kill -9 of the leader while a VotersRecord is uncommitted (issue #13, scenario 5), {@code runs} times with
+ * (j) kill -9 of the leader while a VotersRecord is uncommitted, {@code runs} times with
  * seeds {@code seed}, {@code seed + 1}, ... on one quorum of voters {1, 2, 3} (Kafka) and {5, 6} ({@code kraft}).
  * Each run: the quorum is quiet; the leader of the kind whose turn it is (a Kafka leader on even runs, a
  * {@code kraft} leader on odd ones; a leader of the other kind is killed and restarted until one of the right

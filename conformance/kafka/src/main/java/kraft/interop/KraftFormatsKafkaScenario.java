@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 import org.apache.kafka.common.Uuid;
 
 /**
- * (m) {@code kraft format} formats an Apache Kafka controller's directory (issue #13): one quorum of a Kafka
+ * (m) {@code kraft format} formats an Apache Kafka controller's directory: one quorum of a Kafka
  * controller (1) and two {@code kraft node}s (5, 6), every directory written by {@code kraft format
  * --initial-controllers} with the same three voters (our meta.properties and our bootstrap snapshot
  * {@code 00000000000000000000-0000000000.checkpoint}: header, KRaftVersion(1), Voters, footer; no metadata

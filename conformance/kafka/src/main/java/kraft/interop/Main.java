@@ -10,7 +10,7 @@ import java.util.stream.Stream;
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
- * Apache Kafka as the oracle (issue #12). Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}, plus
+ * Apache Kafka as the oracle. Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}, plus
  * {@code --only h,j} (scenario letters; a-f run together), {@code --runs N} and {@code --seed S} (scenario j's
  * kill loop: N runs, seeds S, S+1, ...).
  * Runs every scenario, prints one check per line and ends with

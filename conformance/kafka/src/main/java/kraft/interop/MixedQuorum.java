@@ -20,7 +20,7 @@ import org.apache.kafka.common.requests.RequestHeader;
 import org.apache.kafka.common.requests.ResponseHeader;
 
 /**
- * One quorum of both kinds (issue #13): Apache Kafka controllers ({@link KafkaQuorum}) and {@code kraft node}
+ * One quorum of both kinds: Apache Kafka controllers ({@link KafkaQuorum}) and {@code kraft node}
  * processes ({@link KraftQuorum}), with the waits every mixed scenario needs and the history the end checks
  * ({@link EndChecks}) judge: every (epoch, leader) and every leader's (HW, CommittedVoters) either kind reported,
  * with the leader's batches below that HW as they were then. Node ids decide the kind: {@link #isKraft}.

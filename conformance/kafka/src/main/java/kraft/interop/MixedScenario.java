@@ -6,7 +6,7 @@ import java.util.Map;
 
 
 /**
- * (g) One quorum of both kinds (issue #13, scenarios 1 and 2): three Apache Kafka controllers elect a leader; a
+ * (g) One quorum of both kinds: three Apache Kafka controllers elect a leader; a
  * {@code kraft} node whose directory Kafka's {@code kafka-storage format --initial-controllers} formatted joins as an
  * observer and fetches Kafka's log; Kafka's
  * {@code add-controller} makes it a voter; kill -9 of the Kafka leader: the {@code kraft} node is elected with

@@ -6,7 +6,7 @@ import java.util.stream.Collectors;
 
 
 /**
- * (n) A {@code kraft} node from a {@code --no-initial-controllers} directory joins a Kafka quorum (issue #13):
+ * (n) A {@code kraft} node from a {@code --no-initial-controllers} directory joins a Kafka quorum:
  * three Apache Kafka controllers elect a leader; Kafka's {@code kafka-storage format --no-initial-controllers}
  * formats the {@code kraft} node's directory (a bootstrap snapshot with KRaftVersion 1 and no voter set);
  * {@code kraft node --bootstrap-servers} (Kafka's {@code controller.quorum.bootstrap.servers}) starts it as an

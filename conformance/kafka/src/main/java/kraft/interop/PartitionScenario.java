@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * (k) Partitions between the kinds, made with SIGSTOP / SIGCONT (issue #13, scenario 6), on voters {1, 2, 3}
+ * (k) Partitions between the kinds, made with SIGSTOP / SIGCONT, on voters {1, 2, 3}
  * (Kafka) and {5, 6} ({@code kraft}) with the (g) timeouts, each part once with a Kafka and once with a
  * {@code kraft} leader:
  * <ul>

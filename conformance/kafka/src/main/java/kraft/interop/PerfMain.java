@@ -15,7 +15,7 @@ import org.apache.kafka.common.message.DescribeQuorumResponseData;
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
- * Performance side by side with Apache Kafka's controllers (issue #17), one run, same machine, same settings.
+ * Performance side by side with Apache Kafka's controllers, one run, same machine, same settings.
  * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick] [--rows 1,2,3,4]}; {@code
  * conformance/kafka/perf.sh} builds and runs it. {@code --rows} measures only the listed rows (default: all); the
  * quorums are started (and the observer added) as in a full run whatever rows are chosen. Both quorums run at once
@@ -39,7 +39,7 @@ public final class PerfMain {
     static final int FETCH_TIMEOUT_MS = 2000;
 
     private final boolean quick;
-    /** The rows to measure (issue numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
+    /** The rows to measure (numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
     private final java.util.Set<Integer> only;
     private final List<Row> rows = new ArrayList<>();
     /** Lines printed under the table (e.g. which failovers took more than one election). */
@@ -452,7 +452,7 @@ public final class PerfMain {
         System.out.println();
         System.out.println("| measure | unit | kraft | Kafka | kraft / Kafka | note |");
         System.out.println("|---|---|---|---|---|---|");
-        // Rows in the issue's order (1 membership, 2 failover, 3 DescribeQuorum, 4 resources), stable within.
+        // Rows in table order (1 membership, 2 failover, 3 DescribeQuorum, 4 resources), stable within.
         List<Row> sorted = new ArrayList<>(rows);
         sorted.sort(java.util.Comparator.comparing(r -> r.what.substring(0, 2)));
         for (Row r : sorted) {

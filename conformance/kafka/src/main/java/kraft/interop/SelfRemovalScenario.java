@@ -7,7 +7,7 @@ import java.util.List;
 import org.apache.kafka.common.Uuid;
 
 /**
- * (i) Leader self-removal in both directions (issue #13, scenario 4): voters {1, 2, 3} (Kafka) and {5, 6}
+ * (i) Leader self-removal in both directions: voters {1, 2, 3} (Kafka) and {5, 6}
  * ({@code kraft}, formatted by Kafka's storage tool, added with {@code kraft add-voter}). Each step removes the
  * current leader and checks that it steps down once the removal commits, that the others elect a new leader at
  * a higher epoch, and that the removed replica keeps running (as an observer). The steps, in whatever order the

@@ -38,7 +38,7 @@ import org.apache.kafka.common.requests.RequestHeader;
 import org.apache.kafka.common.requests.VoteRequest;
 
 /**
- * (l) The mixed quorum of (g) over mutual TLS (issue #19). Certificates come from {@code kraft certs} (the files
+ * (l) The mixed quorum of (g) over mutual TLS. Certificates come from {@code kraft certs} (the files
  * {@code kraft cluster --tls} writes: one CA, {@code CN=kraft-node-<id>} per node, {@code CN=kraft-admin}); Kafka's
  * controllers have an SSL controller listener with {@code ssl.client.auth=required} (as (f)), our nodes mutual TLS
  * with {@code controller.principal.template=CN=kraft-node-{id}} (a Raft RPC must come from the certificate of the
@@ -53,7 +53,7 @@ import org.apache.kafka.common.requests.VoteRequest;
  * certificate, a super user) makes it a voter, its log equals our leader's byte for byte; kill -9 of our leader:
  * 3 of 4 voters alive, so the Kafka controller takes part in the election; whoever wins, the followers of the
  * other kind replicate its log byte for byte.</li>
- * <li>In both, the issue's epoch-overflow Vote ({@code ReplicaEpoch = 2147483647} in a voter's name) sent to every
+ * <li>In both, the epoch-overflow Vote ({@code ReplicaEpoch = 2147483647} in a voter's name) sent to every
  * live node in plaintext and with a certificate from another CA (claiming {@code CN=kraft-node-<id>}) changes no
  * node's epoch (each node's {@code quorum-state} file, and the leader's epoch).</li>
  * </ul>

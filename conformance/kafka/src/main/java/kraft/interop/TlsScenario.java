@@ -10,10 +10,10 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.QuorumInfo;
 
 /**
- * (e) TLS (issue #19): Kafka's tools over SSL against {@code kraft cluster --tls} (mutual TLS), and our CLI over
+ * (e) TLS: Kafka's tools over SSL against {@code kraft cluster --tls} (mutual TLS), and our CLI over
  * SSL against Apache Kafka controllers with an SSL controller listener ({@code ssl.client.auth=required}), both
  * with the same {@code --command-config} file and the PEM files {@code kraft cluster --tls} wrote.
- * Not covered: a Kafka controller joining a TLS kraft quorum (mixed quorums need the protocol versions of #13).
+ * A Kafka controller joining a TLS kraft quorum is scenario (l2), {@link TlsMixedScenario}.
  */
 final class TlsScenario {
     private final Report report;

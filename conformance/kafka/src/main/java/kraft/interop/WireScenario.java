@@ -93,7 +93,7 @@ final class WireScenario {
                 kafkaJson.get("clusterAuthorizedOperations"), ourJson.get("clusterAuthorizedOperations"));
         }
         records("our segment (node 1)", ours.segment(1), "records");
-        // The bootstrap snapshot both storage tools write (issue #13): ours read by Kafka, Kafka's by us.
+        // The bootstrap snapshot both storage tools write: ours read by Kafka, Kafka's by us.
         records("our bootstrap snapshot (node 1, kraft format)", ours.dataDir(1).resolve("__cluster_metadata-0")
             .resolve(BOOTSTRAP_SNAPSHOT), "snapshot");
         records("Kafka's bootstrap snapshot (controller 1, kafka-storage format)", kafka.logDir(1)
