@@ -235,16 +235,17 @@ fn compute_committed(leader: &mut Leader, connect: &ConnectArgs, deadline: Insta
             return;
         }
     };
+    let mut redescribed = false;
     loop {
-        let hw = leader.description.partition.high_watermark;
+        let p = &leader.description.partition;
+        let hw = p.high_watermark;
         if hw < 0 {
             // KIP-1204: no committed voter set while the HW is unknown.
             leader.description.set_computed_committed(None);
             return;
         }
         let o = observer.observed();
-        let same_leader = o.leader_id == Some(leader.description.partition.leader_id)
-            && o.epoch == leader.description.partition.leader_epoch;
+        let same_leader = o.leader_id == Some(p.leader_id) && o.epoch == p.leader_epoch;
         if same_leader && o.high_watermark.is_some_and(|own| own >= hw) {
             match observer.committed_at(hw).cloned() {
                 Some(set) => leader.description.set_computed_committed(Some(&set)),
@@ -256,19 +257,35 @@ fn compute_committed(leader: &mut Leader, connect: &ConnectArgs, deadline: Insta
             }
             return;
         }
-        if let Err(e) = observer.catch_up(deadline) {
-            leader.description.computed = Some(Computed::Unavailable(e.to_string()));
+        if Instant::now() >= deadline {
+            leader.description.computed = Some(Computed::Unavailable(format!(
+                "the observer did not reach HighWatermark {hw} within {} ms",
+                connect.timeout_ms
+            )));
             return;
         }
-        // The leader's answer after the observer caught up: its HW is at most the observer's, unless
-        // the HW moved in between (then the observer fetches again).
-        let cluster_id = leader.description.cluster_id.clone();
-        match read_description(&mut leader.client, cluster_id, version) {
-            Ok(fresh) => leader.description = fresh,
-            Err(f) => {
-                leader.description.computed = Some(Computed::Unavailable(f.message));
+        if observer.caught_up() && !same_leader {
+            // The observer follows another leader or epoch than the one described: describe once more.
+            if redescribed {
+                leader.description.computed = Some(Computed::Unavailable(
+                    "the leader changed while the log was being read".into(),
+                ));
                 return;
             }
+            redescribed = true;
+            let cluster_id = leader.description.cluster_id.clone();
+            match read_description(&mut leader.client, cluster_id, version) {
+                Ok(fresh) => leader.description = fresh,
+                Err(f) => {
+                    leader.description.computed = Some(Computed::Unavailable(f.message));
+                    return;
+                }
+            }
+            continue;
+        }
+        if let Err(e) = observer.step() {
+            leader.description.computed = Some(Computed::Unavailable(e.to_string()));
+            return;
         }
     }
 }

@@ -41,8 +41,6 @@ pub enum ObserveError {
          set from a snapshot is not supported yet, so CommittedVoters cannot be computed"
     )]
     SnapshotRequired { end_offset: i64, epoch: i32 },
-    #[error("no leader answered the observer's Fetch within {0:?}")]
-    Timeout(Duration),
 }
 
 /// What the observer knows at one moment.
@@ -233,18 +231,6 @@ impl Observer {
                 Err(Some(e))
             }
         }
-    }
-
-    /// Steps until the observer is at the leader's end offset with a known HW, or `deadline` passes.
-    pub fn catch_up(&mut self, deadline: Instant) -> Result<(), ObserveError> {
-        self.caught_up = false;
-        while !(self.caught_up() && self.node.high_watermark().is_some()) {
-            if Instant::now() >= deadline {
-                return Err(ObserveError::Timeout(self.timeout));
-            }
-            self.step()?;
-        }
-        Ok(())
     }
 }
 
