@@ -46,6 +46,7 @@ pub mod describe;
 pub mod observe;
 pub mod properties;
 pub mod run;
+pub mod snapshot_settings;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -227,6 +228,26 @@ pub struct NodeArgs {
     /// `super.users`: `User:DN;User:DN`, the only principals allowed to add or remove voters.
     #[arg(long)]
     pub super_users: Option<String>,
+    /// `metadata.log.max.record.bytes.between.snapshots`: bytes appended since the latest snapshot that
+    /// trigger the next one (default 20 MiB, as Kafka).
+    #[arg(long)]
+    pub metadata_log_max_record_bytes_between_snapshots: Option<String>,
+    /// `metadata.log.max.snapshot.interval.ms`: time since the latest snapshot that triggers the next one;
+    /// 0: off (default 1 h).
+    #[arg(long)]
+    pub metadata_log_max_snapshot_interval_ms: Option<String>,
+    /// `metadata.max.retention.bytes`: log + snapshots above this delete the oldest snapshot and the log
+    /// below the next; negative: off (default 100 MiB).
+    #[arg(long)]
+    pub metadata_max_retention_bytes: Option<String>,
+    /// `metadata.max.retention.ms`: snapshots older than this are deleted likewise; negative: off
+    /// (default 7 d).
+    #[arg(long)]
+    pub metadata_max_retention_ms: Option<String>,
+    /// `controller.quorum.fetch.snapshot.max.bytes`: MaxBytes of this node's FetchSnapshot requests
+    /// (default 1 MiB).
+    #[arg(long)]
+    pub controller_quorum_fetch_snapshot_max_bytes: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -19,7 +19,9 @@
 
 mod file_log;
 mod meta;
+mod metadata_log;
 mod quorum_state;
+mod snapshot_file;
 
 use std::fs::File;
 use std::io;
@@ -30,7 +32,12 @@ pub use meta::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
     read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
 };
+pub use metadata_log::MetadataLog;
 pub use quorum_state::{read_quorum_state, write_quorum_state};
+pub use snapshot_file::{
+    delete_snapshot, list_snapshots, read_snapshot_meta, scan_snapshot, snapshot_path, DataRule,
+    PartialSnapshot, SnapshotError, SnapshotReader, SnapshotWriter, SNAPSHOT_BATCH_BYTES,
+};
 
 use crate::log::LogError;
 
@@ -63,6 +70,8 @@ pub enum StorageError {
     Corrupt { path: PathBuf, reason: String },
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 impl StorageError {

@@ -191,8 +191,8 @@ fn unrecoverable_segment_layout_exits_6_naming_the_file() {
     let root = tempfile::tempdir().unwrap();
     let (dir, listener) = formatted(root.path());
     let log_dir = data_dir(&dir).log_dir();
-    // The first segment must start at offset 0 (no snapshots): recovery cannot repair a log that
-    // starts later.
+    // A log that starts past 0 needs a snapshot that reaches its start (Kafka's "Inconsistent snapshot
+    // state"); there is none here.
     let late = log_dir.join("00000000000000000042.log");
     std::fs::write(&late, b"").unwrap();
     for entry in std::fs::read_dir(&log_dir).unwrap() {

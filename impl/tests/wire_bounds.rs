@@ -4,7 +4,7 @@
 //! truncations, length splices) and checks each is `Ok` or a typed error, with the largest single
 //! allocation within a small multiple of the frame.
 //!
-//! `KRAFT_WRITE_SEEDS=impl/fuzz/seeds cargo test -p kraft --test wire_bounds write_seeds` writes the
+//! `KRAFT_WRITE_SEEDS=$PWD/impl/fuzz/seeds cargo test -p kraft --test wire_bounds write_seeds` writes the
 //! sample frames as the fuzz seeds.
 
 mod frames;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
+use super::snapshot_settings::{self, SnapshotSettings};
 use super::{
     ClusterArgs, Failure, FormatArgs, NodeArgs, EXIT_NODE_FAILED, EXIT_STORAGE, EXIT_USAGE,
 };
@@ -14,7 +15,8 @@ use crate::server::tls::{Properties, Tls};
 use crate::server::{self, BrokerInfo, Limits, LinkConfig, Running};
 use crate::storage::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, FileLog, MetaProperties,
+    read_bootstrap, read_quorum_state, write_bootstrap_snapshot, DataDir, MetaProperties,
+    MetadataLog,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -225,6 +227,8 @@ pub struct NodeSettings {
     /// TLS on the listener and peer links (`security.protocol = "SSL"` and `ssl.*` keys, see
     /// `server::tls`); `None`: plaintext.
     pub tls: Option<std::sync::Arc<Tls>>,
+    /// Kafka's snapshot and retention properties.
+    pub snapshots: SnapshotSettings,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -250,6 +254,8 @@ struct FileConfig {
     security: Option<toml::Table>,
     ssl: Option<toml::Table>,
     controller: Option<toml::Table>,
+    /// Kafka's `metadata.*` snapshot and retention keys (see `snapshot_settings`).
+    metadata: Option<toml::Table>,
     #[serde(rename = "super")]
     super_: Option<toml::Table>,
 }
@@ -268,6 +274,7 @@ impl FileConfig {
                 super::properties::flatten_toml(prefix, t, &mut props);
             }
         }
+        props.retain(|k, _| !snapshot_settings::KEYS.contains(&k.as_str()));
         for (key, flag) in [
             ("security.protocol", &args.security_protocol),
             ("ssl.keystore.location", &args.ssl_keystore_location),
@@ -287,6 +294,52 @@ impl FileConfig {
     }
 }
 
+impl FileConfig {
+    /// The snapshot settings of the file and the flags (flags win).
+    fn snapshot_settings(&self, args: &NodeArgs) -> Result<SnapshotSettings, Failure> {
+        let mut props = Properties::new();
+        for (prefix, table) in [
+            ("metadata", &self.metadata),
+            ("controller", &self.controller),
+        ] {
+            if let Some(t) = table {
+                super::properties::flatten_toml(prefix, t, &mut props);
+            }
+        }
+        let flags = [
+            (
+                snapshot_settings::MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS,
+                &args.metadata_log_max_record_bytes_between_snapshots,
+            ),
+            (
+                snapshot_settings::MAX_SNAPSHOT_INTERVAL_MS,
+                &args.metadata_log_max_snapshot_interval_ms,
+            ),
+            (
+                snapshot_settings::MAX_RETENTION_BYTES,
+                &args.metadata_max_retention_bytes,
+            ),
+            (
+                snapshot_settings::MAX_RETENTION_MS,
+                &args.metadata_max_retention_ms,
+            ),
+            (
+                snapshot_settings::FETCH_SNAPSHOT_MAX_BYTES,
+                &args.controller_quorum_fetch_snapshot_max_bytes,
+            ),
+        ];
+        let from_flags = flags
+            .iter()
+            .filter_map(|(k, v)| v.as_deref().map(|v| (*k, v)));
+        SnapshotSettings::resolve(
+            SnapshotSettings::keys_of(&props)
+                .into_iter()
+                .chain(from_flags),
+        )
+        .map_err(usage)
+    }
+}
+
 impl NodeSettings {
     pub fn resolve(args: NodeArgs) -> Result<NodeSettings, Failure> {
         let file = match &args.config {
@@ -299,6 +352,7 @@ impl NodeSettings {
             None => FileConfig::default(),
         };
         let tls = Tls::for_node(&file.tls_properties(&args))?;
+        let snapshots = file.snapshot_settings(&args)?;
         if let Some(t) = &tls {
             if t.client_auth == crate::server::tls::ClientAuth::Required
                 && !t.identities.is_configured()
@@ -373,6 +427,7 @@ impl NodeSettings {
                     .map_or(0, |d| d.as_nanos() as u64)
             }),
             tls: tls.map(std::sync::Arc::new),
+            snapshots,
         };
         if settings.election_timeout_ms == 0
             || settings.fetch_timeout_ms == 0
@@ -411,7 +466,9 @@ pub async fn start_node(
             settings.data_dir.display()
         )));
     }
-    let log = FileLog::open(&data.log_dir())?;
+    // Kafka's start-up of the metadata log: snapshots checked, leftovers deleted, the log truncated fully
+    // to a snapshot newer than it.
+    let log = MetadataLog::open(&data.log_dir())?.log;
     let view = log
         .load_view()
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
@@ -835,7 +892,8 @@ mod tests {
                  ssl.keystore.location = \"{}\"\nssl.truststore.location = \"{}\"\n\
                  ssl.client.auth = \"required\"\n\
                  controller.principal.template = \"CN=kraft-node-{{id}}\"\n\
-                 super.users = \"User:CN=kraft-admin\"\n",
+                 super.users = \"User:CN=kraft-admin\"\n\
+                 controller.quorum.fetch.snapshot.max.bytes = 4096\n",
                 files.keystore(1).display(),
                 files.ca().display()
             ),
@@ -845,7 +903,9 @@ mod tests {
             config: Some(path.clone()),
             ..NodeArgs::default()
         };
-        let tls = NodeSettings::resolve(args()).unwrap().tls.unwrap();
+        let settings = NodeSettings::resolve(args()).unwrap();
+        assert_eq!(settings.snapshots.fetch_snapshot_max_bytes, 4096);
+        let tls = settings.tls.unwrap();
         assert_eq!(tls.client_auth, crate::server::tls::ClientAuth::Required);
         assert!(tls.identities.proves("CN=kraft-node-2", 2));
         assert_eq!(tls.super_users, ["CN=kraft-admin"]);
@@ -856,5 +916,49 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.code, EXIT_STORAGE, "{}", err.message);
+    }
+
+    #[test]
+    fn snapshot_keys_in_the_config_file_as_kafka_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node.toml");
+        std::fs::write(
+            &path,
+            "data_dir = \"/tmp/x\"\nlistener = \"127.0.0.1:1\"\n\
+             metadata.log.max.snapshot.interval.ms = 1000\n\
+             metadata.log.max.record.bytes.between.snapshots = 1\n\
+             metadata.max.retention.bytes = 2048\n",
+        )
+        .unwrap();
+        let args = || NodeArgs {
+            config: Some(path.clone()),
+            ..NodeArgs::default()
+        };
+        let s = NodeSettings::resolve(NodeArgs {
+            metadata_max_retention_ms: Some("-1".into()),
+            metadata_max_retention_bytes: Some("4096".into()),
+            ..args()
+        })
+        .unwrap()
+        .snapshots;
+        assert_eq!(
+            s,
+            SnapshotSettings {
+                max_record_bytes_between_snapshots: 1,
+                max_snapshot_interval_ms: 1000,
+                max_retention_bytes: 4096,
+                max_retention_ms: -1,
+                ..SnapshotSettings::default()
+            }
+        );
+        // Kafka's ranges: no snapshot trigger of 0 bytes; an unknown metadata key is refused.
+        let err = NodeSettings::resolve(NodeArgs {
+            metadata_log_max_record_bytes_between_snapshots: Some("0".into()),
+            ..args()
+        })
+        .unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE, "{}", err.message);
+        std::fs::write(&path, "metadata.log.max.snapshot.intervl.ms = 1\n").unwrap();
+        assert!(NodeSettings::resolve(args()).is_err());
     }
 }

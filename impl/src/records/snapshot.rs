@@ -1,15 +1,17 @@
-//! Kafka's snapshot files, as far as the bootstrap snapshot goes.
+//! Kafka's snapshot files (KIP-630): names, frame, and the bytes of every snapshot this crate writes.
 //!
-//! `kafka-storage format --initial-controllers` writes `00000000000000000000-0000000000.checkpoint` in the
-//! metadata log directory (snapshot id: end offset 0, epoch 0): a control batch {SnapshotHeader (control
-//! type 3), KRaftVersion (5), Voters (6)} at snapshot offsets 0–2, a data batch of bootstrap metadata records
-//! (FeatureLevelRecords) and a control batch {SnapshotFooter (4)}. `decode_snapshot` reads any such file with
-//! the same bounded batch decoding as the log (CRC, record walk, control values walked by Kafka's schemas
-//! before they are decoded) and checks its frame: header first, footer last, nothing else of the control
-//! kind but KRaftVersion and Voters. `encode_bootstrap_snapshot` writes the control records of that file
-//! (no metadata records: this crate does not write Kafka's metadata).
+//! A snapshot `<end offset %020d>-<epoch %010d>.checkpoint` holds Kafka v2 record batches whose offsets are
+//! dense from 0 and whose partition leader epoch is the snapshot's epoch (Kafka's `RecordsSnapshotWriter`):
+//! a first control batch {SnapshotHeader (control type 3), and when kraft.version ≥ 1 KRaftVersion (5) and
+//! Voters (6), both as of end offset − 1}, data batches of Kafka's metadata records, and a last control batch
+//! {SnapshotFooter (4)}. A download in progress is `.checkpoint.part`, a snapshot being deleted
+//! `.checkpoint.deleted`. `kafka-storage format` writes the bootstrap snapshot (0, 0) the same way.
+//! [`SnapshotFrame`] checks a file's frame batch by batch (CRC, record walk, control values walked by Kafka's
+//! schemas before they are decoded; header first, footer last, no other control record but KRaftVersion and
+//! Voters), so a whole file is never needed in memory; [`SnapshotEncoder`] writes Kafka's layout.
 
 use bytes::Bytes;
+use bytes::BytesMut;
 use kafka_protocol::messages::{SnapshotFooterRecord, SnapshotHeaderRecord};
 use kafka_protocol::protocol::Decodable;
 
@@ -105,57 +107,204 @@ fn item(kafka: &kafka_protocol::records::Record, is_control: bool) -> Result<Ite
     }
 }
 
-/// Reads a snapshot file: every batch decoded (any defect is an error), header first, footer last.
-pub fn decode_snapshot(bytes: Bytes) -> Result<Snapshot, RecordsError> {
-    let malformed = |base_offset: i64, reason: &str| RecordsError::Malformed {
+/// A snapshot's id (Kafka's `OffsetAndEpoch`): it holds the state of every offset below `end_offset`, and
+/// `epoch` is the epoch of the record at `end_offset − 1`. Ordered by offset, then epoch, as Kafka's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SnapshotId {
+    pub end_offset: i64,
+    pub epoch: i32,
+}
+
+/// Which of Kafka's three snapshot file names (`Snapshots.java`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotFileKind {
+    /// `.checkpoint`: complete, immutable.
+    Checkpoint,
+    /// `.checkpoint.part`: being written or downloaded.
+    Partial,
+    /// `.checkpoint.deleted`: marked for deletion.
+    Deleted,
+}
+
+impl SnapshotId {
+    /// `Snapshots.BOOTSTRAP_SNAPSHOT_ID`: written by `format`, never replicated.
+    pub const BOOTSTRAP: SnapshotId = SnapshotId {
+        end_offset: 0,
+        epoch: 0,
+    };
+
+    /// The file name Kafka gives this snapshot.
+    pub fn file_name(&self, kind: SnapshotFileKind) -> String {
+        let suffix = match kind {
+            SnapshotFileKind::Checkpoint => "",
+            SnapshotFileKind::Partial => ".part",
+            SnapshotFileKind::Deleted => ".deleted",
+        };
+        format!(
+            "{:020}-{:010}.checkpoint{suffix}",
+            self.end_offset, self.epoch
+        )
+    }
+
+    /// Parses a file name Kafka's `Snapshots.parse` accepts; anything else is `None`.
+    pub fn parse_file_name(name: &str) -> Option<(SnapshotId, SnapshotFileKind)> {
+        let (stem, kind) = if let Some(s) = name.strip_suffix(".checkpoint") {
+            (s, SnapshotFileKind::Checkpoint)
+        } else if let Some(s) = name.strip_suffix(".checkpoint.part") {
+            (s, SnapshotFileKind::Partial)
+        } else if let Some(s) = name.strip_suffix(".checkpoint.deleted") {
+            (s, SnapshotFileKind::Deleted)
+        } else {
+            return None;
+        };
+        let (offset, epoch) = stem.split_once('-')?;
+        let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(offset, 20) || !digits(epoch, 10) {
+            return None;
+        }
+        let id = SnapshotId {
+            end_offset: offset.parse().ok()?,
+            epoch: epoch.parse().ok()?,
+        };
+        Some((id, kind))
+    }
+}
+
+impl std::fmt::Display for SnapshotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(end offset {}, epoch {})", self.end_offset, self.epoch)
+    }
+}
+
+/// What a complete, valid snapshot file says about itself (the core's `SnapshotMeta` and more).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    pub id: SnapshotId,
+    /// File size in bytes (FetchSnapshot's `Size`).
+    pub size: u64,
+    /// The KRaftVersionRecord's version; 0 when the snapshot has none (as Kafka reads it).
+    pub kraft_version: i16,
+    /// The VotersRecord, if any: the voter set as of `id.end_offset − 1`.
+    pub voters: Option<VoterSet>,
+    /// SnapshotHeader `LastContainedLogTimestamp` (retention by time reads it).
+    pub last_contained_log_timestamp: i64,
+    /// How many data records (Kafka's metadata records) it holds.
+    pub data_records: u64,
+}
+
+/// Checks a snapshot's frame one batch at a time: offsets dense from 0, header first, footer last, no
+/// control record but KRaftVersion and Voters in between.
+#[derive(Debug, Default)]
+pub struct SnapshotFrame {
+    next_offset: i64,
+    seen_header: bool,
+    seen_footer: bool,
+    last_contained_log_timestamp: i64,
+    kraft_version: Option<i16>,
+    voters: Option<VoterSet>,
+    data_records: u64,
+}
+
+fn malformed(base_offset: i64, reason: &str) -> RecordsError {
+    RecordsError::Malformed {
         base_offset,
         reason: format!("snapshot: {reason}"),
-    };
-    let mut snapshot = Snapshot {
-        last_contained_log_timestamp: -1,
-        kraft_version: None,
-        voters: None,
-        data_records: 0,
-        batches: Vec::new(),
-    };
-    let (mut position, mut seen_header, mut seen_footer, mut next_offset) = (0, false, false, 0i64);
-    while position < bytes.len() {
-        let frame = decode_frame(&bytes, position, item)?;
-        if frame.base_offset != next_offset {
+    }
+}
+
+impl SnapshotFrame {
+    /// Decodes and checks the batch at the start of `bytes` (every check of the log's decoder); returns it
+    /// and its encoded length.
+    /// `position` is the batch's byte position in `bytes`.
+    pub fn push(
+        &mut self,
+        bytes: &Bytes,
+        position: usize,
+    ) -> Result<(SnapshotBatch, usize), RecordsError> {
+        let frame = decode_frame(bytes, position, item)?;
+        if frame.base_offset != self.next_offset {
             return Err(malformed(frame.base_offset, "offsets are not dense from 0"));
         }
         for (offset, item) in (frame.base_offset..).zip(&frame.records) {
-            if seen_footer {
+            if self.seen_footer {
                 return Err(malformed(offset, "a record after the footer"));
             }
             match item {
-                Item::Header(ts) if !seen_header && offset == 0 => {
-                    seen_header = true;
-                    snapshot.last_contained_log_timestamp = *ts;
+                Item::Header(ts) if !self.seen_header && offset == 0 => {
+                    self.seen_header = true;
+                    self.last_contained_log_timestamp = *ts;
                 }
-                _ if !seen_header => return Err(malformed(offset, "does not start with a header")),
+                _ if !self.seen_header => {
+                    return Err(malformed(offset, "does not start with a header"))
+                }
                 Item::Header(_) => return Err(malformed(offset, "a second header")),
-                Item::Footer => seen_footer = true,
-                Item::Control(Record::KRaftVersion(v)) => snapshot.kraft_version = Some(*v),
-                Item::Control(Record::Voters(set)) => snapshot.voters = Some(set.clone()),
+                Item::Footer => self.seen_footer = true,
+                Item::Control(Record::KRaftVersion(v)) => self.kraft_version = Some(*v),
+                Item::Control(Record::Voters(set)) => self.voters = Some(set.clone()),
                 Item::Control(_) => {
                     return Err(malformed(offset, "a control record a snapshot cannot hold"))
                 }
-                Item::Data(_) => snapshot.data_records += 1,
+                Item::Data(_) => self.data_records += 1,
             }
         }
-        next_offset = frame.next_offset;
-        position += frame.len;
-        snapshot.batches.push(SnapshotBatch {
+        self.next_offset = frame.next_offset;
+        let batch = SnapshotBatch {
             base_offset: frame.base_offset,
             epoch: frame.epoch,
             records: frame.records,
-        });
+        };
+        Ok((batch, frame.len))
     }
-    if !seen_footer {
-        return Err(malformed(next_offset, "no footer (empty or cut short)"));
+
+    /// Whether the footer has been seen (nothing may follow it).
+    pub fn complete(&self) -> bool {
+        self.seen_footer
     }
-    Ok(snapshot)
+
+    /// The snapshot's description, once the whole file went through `push`.
+    pub fn finish(self, id: SnapshotId, size: u64) -> Result<SnapshotInfo, RecordsError> {
+        if !self.seen_footer {
+            return Err(malformed(
+                self.next_offset,
+                "no footer (empty or cut short)",
+            ));
+        }
+        Ok(SnapshotInfo {
+            id,
+            size,
+            kraft_version: self.kraft_version.unwrap_or(0),
+            voters: self.voters,
+            last_contained_log_timestamp: self.last_contained_log_timestamp,
+            data_records: self.data_records,
+        })
+    }
+}
+
+/// Reads a snapshot held in memory: every batch decoded (any defect is an error), header first, footer last.
+pub fn decode_snapshot(bytes: Bytes) -> Result<Snapshot, RecordsError> {
+    let mut frame = SnapshotFrame::default();
+    let mut batches = Vec::new();
+    let mut position = 0;
+    while position < bytes.len() {
+        let (batch, len) = frame.push(&bytes, position)?;
+        position += len;
+        batches.push(batch);
+    }
+    let meta = frame.finish(SnapshotId::BOOTSTRAP, bytes.len() as u64)?;
+    Ok(Snapshot {
+        last_contained_log_timestamp: meta.last_contained_log_timestamp,
+        kraft_version: batches
+            .iter()
+            .flat_map(|b| &b.records)
+            .filter_map(|r| match r {
+                Item::Control(Record::KRaftVersion(v)) => Some(*v),
+                _ => None,
+            })
+            .last(),
+        voters: meta.voters,
+        data_records: meta.data_records as usize,
+        batches,
+    })
 }
 
 /// The bootstrap snapshot `kraft format` writes: Kafka's frame and control records ({SnapshotHeader,
@@ -164,7 +313,14 @@ pub fn encode_bootstrap_snapshot(
     voters: &VoterSet,
     last_contained_log_timestamp: i64,
 ) -> Result<Bytes, RecordsError> {
-    encode_bootstrap(Some(voters), last_contained_log_timestamp)
+    let encoder = SnapshotEncoder::new(
+        SnapshotId::BOOTSTRAP,
+        last_contained_log_timestamp,
+        1,
+        Some(voters),
+        0,
+    )?;
+    encoder.finish(0)
 }
 
 /// The bootstrap snapshot of `kraft format --no-initial-controllers`, as Kafka's storage tool writes it in
@@ -173,49 +329,134 @@ pub fn encode_bootstrap_snapshot(
 pub fn encode_bootstrap_snapshot_without_voters(
     last_contained_log_timestamp: i64,
 ) -> Result<Bytes, RecordsError> {
-    encode_bootstrap(None, last_contained_log_timestamp)
+    let encoder = SnapshotEncoder::new(
+        SnapshotId::BOOTSTRAP,
+        last_contained_log_timestamp,
+        1,
+        None,
+        0,
+    )?;
+    encoder.finish(0)
 }
 
-fn encode_bootstrap(
-    voters: Option<&VoterSet>,
-    last_contained_log_timestamp: i64,
-) -> Result<Bytes, RecordsError> {
-    let encode_err = |reason: String| RecordsError::Encode {
-        base_offset: 0,
-        reason,
-    };
-    let header = SnapshotHeaderRecord::default()
-        .with_version(SNAPSHOT_HEADER_VERSION)
-        .with_last_contained_log_timestamp(last_contained_log_timestamp);
-    let footer = SnapshotFooterRecord::default().with_version(SNAPSHOT_FOOTER_VERSION);
-    // The header and footer take a control record's shape; only key and value differ.
-    let control = |offset: i64, delta: i64, control_type: i16, value: Bytes| {
-        let mut r = to_kafka_record(&Record::KRaftVersion(1), offset, delta, 0)?;
+/// Writes a snapshot in Kafka's layout (`RecordsSnapshotWriter`): every batch's partition leader epoch is the
+/// snapshot's epoch, offsets are dense from 0, every record of a batch carries the batch's append time.
+/// Bytes are produced as batches complete ([`take`](Self::take)), so a large snapshot streams to its file.
+#[derive(Debug)]
+pub struct SnapshotEncoder {
+    epoch: i32,
+    next_offset: i64,
+    out: BytesMut,
+}
+
+impl SnapshotEncoder {
+    /// Starts a snapshot with its first control batch: SnapshotHeader, then KRaftVersion when
+    /// `kraft_version` ≥ 1 and Voters when given (Kafka writes both from kraft.version 1 on).
+    pub fn new(
+        id: SnapshotId,
+        last_contained_log_timestamp: i64,
+        kraft_version: i16,
+        voters: Option<&VoterSet>,
+        append_time: i64,
+    ) -> Result<SnapshotEncoder, RecordsError> {
+        let mut encoder = SnapshotEncoder {
+            epoch: id.epoch,
+            next_offset: 0,
+            out: BytesMut::new(),
+        };
+        let header = SnapshotHeaderRecord::default()
+            .with_version(SNAPSHOT_HEADER_VERSION)
+            .with_last_contained_log_timestamp(last_contained_log_timestamp);
+        let header = encode_message(&header, SNAPSHOT_HEADER_VERSION).map_err(encode_err(0))?;
+        let mut first = vec![encoder.control(0, CONTROL_SNAPSHOT_HEADER, header, append_time)?];
+        if kraft_version >= 1 {
+            first.push(encoder.record(&Record::KRaftVersion(kraft_version), 1, append_time)?);
+        }
+        if let Some(voters) = voters {
+            let offset = first.len() as i64;
+            first.push(encoder.record(&Record::Voters(voters.clone()), offset, append_time)?);
+        }
+        encoder.write(&first)?;
+        Ok(encoder)
+    }
+
+    fn record(
+        &self,
+        record: &Record,
+        delta: i64,
+        append_time: i64,
+    ) -> Result<kafka_protocol::records::Record, RecordsError> {
+        let mut r = to_kafka_record(record, self.next_offset + delta, delta, self.epoch)?;
+        r.timestamp = append_time;
+        Ok(r)
+    }
+
+    /// A control record of the header's or footer's kind: a control record's shape, its own key and value.
+    fn control(
+        &self,
+        delta: i64,
+        control_type: i16,
+        value: Bytes,
+        append_time: i64,
+    ) -> Result<kafka_protocol::records::Record, RecordsError> {
+        let mut r = self.record(&Record::KRaftVersion(1), delta, append_time)?;
         r.key = Some(control_key(control_type));
         r.value = Some(value);
-        Ok::<_, RecordsError>(r)
-    };
-    let mut first = vec![
-        control(
-            0,
-            0,
-            CONTROL_SNAPSHOT_HEADER,
-            encode_message(&header, SNAPSHOT_HEADER_VERSION).map_err(encode_err)?,
-        )?,
-        to_kafka_record(&Record::KRaftVersion(1), 1, 1, 0)?,
-    ];
-    if let Some(voters) = voters {
-        first.push(to_kafka_record(&Record::Voters(voters.clone()), 2, 2, 0)?);
+        Ok(r)
     }
-    let footer_offset = first.len() as i64;
-    let last = vec![control(
-        footer_offset,
-        0,
-        CONTROL_SNAPSHOT_FOOTER,
-        encode_message(&footer, SNAPSHOT_FOOTER_VERSION).map_err(encode_err)?,
-    )?];
-    let mut buf = bytes::BytesMut::new();
-    write_run(&first, &mut buf, 0)?;
-    write_run(&last, &mut buf, footer_offset)?;
-    Ok(buf.freeze())
+
+    fn write(&mut self, run: &[kafka_protocol::records::Record]) -> Result<(), RecordsError> {
+        write_run(run, &mut self.out, self.next_offset)?;
+        self.next_offset += run.len() as i64;
+        Ok(())
+    }
+
+    /// Appends one data batch holding `values` (Kafka's metadata records, unchanged), stamped `append_time`.
+    pub fn data_batch(&mut self, values: &[Bytes], append_time: i64) -> Result<(), RecordsError> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let mut run = Vec::with_capacity(values.len());
+        for (delta, value) in (0..).zip(values) {
+            run.push(self.record(&Record::Data(value.clone()), delta, append_time)?);
+        }
+        self.write(&run)
+    }
+
+    /// The bytes of the batches completed since the last call.
+    pub fn take(&mut self) -> Bytes {
+        self.out.split().freeze()
+    }
+
+    /// Ends the snapshot with its SnapshotFooter batch; returns the bytes not taken yet.
+    pub fn finish(mut self, append_time: i64) -> Result<Bytes, RecordsError> {
+        let footer = SnapshotFooterRecord::default().with_version(SNAPSHOT_FOOTER_VERSION);
+        let footer = encode_message(&footer, SNAPSHOT_FOOTER_VERSION)
+            .map_err(encode_err(self.next_offset))?;
+        let last = vec![self.control(0, CONTROL_SNAPSHOT_FOOTER, footer, append_time)?];
+        self.write(&last)?;
+        Ok(self.out.freeze())
+    }
+}
+
+fn encode_err(base_offset: i64) -> impl Fn(String) -> RecordsError {
+    move |reason| RecordsError::Encode {
+        base_offset,
+        reason,
+    }
+}
+
+/// Kafka's metadata record types this crate has to recognise (`common/metadata/*.json` apiKey).
+pub const METADATA_NO_OP: u8 = 20;
+pub const METADATA_BEGIN_TRANSACTION: u8 = 23;
+pub const METADATA_END_TRANSACTION: u8 = 24;
+pub const METADATA_ABORT_TRANSACTION: u8 = 25;
+
+/// The type of a metadata record value (`MetadataRecordSerde`: frame version 1 as an unsigned varint, then
+/// the api key as an unsigned varint); `None` when the value is not framed so or the type is ≥ 128.
+pub fn metadata_record_type(value: &[u8]) -> Option<u8> {
+    match value {
+        [1, t, ..] if *t < 0x80 => Some(*t),
+        _ => None,
+    }
 }

@@ -3,6 +3,10 @@
 //! An in-memory index (one entry per record batch: offsets, epoch, file position) answers offset and epoch
 //! queries; batch bytes are read back from the files and CRC-checked on every read. Recovery on open scans
 //! every segment and truncates at the first torn or corrupt batch.
+//!
+//! The log start offset is Kafka's: on open, the first segment's base offset (Kafka's metadata log keeps no
+//! log-start checkpoint); it moves up with [`FileLog::advance_start`] (segments wholly below it deleted) and
+//! [`FileLog::truncate_fully_and_start_at`] (after a snapshot download).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -38,6 +42,8 @@ pub struct FileLog {
     segments: Vec<Segment>,
     index: Vec<IndexEntry>,
     segment_bytes: u64,
+    /// The log start offset: nothing below it is read.
+    start: i64,
     flushed: i64,
     /// Segments written since the last flush (index into `segments`), and whether the directory changed.
     dirty_from: Option<usize>,
@@ -46,6 +52,14 @@ pub struct FileLog {
 
 fn segment_name(base_offset: i64) -> String {
     format!("{base_offset:020}.log")
+}
+
+/// The base offset in a segment's file name (every segment this log holds has one).
+fn segment_base(path: &Path) -> i64 {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(i64::MAX)
 }
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> LogError + '_ {
@@ -89,13 +103,14 @@ impl FileLog {
             segments: Vec::new(),
             index: Vec::new(),
             segment_bytes: segment_bytes.max(1),
+            start: bases.first().copied().unwrap_or(0),
             flushed: 0,
             dirty_from: None,
             dir_dirty: false,
         };
         log.recover(&bases)?;
         if log.segments.is_empty() {
-            log.create_segment(0)?;
+            log.create_segment(log.start)?;
             sync_dir(dir).map_err(io)?;
             log.dir_dirty = false;
         }
@@ -108,13 +123,6 @@ impl FileLog {
         let mut last_epoch = 0;
         for (i, &base) in bases.iter().enumerate() {
             let path = self.dir.join(segment_name(base));
-            if i == 0 && base != 0 {
-                // Prefix trimming (snapshots) is not implemented: the log always starts at offset 0.
-                return Err(StorageError::Corrupt {
-                    path,
-                    reason: "the first log segment must start at offset 0".into(),
-                });
-            }
             if expected.is_some_and(|e| e != base) {
                 // A gap or overlap between segments: everything from here on is unusable.
                 tracing::error!(segment = %path.display(), expected = ?expected,
@@ -297,10 +305,10 @@ impl FileLog {
     /// `max_bytes` except that the first is always included (both reads share this rule).
     fn entries_to_read(&self, from: i64, max_bytes: usize) -> Result<&[IndexEntry], LogError> {
         let end = self.end_offset();
-        if from < 0 || from > end {
+        if from < self.start || from > end {
             return Err(LogError::OutOfRange {
                 offset: from,
-                start: 0,
+                start: self.start,
                 end,
             });
         }
@@ -357,6 +365,88 @@ impl FileLog {
         Ok(view)
     }
 
+    /// Kafka's `truncateFullyAndStartAt` (after a snapshot download): every segment is deleted and the log
+    /// starts, empty, at `offset` in a new segment. Durable on return. A crash part way leaves fewer
+    /// segments, or none, and start-up truncates fully again to the snapshot that is newer than the log.
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset < 0 {
+            return Err(LogError::OutOfRange {
+                offset,
+                start: self.start,
+                end: self.end_offset(),
+            });
+        }
+        for removed in self.segments.drain(..) {
+            std::fs::remove_file(&removed.path).map_err(io_at(&removed.path))?;
+        }
+        self.index.clear();
+        self.dirty_from = None;
+        sync_dir(&self.dir).map_err(io_at(&self.dir))?;
+        self.start = offset;
+        self.create_segment(offset)?;
+        sync_dir(&self.dir).map_err(io_at(&self.dir))?;
+        self.dir_dirty = false;
+        self.flushed = offset;
+        Ok(())
+    }
+
+    /// Kafka's `deleteBeforeSnapshot` on the log: the start moves up to `offset` (at most the LEO) and the
+    /// segments whose records are all below it are deleted (never the active one); a batch holding
+    /// `offset` stays and is read whole, as Kafka serves it. Returns how many segments were deleted.
+    pub fn advance_start(&mut self, offset: i64) -> Result<usize, LogError> {
+        let end = self.end_offset();
+        if offset < self.start || offset > end {
+            return Err(LogError::OutOfRange {
+                offset,
+                start: self.start,
+                end,
+            });
+        }
+        self.start = offset;
+        let dropped = self.index.partition_point(|e| e.next_offset <= offset);
+        self.index.drain(..dropped);
+        // A segment goes when the next one starts at or below the new start.
+        let bases: Vec<i64> = self
+            .segments
+            .iter()
+            .map(|s| segment_base(&s.path))
+            .collect();
+        let gone = (0..self.segments.len().saturating_sub(1))
+            .take_while(|&i| bases[i + 1] <= offset)
+            .count();
+        for removed in self.segments.drain(..gone) {
+            std::fs::remove_file(&removed.path).map_err(io_at(&removed.path))?;
+        }
+        if gone > 0 {
+            for entry in &mut self.index {
+                entry.segment -= gone;
+            }
+            self.dirty_from = self.dirty_from.map(|d| d.saturating_sub(gone));
+            sync_dir(&self.dir).map_err(io_at(&self.dir))?;
+        }
+        self.flushed = self.flushed.max(offset);
+        Ok(gone)
+    }
+
+    /// Bytes held in segment files (Kafka's `log.size()`, for retention by size).
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+
+    /// The largest timestamp of the batch holding `offset` (a v2 batch's MaxTimestamp), if it is held.
+    pub fn max_timestamp_at(&self, offset: i64) -> Result<Option<i64>, LogError> {
+        let at = self.index.partition_point(|e| e.next_offset <= offset);
+        match self.index.get(at).filter(|e| e.base_offset <= offset) {
+            Some(entry) => {
+                let bytes = self.read_entry_bytes(entry)?;
+                Ok(bytes
+                    .get(35..43)
+                    .map(|b| i64::from_be_bytes(b.try_into().unwrap_or_default())))
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Segment files currently in use, oldest first (for tests and tools).
     pub fn segment_paths(&self) -> Vec<PathBuf> {
         self.segments.iter().map(|s| s.path.clone()).collect()
@@ -365,11 +455,11 @@ impl FileLog {
 
 impl RaftLog for FileLog {
     fn start_offset(&self) -> i64 {
-        0
+        self.start
     }
 
     fn end_offset(&self) -> i64 {
-        self.index.last().map_or(0, |e| e.next_offset)
+        self.index.last().map_or(self.start, |e| e.next_offset)
     }
 
     fn last_epoch(&self) -> i32 {
@@ -419,10 +509,10 @@ impl RaftLog for FileLog {
 
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
         let end = self.end_offset();
-        if offset < 0 {
+        if offset < self.start {
             return Err(LogError::OutOfRange {
                 offset,
-                start: 0,
+                start: self.start,
                 end,
             });
         }

@@ -61,20 +61,27 @@ final class EndChecks {
         for (int id : listed) {
             if (id == l[0] || !m.running(id)) continue;
             List<String> theirs = MixedQuorum.batchesBelow(m.segment(id), hw);
+            // A log may start past 0 (KIP-630): compare from the later of the two starts; below it, snapshots.
+            long from = Math.max(first(ref), first(theirs));
+            List<String> a = from(ref, from), b = from(theirs, from);
+            boolean covered = !a.isEmpty() || snapshotEnd(m, id) >= Math.min(hw, first(ref));
             report.check(label + ": replica " + id + " (" + kind(m, id) + ") holds leader " + l[0] + "'s "
-                + ref.size() + " batches below HW " + hw + " byte for byte", !ref.isEmpty() && ref.equals(theirs),
-                "first difference: " + MixedQuorum.firstDifference(ref, theirs));
+                + a.size() + " batches below HW " + hw + (from > 0 && from != Long.MAX_VALUE ? " from offset "
+                + from : "") + " byte for byte", covered && a.equals(b), "first difference: "
+                + MixedQuorum.firstDifference(a, b) + (covered ? "" : "; no batch to compare and no snapshot"
+                + " reaching HW"));
         }
 
         boolean kept = true, forward = true;
         String lost = "", back = "";
         long previous = -1;
         for (MixedQuorum.Sample s : m.samples) {
-            boolean prefix = s.hw() <= hw && s.batches().size() <= ref.size()
-                && ref.subList(0, s.batches().size()).equals(s.batches());
+            long from = Math.max(first(ref), first(s.batches()));
+            List<String> then = from(s.batches(), from), now = from(ref, from);
+            boolean prefix = s.hw() <= hw && then.size() <= now.size() && now.subList(0, then.size()).equals(then);
             if (!prefix && kept) {
                 kept = false;
-                lost = s + "\n first difference: " + MixedQuorum.firstDifference(s.batches(), ref);
+                lost = s + "\n first difference: " + MixedQuorum.firstDifference(then, now);
             }
             if (s.hw() >= 0 && s.hw() < previous && forward) {
                 forward = false;
@@ -109,8 +116,77 @@ final class EndChecks {
             + " at HW - 1 in the final log " + voters, match && judged > 0, judged == 0 ? "none reported" : mismatch);
         report.check(label + ": committed voter sets never went back to an older VotersRecord", monotonic, voters.toString());
 
+        snapshotsAgree(m, label);
+
         Scenarios.compareStatus(report, m.tools, label + ": DescribeQuorum via leader " + l[0] + " (" + kind(m, l[0])
             + "), Kafka's tool and ours", addr, addr, m.isKraft(l[0]), null);
+    }
+
+    /**
+     * Every snapshot id held by two replicas or more: the same records in every copy (Kafka's reader: offset, key,
+     * value and headers of every record; batch timestamps and CRCs aside, since each Kafka controller writes its
+     * own snapshots with its own clock, so two controllers' snapshots of one id differ in those bytes). A copy
+     * fetched with FetchSnapshot is checked byte for byte against its source where it was installed.
+     */
+    static void snapshotsAgree(MixedQuorum m, String label) throws Exception {
+        List<Path> dirs = new ArrayList<>();
+        for (int id : m.ids()) dirs.add(m.metadataDir(id));
+        int shared = 0;
+        String differ = "";
+        for (Map.Entry<String, List<Path>> e : SnapshotFiles.byId(dirs).entrySet()) {
+            if (e.getValue().size() < 2) continue;
+            shared++;
+            List<String> first = records(e.getValue().get(0));
+            for (Path other : e.getValue().subList(1, e.getValue().size())) {
+                if (differ.isEmpty() && !records(other).equals(first)) {
+                    differ = e.getKey() + ": " + e.getValue().get(0) + " and " + other;
+                }
+            }
+        }
+        if (shared == 0) return;
+        m.report.check(label + ": the same snapshot id holds the same records on every replica that has it ("
+            + shared + " ids held by two replicas or more)", differ.isEmpty(), differ);
+    }
+
+    /** The records of a snapshot file as Kafka reads them: offset, key, value, headers; every batch CRC-checked. */
+    static List<String> records(Path file) throws Exception {
+        List<String> out = new ArrayList<>();
+        java.util.HexFormat hex = java.util.HexFormat.of();
+        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(Files.readAllBytes(file)))
+                .batches()) {
+            batch.ensureValid();
+            for (Record r : batch) {
+                out.add(r.offset() + " " + batch.isControlBatch() + " " + (r.key() == null ? "-" : hex.formatHex(bytes(r.key())))
+                    + " " + (r.value() == null ? "-" : hex.formatHex(bytes(r.value()))) + " " + r.headers().length);
+            }
+        }
+        return out;
+    }
+
+    private static byte[] bytes(ByteBuffer b) {
+        byte[] out = new byte[b.remaining()];
+        b.duplicate().get(out);
+        return out;
+    }
+
+    /** The base offset of a batch as {@link MixedQuorum#batchesBelow} describes it. */
+    static long base(String batch) {
+        return Long.parseLong(batch.substring(0, batch.indexOf('-')));
+    }
+
+    /** The first batch's base offset, or Long.MAX_VALUE if none. */
+    static long first(List<String> batches) {
+        return batches.isEmpty() ? Long.MAX_VALUE : base(batches.get(0));
+    }
+
+    static List<String> from(List<String> batches, long offset) {
+        return batches.stream().filter(b -> base(b) >= offset).toList();
+    }
+
+    /** The end offset of replica {@code id}'s latest snapshot (bootstrap aside), or -1. */
+    static long snapshotEnd(MixedQuorum m, int id) throws Exception {
+        List<SnapshotFiles.Snapshot> all = SnapshotFiles.snapshots(m.metadataDir(id));
+        return all.isEmpty() ? -1 : all.get(all.size() - 1).endOffset();
     }
 
     static String kind(MixedQuorum m, int id) {
@@ -131,6 +207,17 @@ final class EndChecks {
                 break;
             }
         }
+        // Every replica's snapshots (their voters at end offset - 1, as Kafka loads them) and logs: with log
+        // starts past 0 no single file holds the whole history; the committed parts agree, which the checks above
+        // judge.
+        for (int id : m.ids()) {
+            for (SnapshotFiles.Snapshot s : SnapshotFiles.snapshots(m.metadataDir(id))) {
+                if (s.endOffset() > hw) continue;
+                TreeMap<Long, List<Integer>> in = voterRecords(s.path(), Long.MAX_VALUE);
+                if (!in.isEmpty()) out.put(s.endOffset() - 1, in.lastEntry().getValue());
+            }
+            out.putAll(voterRecords(m.segment(id), hw));
+        }
         int[] leader = m.currentLeader();
         if (leader != null) out.putAll(voterRecords(m.segment(leader[0]), hw));
         return out;
@@ -139,7 +226,7 @@ final class EndChecks {
     /** The VotersRecords of a log or snapshot file below {@code hw}: offset to sorted voter ids. */
     static TreeMap<Long, List<Integer>> voterRecords(Path file, long hw) throws Exception {
         TreeMap<Long, List<Integer>> out = new TreeMap<>();
-        if (!Files.exists(file)) return out;
+        if (!Files.exists(file) && !Files.isDirectory(file.getParent())) return out;
         for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(MixedQuorum.logBytes(file))).batches()) {
             if (batch.lastOffset() >= hw) break;
             if (!batch.isControlBatch()) continue;

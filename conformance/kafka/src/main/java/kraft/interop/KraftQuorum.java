@@ -108,6 +108,12 @@ final class KraftQuorum implements AutoCloseable {
      * storage tool was given them) and runs it with {@code nodeArgs} (e.g. timeouts): it starts as an observer.
      */
     void startJoiner(int id, String clusterId, String initialControllers, String... nodeArgs) throws Exception {
+        formatJoiner(id, clusterId, initialControllers, nodeArgs);
+        restart(id);
+    }
+
+    /** {@link #startJoiner} without the start: {@link #launch} or {@link #restart} starts it. */
+    void formatJoiner(int id, String clusterId, String initialControllers, String... nodeArgs) throws Exception {
         reservePort(id);
         Procs.Result f = Procs.run(List.of(kraft, "format", "--data-dir", dataDir(id).toString(), "--cluster-id",
             clusterId, "--node-id", Integer.toString(id), "--initial-controllers", initialControllers), 30);
@@ -116,7 +122,6 @@ final class KraftQuorum implements AutoCloseable {
             address(id)));
         cmd.addAll(List.of(nodeArgs));
         nodeCommands.put(id, cmd);
-        restart(id);
     }
 
     /**
@@ -125,6 +130,13 @@ final class KraftQuorum implements AutoCloseable {
      * Kafka controller joining that quorum would be.
      */
     void startJoinerFormattedByKafka(int id, String clusterId, String initialControllers, String... nodeArgs)
+            throws Exception {
+        formatJoinerByKafka(id, clusterId, initialControllers, nodeArgs);
+        restart(id);
+    }
+
+    /** {@link #startJoinerFormattedByKafka} without the start: {@link #launch} or {@link #restart} starts it. */
+    void formatJoinerByKafka(int id, String clusterId, String initialControllers, String... nodeArgs)
             throws Exception {
         reservePort(id);
         Path config = dir.resolve("kafka-format-" + id + ".properties");
@@ -142,7 +154,6 @@ final class KraftQuorum implements AutoCloseable {
             address(id)));
         cmd.addAll(List.of(nodeArgs));
         nodeCommands.put(id, cmd);
-        restart(id);
     }
 
     /**
@@ -219,9 +230,14 @@ final class KraftQuorum implements AutoCloseable {
 
     /** (Re)starts a node started with {@link #startJoiner} on its data directory. */
     void restart(int id) throws Exception {
+        Procs.waitForPort(launch(id), ports.get(id), 30_000, nodeLog(id));
+    }
+
+    /** Starts a formatted node without waiting for it to listen (e.g. to kill it early in a download). */
+    Process launch(int id) throws IOException {
         Process p = Procs.start(nodeCommands.get(id), nodeLog(id));
         nodes.put(id, p);
-        Procs.waitForPort(p, ports.get(id), 30_000, nodeLog(id));
+        return p;
     }
 
     private static int consecutiveFreePorts(int count) throws IOException {

@@ -62,6 +62,11 @@ final class MixedQuorum implements AutoCloseable {
         return isKraft(id) ? ours.running(id) : kafka.running(id);
     }
 
+    /** The metadata log directory ({@code __cluster_metadata-0}) of replica {@code id}: segments and snapshots. */
+    Path metadataDir(int id) {
+        return segment(id).getParent();
+    }
+
     /** Every replica of either kind, running or not. */
     List<Integer> ids() {
         List<Integer> out = new ArrayList<>(kafka.ports.keySet());
@@ -303,7 +308,7 @@ final class MixedQuorum implements AutoCloseable {
     /** The batches of {@code file} wholly below {@code hw}, as Kafka reads them: CRC-checked, with their bytes. */
     static List<String> batchesBelow(Path file, long hw) throws Exception {
         List<String> out = new ArrayList<>();
-        if (hw <= 0 || !Files.exists(file)) return out;
+        if (hw <= 0 || !(Files.exists(file) || Files.isDirectory(file.getParent()))) return out;
         byte[] all = logBytes(file);
         int position = 0;
         for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(all)).batches()) {
@@ -324,13 +329,18 @@ final class MixedQuorum implements AutoCloseable {
      */
     static byte[] logBytes(Path segment) throws java.io.IOException {
         if (!segment.getFileName().toString().endsWith(".log")) return Files.readAllBytes(segment);
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-        try (var files = Files.list(segment.getParent())) {
-            for (Path p : files.filter(f -> f.getFileName().toString().endsWith(".log")).sorted().toList()) {
-                out.write(Files.readAllBytes(p));
+        for (int attempt = 0; ; attempt++) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            try (var files = Files.list(segment.getParent())) {
+                for (Path p : files.filter(f -> f.getFileName().toString().endsWith(".log")).sorted().toList()) {
+                    out.write(Files.readAllBytes(p));
+                }
+                return out.toByteArray();
+            } catch (java.nio.file.NoSuchFileException e) {
+                // A segment deleted below a moved log start between the listing and the read: list again.
+                if (attempt >= 5) throw e;
             }
         }
-        return out.toByteArray();
     }
 
     /** Both logs hold the same batches, byte for byte, below {@code hw} (at least one batch). */

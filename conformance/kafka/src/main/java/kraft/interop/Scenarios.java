@@ -20,7 +20,7 @@ import org.apache.kafka.common.Uuid;
  * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}),
  * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}), (m) a Kafka controller on a
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
- * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (o)
+ * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}). One Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -46,6 +46,12 @@ final class Scenarios {
 
     private boolean wants(String... letters) {
         if (only.isEmpty()) return true;
+        for (String l : letters) if (only.contains(l)) return true;
+        return false;
+    }
+
+    /** Scenarios not yet in the default run: only when named with --only. */
+    private boolean explicitly(String... letters) {
         for (String l : letters) if (only.contains(l)) return true;
         return false;
     }
@@ -116,12 +122,33 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
-        if (wants("o")) {
-            report.scenario("o: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
+        if (wants("r")) {
+            report.scenario("r: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
                 + " an observer: an add-controller uncommitted then committed, a remove-controller truncated after"
                 + " kill -9 of the leader, --watch throughout, and the same set a kraft leader serves in v3");
             try {
                 new ObserverScenario(report, tools, work.resolve("observer"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (explicitly("o", "q")) {
+            report.scenario("o: mixed quorum whose log start has moved past 0 (KIP-630): a kraft node joins Apache"
+                + " Kafka controllers through FetchSnapshot, is added with add-controller, is elected, and serves"
+                + " FetchSnapshot to a fresh Kafka controller");
+            try {
+                new SnapshotScenario(report, tools, this, work.resolve("snapshots-kafka"), kraft).run(wants("o"),
+                    wants("q"));
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (explicitly("p")) {
+            report.scenario("p: mixed quorum: an Apache Kafka controller joins a kraft-led quorum whose log start has"
+                + " moved past 0, loads its snapshot and becomes a voter; Kafka's DumpLogSegments reads every"
+                + " snapshot file kraft wrote");
+            try {
+                new KraftSnapshotScenario(report, tools, work.resolve("snapshots-kraft"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }

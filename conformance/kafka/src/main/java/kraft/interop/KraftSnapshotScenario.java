@@ -1,0 +1,157 @@
+package kraft.interop;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.common.Uuid;
+
+/**
+ * (p) An Apache Kafka controller joins a {@code kraft}-led quorum whose log start has moved past 0 (KIP-630): three
+ * {@code kraft node} processes with {@link SnapshotSettings#kraftFlags} elect a leader; membership churn (a fourth
+ * {@code kraft} node added and removed with {@code kraft add-voter} / {@code remove-voter}) grows their log until the
+ * leader has written two snapshots or more and its first live segment's base offset is above 0; a Kafka controller
+ * formatted with {@code --no-initial-controllers} joins, is pointed to the leader's snapshot, loads it (Kafka's copy:
+ * the same bytes, its log starting at or after the snapshot's end offset), catches up and becomes a voter with
+ * {@code kraft add-voter}; Kafka's {@code kafka-dump-log --cluster-metadata-decoder} reads every snapshot file the
+ * {@code kraft} nodes wrote (each copied aside when it appeared, since retention deletes old ones); the end checks.
+ */
+record KraftSnapshotScenario(Report report, Tools tools, Path work, String kraft) {
+    private static final int KAFKA = 1;
+    private static final List<Integer> KRAFT = List.of(5, 6, 7);
+    private static final int CHURN = 8;
+
+    void run() throws Exception {
+        MixedQuorum.runScenario(report, tools, work, kraft, "p", this::steps);
+    }
+
+    private static String[] nodeArgs() {
+        List<String> a = new ArrayList<>(List.of(KafkaJoinsScenario.KRAFT_TIMEOUTS));
+        a.addAll(SnapshotSettings.kraftFlags());
+        return a.toArray(String[]::new);
+    }
+
+    private void steps(MixedQuorum m) throws Exception {
+        KraftQuorum ours = m.ours;
+        String clusterId = Uuid.randomUuid().toString();
+        for (int id : KRAFT) ours.reservePort(id);
+        ours.reservePort(CHURN);
+        String initial = KRAFT.stream().map(id -> id + "@" + ours.address(id) + ":" + Uuid.randomUuid())
+            .collect(Collectors.joining(","));
+        for (int id : KRAFT) ours.startJoiner(id, clusterId, initial, nodeArgs());
+        int[] first = m.awaitLeader(-1, "the kraft nodes elect a leader");
+        m.sample("p: kraft leader", first[0]);
+
+        // Membership churn until the leader has snapshotted twice and moved its log start.
+        ours.startJoiner(CHURN, clusterId, initial, nodeArgs());
+        Path kept = work.resolve("kraft-snapshots");
+        Files.createDirectories(kept);
+        Uuid churnDir = ours.directoryId(CHURN);
+        java.util.Set<String> seen = new java.util.TreeSet<>();
+        long t0 = System.currentTimeMillis(), deadline = t0 + 150_000;
+        int changes = 0;
+        boolean moved = false;
+        while (System.currentTimeMillis() < deadline && !moved) {
+            String leader = ours.address(first[0]);
+            Procs.Result add = tools.kraft("add-voter", "--bootstrap-controller", leader, "--node-id",
+                Integer.toString(CHURN), "--directory-id=" + churnDir, "--endpoint", ours.address(CHURN),
+                "--timeout-ms", "30000");
+            Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", leader, "--node-id",
+                Integer.toString(CHURN), "--timeout-ms", "30000");
+            if (add.code() != 0 || remove.code() != 0) {
+                int[] now = m.awaitLeader(-1, "p: a leader during the churn");
+                first = now;
+                if (add.code() != 0 && remove.code() != 0) Thread.sleep(500);
+            } else {
+                changes += 2;
+            }
+            keepSnapshots(m, kept, seen);
+            int l = first[0];
+            moved = seen.stream().filter(s -> s.startsWith(l + "-")).count() >= 2
+                && SnapshotFiles.logStart(m.metadataDir(l)) > 0;
+        }
+        report.check("kraft leader " + first[0] + " wrote two snapshots or more and moved its log start past 0 after "
+            + changes + " voter changes in " + (System.currentTimeMillis() - t0) / 1000 + " s ("
+            + SnapshotFiles.describe(m.metadataDir(first[0])) + ")", moved,
+            SnapshotFiles.describe(m.metadataDir(first[0])));
+        if (!moved) throw new IllegalStateException("the kraft leader's log start did not move");
+        m.sample("p: kraft leader after the churn", first[0]);
+
+        // A Kafka controller joins, is pointed to the leader's snapshot and loads it.
+        m.kafka.clusterId = clusterId;
+        m.kafka.bootstrapServers = KRAFT.stream().map(ours::address).collect(Collectors.joining(","));
+        SnapshotFiles.Snapshot served = SnapshotScenario.last(m.metadataDir(first[0]));
+        m.kafka.startObserver(KAFKA);
+        Uuid dir = m.kafka.directoryIds.get(KAFKA);
+        m.awaitCaughtUp(m.address(first[0]), KAFKA, "the Kafka controller fetches the kraft leader's snapshot and log"
+            + " to its end offset");
+        keepSnapshots(m, kept, seen);
+        SnapshotFiles.Snapshot loaded = SnapshotScenario.find(m.metadataDir(KAFKA), served);
+        SnapshotFiles.Snapshot newest = SnapshotScenario.last(m.metadataDir(KAFKA));
+        report.check("the Kafka controller loaded a snapshot of the kraft leader (" + served.id() + " or later: "
+            + SnapshotFiles.describe(m.metadataDir(KAFKA)) + ")", newest != null
+            && newest.endOffset() >= served.endOffset(), "");
+        if (loaded != null) {
+            byte[] a = Files.readAllBytes(loaded.path());
+            Path source = m.metadataDir(first[0]).resolve(loaded.path().getFileName());
+            boolean same = Files.exists(source) && java.util.Arrays.equals(a, Files.readAllBytes(source));
+            report.check("the Kafka controller's copy of " + served.id() + " holds the kraft leader's bytes ("
+                + a.length + " bytes)", same, "differs from " + source);
+        }
+        if (newest != null) {
+            report.check("the Kafka controller's log starts at or after the snapshot's end offset "
+                + newest.endOffset(), SnapshotFiles.logStart(m.metadataDir(KAFKA)) >= newest.endOffset(),
+                SnapshotFiles.describe(m.metadataDir(KAFKA)));
+        }
+
+        Procs.Result add = tools.kraft("add-voter", "--bootstrap-controller", ours.address(KRAFT.get(1)),
+            "--node-id", Integer.toString(KAFKA), "--directory-id=" + dir, "--endpoint", m.kafka.address(KAFKA),
+            "--timeout-ms", "30000");
+        report.check("kraft add-voter makes the Kafka controller a voter (exit 0)", add.code() == 0, add.toString());
+        int[] now = m.awaitLeader(-1, "a leader after add-voter");
+        report.equal("voters after add-voter (current)", List.of(KAFKA, 5, 6, 7), m.currentVoters(m.address(now[0])));
+        m.awaitAllCaughtUp(m.address(now[0]), 3, "the Kafka voter and the kraft followers replicate; HW = end offset");
+        m.sample("p: Kafka controller added", now[0]);
+
+        // Kafka's DumpLogSegments on every snapshot file the kraft nodes wrote.
+        keepSnapshots(m, kept, seen);
+        List<Path> files = new ArrayList<>();
+        try (var s = Files.list(kept)) {
+            files.addAll(s.sorted().toList());
+        }
+        Procs.Result dump = SnapshotFiles.dump(files);
+        String bad = "";
+        for (Path f : files) {
+            String name = f.getFileName().toString();
+            SnapshotFiles.Snapshot snap = new SnapshotFiles.Snapshot(Long.parseLong(name.substring(name.indexOf('-') + 1,
+                name.indexOf('-') + 21)), Integer.parseInt(name.substring(name.indexOf('-') + 22, name.indexOf('-') + 32)),
+                f);
+            String why = SnapshotFiles.judgeDump(dump.out(), snap);
+            if (why != null && bad.isEmpty()) bad = f + ": " + why;
+        }
+        report.check("Kafka's kafka-dump-log --cluster-metadata-decoder reads every snapshot file the kraft nodes wrote ("
+            + files.size() + " files; header, footer, every batch valid)", dump.code() == 0 && !files.isEmpty()
+            && bad.isEmpty(), bad.isEmpty() ? dump.toString() : bad);
+    }
+
+    /**
+     * Copies every snapshot file of the kraft nodes not copied yet into {@code kept} as {@code <node>-<name>}, and
+     * records it in {@code seen}: retention deletes old snapshots, and Kafka's dump must read all of them.
+     */
+    private static void keepSnapshots(MixedQuorum m, Path kept, java.util.Set<String> seen) throws Exception {
+        for (int id : m.ours.ports.keySet()) {
+            for (SnapshotFiles.Snapshot s : SnapshotFiles.snapshots(m.metadataDir(id))) {
+                String name = id + "-" + s.path().getFileName();
+                if (seen.contains(name)) continue;
+                try {
+                    Files.copy(s.path(), kept.resolve(name));
+                    seen.add(name);
+                } catch (java.nio.file.NoSuchFileException e) {
+                    // deleted by retention between the listing and the copy
+                }
+            }
+        }
+    }
+}
