@@ -137,6 +137,8 @@ impl Cluster {
                         ));
                     }
                 }
+                // The model has no snapshots and the harness turns them off.
+                other => return Err(format!("node {i}: unexpected snapshot effect {other:?}")),
             }
         }
         // The shell contract: a request is answered once, in the same output (no fetch waits here:

@@ -114,6 +114,8 @@ impl Observer {
             request_timeout_ms: 2_000,
             observer_expiry_ms: 300_000,
             seed: 0,
+            // No own snapshots: the observer writes nothing.
+            snapshots: Default::default(),
         };
         let bootstrap_count = config.bootstrap_servers.len();
         let node = Node::new(config, Default::default(), ElectionState::default())?;

@@ -493,6 +493,7 @@ pub async fn start_node(
         request_timeout_ms: settings.request_timeout_ms,
         observer_expiry_ms: 300_000,
         seed: settings.seed ^ (meta.node_id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        snapshots: Default::default(),
     };
     let node =
         Node::new(config, view, state).map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;

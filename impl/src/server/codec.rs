@@ -8,9 +8,10 @@ use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BeginQuorumEpochRequest,
     BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest, DescribeClusterResponse,
-    EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest,
-    MetadataResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader,
-    ResponseHeader, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
+    FetchSnapshotRequest, FetchSnapshotResponse, MetadataRequest, MetadataResponse,
+    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
+    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -30,6 +31,7 @@ pub const VOTE_VERSION: i16 = max_version(ApiKey::Vote);
 pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch);
 pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
+pub const FETCH_SNAPSHOT_VERSION: i16 = max_version(ApiKey::FetchSnapshot);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -183,6 +185,12 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
             let from = r.replica_state.replica_id.0;
             peer(from, Message::FetchRequest(r))
         }
+        ApiKey::FetchSnapshot => {
+            let r = FetchSnapshotRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("FetchSnapshotRequest", e))?;
+            let from = r.replica_id.0;
+            peer(from, Message::FetchSnapshotRequest(r))
+        }
         _ => Incoming::Unsupported,
     };
     Ok((reply, incoming))
@@ -267,6 +275,13 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
             encode_body("FetchResponse", &older, v, buf)
         }
         Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
+        // NodeEndpoints exists from v1.
+        Message::FetchSnapshotResponse(r) if v < 1 && !r.node_endpoints.is_empty() => {
+            let mut older = r.clone();
+            older.node_endpoints.clear();
+            encode_body("FetchSnapshotResponse", &older, v, buf)
+        }
+        Message::FetchSnapshotResponse(r) => encode_body("FetchSnapshotResponse", r, v, buf),
         Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
@@ -312,6 +327,7 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
             (ApiKey::EndQuorumEpoch as i16, END_QUORUM_EPOCH_VERSION)
         }
         Message::FetchRequest(_) => (ApiKey::Fetch as i16, FETCH_VERSION),
+        Message::FetchSnapshotRequest(_) => (ApiKey::FetchSnapshot as i16, FETCH_SNAPSHOT_VERSION),
         Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
         _ => return None,
     })
@@ -351,6 +367,7 @@ pub fn peer_request_frame(
         Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::FetchSnapshotRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
@@ -412,6 +429,10 @@ pub fn decode_peer_response(
         ),
         Ok(ApiKey::Fetch) => Message::FetchResponse(
             FetchResponse::decode(&mut body, v).map_err(|e| malformed("FetchResponse", e))?,
+        ),
+        Ok(ApiKey::FetchSnapshot) => Message::FetchSnapshotResponse(
+            FetchSnapshotResponse::decode(&mut body, v)
+                .map_err(|e| malformed("FetchSnapshotResponse", e))?,
         ),
         Ok(ApiKey::ApiVersions) => Message::ApiVersionsResponse(
             ApiVersionsResponse::decode(&mut body, v)

@@ -316,6 +316,7 @@ mod tests {
             request_timeout_ms: 100,
             observer_expiry_ms: 1000,
             seed: 1,
+            snapshots: Default::default(),
         };
         let node = Node::new(config, MemoryLog::new(), Default::default()).unwrap();
         let (events_tx, events) = mpsc::channel(16);

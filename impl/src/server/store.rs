@@ -88,6 +88,12 @@ pub fn perform(
                 Effect::AppendLog(batches) => log.append_replicated(batches)?,
                 Effect::TruncateLog(offset) => log.truncate_to(offset)?,
                 Effect::FlushLog { .. } => flush = true,
+                // Snapshot files are not stored by this shell yet: stop rather than diverge.
+                other => {
+                    return Err(StorageError::Log(crate::log::LogError::Io(
+                        std::io::Error::other(format!("snapshot effect not supported: {other:?}")),
+                    )))
+                }
             }
         }
     }

@@ -19,8 +19,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// Served APIs in api-key order. Fetch from v15 (replica id in ReplicaState; v17 adds the directory
 /// id, v18 the follower's HW, KIP-1166), Vote with pre-vote (v2, KIP-996), Metadata as a minimal answer served by the shell, DescribeQuorum v3
 /// with CommittedVoters (KIP-1204), DescribeCluster for controllers (KIP-919), AddRaftVoter v1 with
-/// `AckWhenCommitted` (KIP-1186; decoded by `wire::add_raft_voter`, kafka-protocol 0.18 has v0 only).
-pub const SERVED_APIS: [ServedApi; 11] = [
+/// `AckWhenCommitted` (KIP-1186; decoded by `wire::add_raft_voter`, kafka-protocol 0.18 has v0 only),
+/// FetchSnapshot v0–1 (KIP-630; v1 adds the directory id and NodeEndpoints, KIP-853).
+pub const SERVED_APIS: [ServedApi; 12] = [
     api(ApiKey::Fetch, 15, 18),
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::ApiVersions, 0, 4),
@@ -32,6 +33,7 @@ pub const SERVED_APIS: [ServedApi; 11] = [
         0,
         super::describe_quorum::MAX_VERSION,
     ),
+    api(ApiKey::FetchSnapshot, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::AddRaftVoter, 0, 1),
     api(ApiKey::RemoveRaftVoter, 0, 0),

@@ -138,7 +138,8 @@ final class EndChecks {
             shared++;
             List<String> first = records(e.getValue().get(0));
             for (Path other : e.getValue().subList(1, e.getValue().size())) {
-                if (differ.isEmpty() && !records(other).equals(first)) {
+                List<String> theirs = records(other);
+                if (differ.isEmpty() && first != null && theirs != null && !theirs.equals(first)) {
                     differ = e.getKey() + ": " + e.getValue().get(0) + " and " + other;
                 }
             }
@@ -148,12 +149,20 @@ final class EndChecks {
             + shared + " ids held by two replicas or more)", differ.isEmpty(), differ);
     }
 
-    /** The records of a snapshot file as Kafka reads them: offset, key, value, headers; every batch CRC-checked. */
+    /**
+     * The records of a snapshot file as Kafka reads them: offset, key, value, headers; every batch CRC-checked.
+     * Null if the file is gone.
+     */
     static List<String> records(Path file) throws Exception {
         List<String> out = new ArrayList<>();
         java.util.HexFormat hex = java.util.HexFormat.of();
-        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(Files.readAllBytes(file)))
-                .batches()) {
+        byte[] bytes;
+        try {
+            bytes = Files.readAllBytes(file);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return null; // deleted by retention since it was listed
+        }
+        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(bytes)).batches()) {
             batch.ensureValid();
             for (Record r : batch) {
                 out.add(r.offset() + " " + batch.isControlBatch() + " " + (r.key() == null ? "-" : hex.formatHex(bytes(r.key())))
@@ -226,8 +235,15 @@ final class EndChecks {
     /** The VotersRecords of a log or snapshot file below {@code hw}: offset to sorted voter ids. */
     static TreeMap<Long, List<Integer>> voterRecords(Path file, long hw) throws Exception {
         TreeMap<Long, List<Integer>> out = new TreeMap<>();
-        if (!Files.exists(file) && !Files.isDirectory(file.getParent())) return out;
-        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(MixedQuorum.logBytes(file))).batches()) {
+        boolean log = file.getFileName().toString().endsWith(".log");
+        if (log ? !Files.isDirectory(file.getParent()) : !Files.exists(file)) return out;
+        byte[] bytes;
+        try {
+            bytes = MixedQuorum.logBytes(file);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return out; // a snapshot deleted by retention (a Kafka controller deletes even the bootstrap one)
+        }
+        for (MutableRecordBatch batch : MemoryRecords.readableRecords(ByteBuffer.wrap(bytes)).batches()) {
             if (batch.lastOffset() >= hw) break;
             if (!batch.isControlBatch()) continue;
             for (Record record : batch) {

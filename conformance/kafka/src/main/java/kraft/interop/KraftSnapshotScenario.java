@@ -18,13 +18,56 @@ import org.apache.kafka.common.Uuid;
  * {@code kraft add-voter}; Kafka's {@code kafka-dump-log --cluster-metadata-decoder} reads every snapshot file the
  * {@code kraft} nodes wrote (each copied aside when it appeared, since retention deletes old ones); the end checks.
  */
-record KraftSnapshotScenario(Report report, Tools tools, Path work, String kraft) {
+final class KraftSnapshotScenario {
     private static final int KAFKA = 1;
     private static final List<Integer> KRAFT = List.of(5, 6, 7);
     private static final int CHURN = 8;
+    private final Report report;
+    private final Tools tools;
+    private final Path work;
+    private final String kraft;
+    private final Path kept;
+    private final java.util.Set<String> seen = java.util.Collections.synchronizedSet(new java.util.TreeSet<>());
+    private MixedQuorum m;
+    private String clusterId;
+    private java.util.concurrent.Future<WarmUp> warmUp;
+
+    /** What the churn did: the leader, changes made, seconds taken, whether its log start moved, its directory. */
+    private record WarmUp(int leader, int changes, long seconds, boolean moved, String picture) {}
+
+    KraftSnapshotScenario(Report report, Tools tools, Path work, String kraft) {
+        this.report = report;
+        this.tools = tools;
+        this.work = work;
+        this.kraft = kraft;
+        this.kept = work.resolve("kraft-snapshots");
+    }
+
+    /**
+     * Starts the kraft quorum and its churn in the background (no checks yet), so its wait for the leader's
+     * cleaner overlaps another scenario's; {@link #run} reports on it.
+     */
+    void startEarly() {
+        m = new MixedQuorum(report, tools, work, kraft, KafkaJoinsScenario.KAFKA_TIMEOUTS);
+        java.util.concurrent.ExecutorService e = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "p-warm-up");
+            t.setDaemon(true);
+            return t;
+        });
+        warmUp = e.submit(this::warmUp);
+        e.shutdown();
+    }
 
     void run() throws Exception {
-        MixedQuorum.runScenario(report, tools, work, kraft, "p", this::steps);
+        if (m == null) startEarly();
+        try (MixedQuorum q = m) {
+            try {
+                steps(q);
+                EndChecks.run(q, "p end");
+            } finally {
+                report.check("p: every process still running at the end", q.allAlive(), "see " + work);
+            }
+        }
     }
 
     private static String[] nodeArgs() {
@@ -33,50 +76,62 @@ record KraftSnapshotScenario(Report report, Tools tools, Path work, String kraft
         return a.toArray(String[]::new);
     }
 
-    private void steps(MixedQuorum m) throws Exception {
+    /**
+     * Three kraft voters and a fourth node, added and removed until the leader has written two snapshots or more
+     * and its first live segment's base offset is above 0 (at most 150 s).
+     */
+    private WarmUp warmUp() throws Exception {
         KraftQuorum ours = m.ours;
-        String clusterId = Uuid.randomUuid().toString();
+        clusterId = Uuid.randomUuid().toString();
         for (int id : KRAFT) ours.reservePort(id);
         ours.reservePort(CHURN);
         String initial = KRAFT.stream().map(id -> id + "@" + ours.address(id) + ":" + Uuid.randomUuid())
             .collect(Collectors.joining(","));
         for (int id : KRAFT) ours.startJoiner(id, clusterId, initial, nodeArgs());
-        int[] first = m.awaitLeader(-1, "the kraft nodes elect a leader");
-        m.sample("p: kraft leader", first[0]);
-
-        // Membership churn until the leader has snapshotted twice and moved its log start.
         ours.startJoiner(CHURN, clusterId, initial, nodeArgs());
-        Path kept = work.resolve("kraft-snapshots");
         Files.createDirectories(kept);
         Uuid churnDir = ours.directoryId(CHURN);
-        java.util.Set<String> seen = new java.util.TreeSet<>();
         long t0 = System.currentTimeMillis(), deadline = t0 + 150_000;
-        int changes = 0;
+        int changes = 0, leader = -1;
         boolean moved = false;
         while (System.currentTimeMillis() < deadline && !moved) {
-            String leader = ours.address(first[0]);
-            Procs.Result add = tools.kraft("add-voter", "--bootstrap-controller", leader, "--node-id",
-                Integer.toString(CHURN), "--directory-id=" + churnDir, "--endpoint", ours.address(CHURN),
-                "--timeout-ms", "30000");
-            Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", leader, "--node-id",
-                Integer.toString(CHURN), "--timeout-ms", "30000");
-            if (add.code() != 0 || remove.code() != 0) {
-                int[] now = m.awaitLeader(-1, "p: a leader during the churn");
-                first = now;
-                if (add.code() != 0 && remove.code() != 0) Thread.sleep(500);
-            } else {
-                changes += 2;
+            int[] l = m.currentLeader();
+            if (l == null) {
+                Thread.sleep(300);
+                continue;
             }
+            leader = l[0];
+            String addr = ours.address(leader);
+            Procs.Result add = tools.kraft("add-voter", "--bootstrap-controller", addr, "--node-id",
+                Integer.toString(CHURN), "--directory-id=" + churnDir, "--endpoint", ours.address(CHURN),
+                "--timeout-ms", "10000");
+            Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", addr, "--node-id",
+                Integer.toString(CHURN), "--timeout-ms", "10000");
+            changes += (add.code() == 0 ? 1 : 0) + (remove.code() == 0 ? 1 : 0);
             keepSnapshots(m, kept, seen);
-            int l = first[0];
-            moved = seen.stream().filter(s -> s.startsWith(l + "-")).count() >= 2
-                && SnapshotFiles.logStart(m.metadataDir(l)) > 0;
+            int id = leader;
+            moved = seen.stream().filter(s -> s.startsWith(id + "-")).count() >= 2
+                && SnapshotFiles.logStart(m.metadataDir(id)) > 0;
+            Thread.sleep(500); // about two changes a second: a snapshot a second by the time trigger
         }
-        report.check("kraft leader " + first[0] + " wrote two snapshots or more and moved its log start past 0 after "
-            + changes + " voter changes in " + (System.currentTimeMillis() - t0) / 1000 + " s ("
-            + SnapshotFiles.describe(m.metadataDir(first[0])) + ")", moved,
-            SnapshotFiles.describe(m.metadataDir(first[0])));
-        if (!moved) throw new IllegalStateException("the kraft leader's log start did not move");
+        // End with node 8 removed, so the voters are the three kraft nodes.
+        int[] l = m.currentLeader();
+        if (l != null) {
+            tools.kraft("remove-voter", "--bootstrap-controller", ours.address(l[0]), "--node-id",
+                Integer.toString(CHURN), "--timeout-ms", "10000");
+        }
+        return new WarmUp(leader, changes, (System.currentTimeMillis() - t0) / 1000, moved,
+            leader < 0 ? "no leader" : SnapshotFiles.describe(m.metadataDir(leader)));
+    }
+
+    private void steps(MixedQuorum m) throws Exception {
+        KraftQuorum ours = m.ours;
+        WarmUp w = warmUp.get();
+        int[] first = m.awaitLeader(-1, "the kraft nodes elect a leader");
+        report.check("kraft leader " + w.leader() + " wrote two snapshots or more and moved its log start past 0"
+            + " after " + w.changes() + " voter changes in " + w.seconds() + " s (" + w.picture() + ")", w.moved(),
+            w.picture());
+        if (!w.moved()) throw new IllegalStateException("the kraft leader's log start did not move");
         m.sample("p: kraft leader after the churn", first[0]);
 
         // A Kafka controller joins, is pointed to the leader's snapshot and loads it.

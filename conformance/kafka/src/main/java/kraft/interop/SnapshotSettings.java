@@ -44,7 +44,8 @@ final class SnapshotSettings {
     /** The same triggers and retention for a {@code kraft node}, as its flags (Kafka's names, kebab-case). */
     static List<String> kraftFlags() {
         return List.of("--metadata-log-max-record-bytes-between-snapshots", BYTES,
-            "--metadata-log-max-snapshot-interval-ms", "1000", "--metadata-max-retention-bytes", BYTES);
+            "--metadata-log-max-snapshot-interval-ms", "1000", "--metadata-max-retention-bytes", BYTES,
+            "--internal-metadata-log-segment-bytes", "4096");
     }
 
     /**
