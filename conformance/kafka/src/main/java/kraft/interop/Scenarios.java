@@ -124,8 +124,8 @@ final class Scenarios {
         // p's quorum waits for its leader's cleaner (60 s, as Kafka's); that wait overlaps o's.
         KraftSnapshotScenario p = explicitly("p")
             ? new KraftSnapshotScenario(report, tools, work.resolve("snapshots-kraft"), kraft) : null;
-        if (p != null && wants("o", "q")) p.startEarly();
-        if (wants("o", "q")) {
+        if (p != null && explicitly("o", "q")) p.startEarly();
+        if (explicitly("o", "q")) {
             report.scenario("o: mixed quorum whose log start has moved past 0 (KIP-630): a kraft node joins Apache"
                 + " Kafka controllers through FetchSnapshot, is added with add-controller, is elected, and serves"
                 + " FetchSnapshot to a fresh Kafka controller");
