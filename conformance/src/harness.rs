@@ -137,6 +137,8 @@ impl Cluster {
                         ));
                     }
                 }
+                // The model has no snapshots and the harness turns them off.
+                other => return Err(format!("node {i}: unexpected snapshot effect {other:?}")),
             }
         }
         // The shell contract: a request is answered once, in the same output (no fetch waits here:
@@ -412,6 +414,12 @@ impl Cluster {
             Action::Deliver(env) => {
                 let m = self.take(&env)?;
                 self.deliver(m, &mut applied)?;
+            }
+            Action::TakeSnapshot(_) | Action::AdvanceLogStart(_) | Action::FetchSnapshot { .. } => {
+                // The replay's bounds have no snapshots (`max_snapshots` 0).
+                return Err(format!(
+                    "{action:?}: snapshot steps are not mapped to the implementation"
+                ));
             }
             Action::Drop(env) => {
                 let pos = self

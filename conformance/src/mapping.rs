@@ -153,6 +153,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
         request_timeout_ms: REQUEST_TIMEOUT_MS,
         observer_expiry_ms: NEVER,
         seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        snapshots: Default::default(),
     })
 }
 
@@ -489,6 +490,9 @@ pub fn wire_version(msg: &Message) -> i16 {
             max_version(ApiKey::EndQuorumEpoch)
         }
         Message::FetchRequest(_) | Message::FetchResponse(_) => max_version(ApiKey::Fetch),
+        Message::FetchSnapshotRequest(_) | Message::FetchSnapshotResponse(_) => {
+            max_version(ApiKey::FetchSnapshot)
+        }
         Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => {
             max_version(ApiKey::ApiVersions)
         }
@@ -544,6 +548,8 @@ pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
         Message::EndQuorumEpochResponse(m) => rt!(EndQuorumEpochResponse, m),
         Message::FetchRequest(m) => rt!(FetchRequest, m),
         Message::FetchResponse(m) => rt!(FetchResponse, m),
+        Message::FetchSnapshotRequest(m) => rt!(FetchSnapshotRequest, m),
+        Message::FetchSnapshotResponse(m) => rt!(FetchSnapshotResponse, m),
         Message::ApiVersionsRequest(m) => rt!(ApiVersionsRequest, m),
         Message::ApiVersionsResponse(m) => rt!(ApiVersionsResponse, m),
     };
@@ -732,6 +738,14 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
         },
         diverging,
         records: records_of(p.records.as_ref(), be_i64(&echo[4..12]))?,
+        snapshot_id: if p.snapshot_id.end_offset >= 0 && p.snapshot_id.epoch >= 0 {
+            Some(model::types::SnapshotId {
+                end: small(p.snapshot_id.end_offset, "snapshot end offset")?,
+                epoch: small(p.snapshot_id.epoch, "snapshot epoch")?,
+            })
+        } else {
+            None
+        },
     })
 }
 
@@ -746,6 +760,9 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
         Message::FetchResponse(m) => fetch_response(m).map(Msg::FetchResponse),
         Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_) => {
             Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())
+        }
+        Message::FetchSnapshotRequest(_) | Message::FetchSnapshotResponse(_) => {
+            Err("snapshots are not in the model (the harness turns them off)".into())
         }
         Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => {
             Err("the ApiVersions round trip of an add is not in the model (the harness answers it within the `Change` step)".into())

@@ -217,6 +217,21 @@ impl VoterSetHistory {
         self.is_static.then_some(&self.base)
     }
 
+    /// Kafka's snapshot load (`KRaftControlRecordStateMachine.maybeLoadSnapshot`): the history is cleared
+    /// and holds the snapshot's voter set, if it has one, at `offset` (the snapshot's end offset − 1).
+    /// The static set stays the fallback.
+    pub fn load_snapshot(
+        &mut self,
+        offset: i64,
+        set: Option<VoterSet>,
+    ) -> Result<(), HistoryError> {
+        self.history.clear();
+        match set {
+            Some(set) => self.history.add_at(offset, set),
+            None => Ok(()),
+        }
+    }
+
     /// Suffix truncation after divergence. The bootstrap entry at −1 is never removed.
     pub fn truncate_new_entries(&mut self, end: i64) {
         self.history.truncate_new_entries(end.max(0));

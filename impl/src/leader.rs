@@ -264,6 +264,24 @@ impl LeaderState {
         }
     }
 
+    /// Kafka's `updateCheckQuorumForFollowingVoter` for a request that is no log fetch (FetchSnapshot): a
+    /// voter of the set (other than the leader) counts as having fetched in this window.
+    pub fn update_check_quorum_for_voter(
+        &mut self,
+        key: ReplicaKey,
+        now: Millis,
+        window_ms: Millis,
+    ) {
+        let is_voter = self
+            .voters
+            .get(&key.id)
+            .is_some_and(|p| same_replica(&p.key, &key));
+        if is_voter && key.id != self.local.id {
+            self.fetched_voters.insert(key.id);
+        }
+        self.update_check_quorum(now, window_ms);
+    }
+
     /// Check-quorum: true once enough voters fetched in this window; then the window restarts.
     pub fn update_check_quorum(&mut self, now: Millis, window_ms: Millis) {
         let needed = check_quorum_needed(self.voters.len(), self.is_local_voter());

@@ -48,6 +48,52 @@ pub struct Replicated {
     pub bytes: Option<Bytes>,
 }
 
+/// A snapshot's id: the offset after its last contained record and that record's epoch (Kafka's
+/// `OffsetAndEpoch` of a snapshot, its file name `%020d-%010d.checkpoint`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct SnapshotId {
+    pub end_offset: i64,
+    pub epoch: i32,
+}
+
+impl SnapshotId {
+    /// The bootstrap snapshot written at format time (`00000000000000000000-0000000000.checkpoint`): never
+    /// replicated, never a reason to point a replica to a snapshot.
+    pub const BOOTSTRAP: SnapshotId = SnapshotId {
+        end_offset: 0,
+        epoch: 0,
+    };
+}
+
+impl std::fmt::Display for SnapshotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(end offset {}, epoch {})", self.end_offset, self.epoch)
+    }
+}
+
+/// What a stored snapshot is, as far as the core needs it: its id, its size in bytes and what its
+/// control records say (kraft.version and the voter set, both as of offset `end_offset − 1`; `voters` is
+/// `None` when it has no VotersRecord, as at kraft.version 0).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotMeta {
+    pub id: SnapshotId,
+    pub size: u64,
+    pub kraft_version: i16,
+    pub voters: Option<VoterSet>,
+}
+
 /// Errors of a log implementation.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -135,13 +181,25 @@ pub struct MemoryLog {
     /// Per batch, the bytes it was replicated as (`None`: appended as a leader, or cut).
     raw: Vec<Option<Bytes>>,
     start_offset: i64,
+    /// The epoch of the snapshot the log starts at (0 without one): `last_epoch()` of the empty log, as
+    /// Kafka's `lastFetchedEpoch` answers after `truncateFullyAndStartAt`.
+    start_epoch: i32,
     flushed: i64,
 }
 
 impl PartialEq for MemoryLog {
     fn eq(&self, other: &Self) -> bool {
-        (&self.batches, self.start_offset, self.flushed)
-            == (&other.batches, other.start_offset, other.flushed)
+        (
+            &self.batches,
+            self.start_offset,
+            self.start_epoch,
+            self.flushed,
+        ) == (
+            &other.batches,
+            other.start_offset,
+            other.start_epoch,
+            other.flushed,
+        )
     }
 }
 
@@ -152,9 +210,36 @@ impl MemoryLog {
         Self::default()
     }
 
+    /// An empty log that starts at `offset`, after a snapshot of epoch `epoch` (Kafka's
+    /// `truncateFullyAndStartAt`): its LEO is `offset`, its last epoch `epoch` until a batch arrives.
+    pub fn starting_at(offset: i64, epoch: i32) -> Self {
+        MemoryLog {
+            start_offset: offset,
+            start_epoch: epoch,
+            flushed: offset,
+            ..Self::default()
+        }
+    }
+
     /// All batches, in order.
     pub fn batches(&self) -> &[Batch] {
         &self.batches
+    }
+
+    /// Moves the log start up to `offset` (a snapshot's end, at most the LEO), dropping the batches wholly
+    /// below it, as Kafka's `deleteBeforeSnapshot` deletes whole segments (a batch holding `offset` stays
+    /// and is served whole). `epoch` is that snapshot's epoch. Returns whether the start moved.
+    pub fn advance_start(&mut self, offset: i64, epoch: i32) -> bool {
+        if offset <= self.start_offset || offset > self.end_offset() {
+            return false;
+        }
+        let drop = self.batches.partition_point(|b| b.next_offset() <= offset);
+        self.batches.drain(..drop);
+        self.raw.drain(..drop);
+        self.start_offset = offset;
+        self.start_epoch = epoch;
+        self.flushed = self.flushed.max(offset);
+        true
     }
 
     fn check_append(&self, batch: &Batch) -> Result<(), LogError> {
@@ -214,7 +299,7 @@ impl RaftLog for MemoryLog {
     }
 
     fn last_epoch(&self) -> i32 {
-        self.batches.last().map_or(0, |b| b.epoch)
+        self.batches.last().map_or(self.start_epoch, |b| b.epoch)
     }
 
     fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError> {

@@ -171,6 +171,36 @@ fn summary(msg: &Message) -> String {
                 p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch
             )
         }
+        Message::FetchSnapshotRequest(r) => {
+            let p = &r.topics[0].partitions[0];
+            format!(
+                "FetchSnapshot epoch={} snapshot={}@{} position={}",
+                p.current_leader_epoch, p.snapshot_id.end_offset, p.snapshot_id.epoch, p.position
+            )
+        }
+        Message::FetchSnapshotResponse(r) => {
+            let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
+                return format!("FetchSnapshotResponse {}", code_name(r.error_code));
+            };
+            let mut s = format!(
+                "FetchSnapshotResponse {} epoch={} leader={}",
+                code_name(p.error_code),
+                p.current_leader.leader_epoch,
+                leader_id(p.current_leader.leader_id),
+            );
+            if p.error_code == 0 {
+                let _ = write!(
+                    s,
+                    " snapshot={}@{} size={} position={} bytes={}",
+                    p.snapshot_id.end_offset,
+                    p.snapshot_id.epoch,
+                    p.size,
+                    p.position,
+                    p.unaligned_records.len()
+                );
+            }
+            s
+        }
         Message::ApiVersionsRequest(_) => "ApiVersions".into(),
         Message::ApiVersionsResponse(r) => {
             let range = r
@@ -201,6 +231,10 @@ fn summary(msg: &Message) -> String {
             } = &p.diverging_epoch;
             if *epoch >= 0 {
                 let _ = write!(s, " diverging={end_offset}@{epoch}");
+            }
+            if p.snapshot_id.epoch >= 0 || p.snapshot_id.end_offset >= 0 {
+                let id = &p.snapshot_id;
+                let _ = write!(s, " snapshot={}@{}", id.end_offset, id.epoch);
             }
             let bytes = p.records.as_ref().map_or(0, |r| r.len());
             if bytes > 0 {

@@ -253,6 +253,8 @@ sweeps! {
     sweep_remove_raft_voter_request: 81, Side::Request;
     sweep_update_raft_voter_request: 82, Side::Request;
     sweep_describe_cluster_request: 60, Side::Request;
+    sweep_fetch_snapshot_request: 59, Side::Request;
+    sweep_fetch_snapshot_response: 59, Side::PeerResponse;
     sweep_fetch_response: 1, Side::PeerResponse;
     sweep_vote_response: 52, Side::PeerResponse;
     sweep_begin_quorum_epoch_response: 53, Side::PeerResponse;

@@ -410,6 +410,8 @@ pub fn name(msg: &Message) -> &'static str {
         Message::EndQuorumEpochResponse(_) => "EndQuorumEpochResponse",
         Message::FetchRequest(_) => "FetchRequest",
         Message::FetchResponse(_) => "FetchResponse",
+        Message::FetchSnapshotRequest(_) => "FetchSnapshotRequest",
+        Message::FetchSnapshotResponse(_) => "FetchSnapshotResponse",
         Message::ApiVersionsRequest(_) => "ApiVersionsRequest",
         Message::ApiVersionsResponse(_) => "ApiVersionsResponse",
     }
@@ -437,6 +439,9 @@ pub fn error_code(msg: &Message) -> i16 {
             top_then(r.error_code, first_partition_error!(r.topics))
         }
         Message::FetchResponse(r) => top_then(r.error_code, first_partition_error!(r.responses)),
+        Message::FetchSnapshotResponse(r) => {
+            top_then(r.error_code, first_partition_error!(r.topics))
+        }
         _ => 0,
     }
 }

@@ -43,6 +43,15 @@ impl Node {
     pub(super) fn send_fetch_to(&mut self, now: Millis, target: Option<i32>, out: &mut Output) {
         use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
         use kafka_protocol::messages::BrokerId;
+        if self.installing.is_some() {
+            self.next_fetch_at = None;
+            return;
+        }
+        if let (RoleState::Follower { leader, .. }, Some(d)) = (&self.role, self.downloading()) {
+            let leader = *leader;
+            self.send_fetch_snapshot(now, leader, d, out);
+            return;
+        }
         let to = match self.role {
             RoleState::Follower { leader, .. } => leader,
             RoleState::Unattached if !self.is_voter() && target.is_some() => {
@@ -115,11 +124,18 @@ impl Node {
     /// `endOffsetForEpoch` with one answer for "nothing of epoch ≤ `epoch` here": `(0, log start)`.
     pub(super) fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
         let start = self.log.start_offset();
+        // Kafka's `endOffsetForEpoch` answers the snapshot the log starts at when no batch of epoch ≤
+        // `epoch` is left (every batch is later, or the log is empty after a full truncation).
+        let at_start = self
+            .snapshots
+            .iter()
+            .find(|m| m.id.end_offset == start && m.id != crate::log::SnapshotId::BOOTSTRAP)
+            .map_or((0, start), |m| (m.id.epoch, start));
         match self.log.end_offset_for_epoch(epoch) {
             // The log's "every batch is later" answer ends at its start: no record of epoch ≤ `epoch`.
-            Some((_, end)) if end <= start => (0, start),
+            Some((_, end)) if end <= start => at_start,
             Some(found) => found,
-            None => (0, start),
+            None => at_start,
         }
     }
 
@@ -139,6 +155,7 @@ impl Node {
             leader_id: self.known_leader_or_sentinel(),
             leader_epoch: self.election.epoch,
             diverging: None,
+            snapshot_id: None,
             records: None,
             echo: None,
             log_start_offset: self.log.start_offset(),
@@ -197,6 +214,7 @@ impl Node {
                 || parts.records.as_ref().is_some_and(|r| !r.is_empty())
                 || req.max_wait_ms == 0
                 || parts.diverging.is_some()
+                || parts.snapshot_id.is_some()
                 || args.follower_hw < parts.high_watermark;
             if !answer_now {
                 wait = Some((args, req.max_wait_ms));
@@ -223,18 +241,16 @@ impl Node {
         args: &FetchArgs,
         parts: &mut messages::FetchResponseParts,
     ) -> bool {
-        let epoch = self.election.epoch;
         let p = args.echo;
-        if p.epoch < epoch {
-            parts.error = errors::FENCED_LEADER_EPOCH;
+        if let Some(code) = self.leader_only_error(p.epoch) {
+            parts.error = code;
             return false;
         }
-        if p.epoch > epoch {
-            parts.error = errors::UNKNOWN_LEADER_EPOCH;
-            return false;
-        }
-        if !matches!(self.role, RoleState::Leader(_)) {
-            parts.error = errors::NOT_LEADER_OR_FOLLOWER;
+        // Kafka answers a snapshot id and no records, and leaves the replica's state (and check-quorum)
+        // alone, as for a diverging epoch.
+        if let Some(id) = self.snapshot_for_fetch(p.fetch_offset, p.last_fetched_epoch) {
+            parts.snapshot_id = Some(id);
+            parts.high_watermark = self.high_watermark().unwrap_or(-1);
             return false;
         }
         if let Some(diverging) = self.diverging_epoch(p.fetch_offset, p.last_fetched_epoch) {
@@ -345,6 +361,22 @@ impl Node {
             } else {
                 progressed = true;
             }
+        } else if let Some(id) = reply.snapshot_id {
+            match id {
+                Ok(id) => self.start_download(id, out),
+                Err((end_offset, epoch)) => {
+                    // Kafka logs it and treats the answer as failed (no fetch-timeout reset).
+                    tracing::error!(
+                        node = self.local.id,
+                        end_offset,
+                        epoch,
+                        "leader sent an invalid snapshot id"
+                    );
+                    self.next_fetch_at = Some(now + self.config.fetch_interval_ms);
+                    return;
+                }
+            }
+            progressed = true;
         } else {
             if let Some(bytes) = reply.records {
                 match self.append_fetched(bytes, out) {

@@ -9,6 +9,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::log::SnapshotId;
+
 /// The metadata log's topic and partition; every other topic/partition is refused.
 pub use crate::wire::describe_quorum::METADATA_TOPIC;
 pub const METADATA_PARTITION: i32 = 0;
@@ -29,6 +31,8 @@ pub mod errors {
     pub const INVALID_REQUEST: i16 = 42;
     pub const FENCED_LEADER_EPOCH: i16 = 74;
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    pub const SNAPSHOT_NOT_FOUND: i16 = 98;
+    pub const POSITION_OUT_OF_RANGE: i16 = 99;
     pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
     pub const INVALID_VOTER_KEY: i16 = 125;
     pub const DUPLICATE_VOTER: i16 = 126;
@@ -46,6 +50,8 @@ pub fn error_message(code: i16) -> Option<&'static str> {
         errors::INVALID_REQUEST => "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
         errors::FENCED_LEADER_EPOCH => "The leader epoch in the request is older than the epoch on the broker.",
         errors::UNKNOWN_LEADER_EPOCH => "The leader epoch in the request is newer than the epoch on the broker.",
+        errors::SNAPSHOT_NOT_FOUND => "Requested snapshot was not found.",
+        errors::POSITION_OUT_OF_RANGE => "Requested position is not greater than or equal to zero, and less than the size of the snapshot.",
         errors::INCONSISTENT_CLUSTER_ID => "The clusterId in the request does not match that found on the server",
         errors::INVALID_VOTER_KEY => "The voter key doesn't match the receiving replica's key.",
         errors::DUPLICATE_VOTER => "The voter is already part of the set of voters.",
@@ -333,6 +339,9 @@ pub(crate) struct FetchReply {
     pub leader_id: i32,
     pub leader_epoch: i32,
     pub diverging: Option<(i32, i64)>,
+    /// `SnapshotId` (Fetch v12+, tagged): fetch this snapshot instead. `Err` holds an id with only one
+    /// of its two fields valid, which Kafka's follower logs and drops.
+    pub snapshot_id: Option<Result<SnapshotId, (i64, i32)>>,
     pub records: Option<Bytes>,
     pub echo: Option<FetchEcho>,
     /// The leader's endpoint from NodeEndpoints (Fetch v16+), if the response names one for `leader_id`.
@@ -348,6 +357,12 @@ pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
     };
     let diverging = (p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0)
         .then_some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset));
+    let (end_offset, epoch) = (p.snapshot_id.end_offset, p.snapshot_id.epoch);
+    let snapshot_id = (end_offset >= 0 || epoch >= 0).then_some(if end_offset >= 0 && epoch >= 0 {
+        Ok(SnapshotId { end_offset, epoch })
+    } else {
+        Err((end_offset, epoch))
+    });
     let echo = p
         .unknown_tagged_fields
         .get(&FETCH_ECHO_TAG)
@@ -364,6 +379,7 @@ pub(crate) fn read_fetch_response(resp: &FetchResponse) -> Option<FetchReply> {
         leader_id,
         leader_epoch: p.current_leader.leader_epoch,
         diverging,
+        snapshot_id,
         records: p.records.clone().filter(|r| !r.is_empty()),
         echo,
         leader_endpoint,
@@ -377,6 +393,8 @@ pub(crate) struct FetchResponseParts {
     pub leader_id: i32,
     pub leader_epoch: i32,
     pub diverging: Option<(i32, i64)>,
+    /// Kafka's `ValidOffsetAndEpoch.snapshot`: the replica must fetch this snapshot.
+    pub snapshot_id: Option<SnapshotId>,
     pub records: Option<Bytes>,
     pub echo: Option<FetchEcho>,
     pub log_start_offset: i64,
@@ -401,6 +419,13 @@ pub(crate) fn fetch_response(parts: FetchResponseParts) -> FetchResponse {
             fetch_response::EpochEndOffset::default()
                 .with_epoch(epoch)
                 .with_end_offset(end_offset),
+        );
+    }
+    if let Some(id) = parts.snapshot_id {
+        p = p.with_snapshot_id(
+            fetch_response::SnapshotId::default()
+                .with_end_offset(id.end_offset)
+                .with_epoch(id.epoch),
         );
     }
     if let Some(echo) = parts.echo {
@@ -455,6 +480,7 @@ mod tests {
             leader_id: 1,
             leader_epoch: 1,
             diverging: Some((1, 3)),
+            snapshot_id: None,
             records: None,
             echo: Some(echo),
             log_start_offset: 0,

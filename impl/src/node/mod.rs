@@ -151,6 +151,8 @@ mod quorum_epoch;
 mod roles;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
+mod snapshot;
+mod snapshot_fetch;
 mod timers;
 mod types;
 mod view;
@@ -162,7 +164,10 @@ pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
+pub use snapshot::{fill_snapshot_chunk, snapshot_chunk, SnapshotChunk, SNAPSHOT_CHUNK_TAG};
 pub use types::*;
+
+pub use crate::log::{SnapshotId, SnapshotMeta};
 
 /// Test-only seeded faults; the field and every branch reading it exist only with the `faults` feature.
 #[cfg(feature = "faults")]
@@ -232,6 +237,21 @@ pub struct Node {
     learned_leader: Option<(i32, i32, Endpoint)>,
     /// Leader: fetches waiting for new data, a new HW or their `MaxWaitMs` (Kafka's fetch purgatory).
     parked_fetches: Vec<fetch_wait::ParkedFetch>,
+    /// The snapshots this replica holds (`snapshot.rs`).
+    snapshots: snapshot::HeldSnapshots,
+    /// Follower: the snapshot being fetched (`snapshot_fetch.rs`) and the FetchSnapshot waited on.
+    download: Option<snapshot_fetch::Download>,
+    sent_snapshot_fetch: Option<snapshot_fetch::SentSnapshotFetch>,
+    /// A fetched snapshot the shell is installing: no Fetch, no election or fetch timer until it is done.
+    installing: Option<crate::log::SnapshotId>,
+    /// An own snapshot the shell is writing (`Effect::TakeSnapshot`).
+    taking: Option<crate::log::SnapshotId>,
+}
+
+/// The timers that wait while a fetched snapshot is installed (Kafka installs it within one poll, so
+/// nothing fires meanwhile).
+fn waits_for_install(t: Timer) -> bool {
+    matches!(t, Timer::Election | Timer::FetchTimeout | Timer::Fetch)
 }
 
 fn invalid(msg: impl Into<String>) -> NodeError {
@@ -248,6 +268,20 @@ impl Node {
         config: NodeConfig,
         log: MemoryLog,
         persisted: ElectionState,
+    ) -> Result<Node, NodeError> {
+        Self::with_snapshots(config, log, persisted, Vec::new())
+    }
+
+    /// [`Node::new`] for a replica that holds snapshots besides the bootstrap one (any order): `log` is
+    /// the log suffix, from its log start offset; it must hold the latest snapshot's end offset (a log
+    /// that ends below it is truncated fully by the shell first, as Kafka does at start-up). The
+    /// voter-set and kraft.version histories start at the latest snapshot (its entries at its end − 1)
+    /// and continue with the log's control records from its end on.
+    pub fn with_snapshots(
+        config: NodeConfig,
+        log: MemoryLog,
+        persisted: ElectionState,
+        snapshots: Vec<crate::log::SnapshotMeta>,
     ) -> Result<Node, NodeError> {
         if config.node_id < 0 {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
@@ -310,9 +344,49 @@ impl Node {
             clock_started: false,
             learned_leader: None,
             parked_fetches: Vec::new(),
+            snapshots: Default::default(),
+            download: None,
+            sent_snapshot_fetch: None,
+            installing: None,
+            taking: None,
             config,
         };
+        let bootstrap_held = node.log.start_offset() == 0
+            && matches!(
+                node.config.bootstrap,
+                Bootstrap::Checkpoint(_) | Bootstrap::NoInitialVoters
+            );
+        if bootstrap_held {
+            // The formatted bootstrap snapshot, as Kafka's log lists it.
+            node.snapshots.insert(crate::log::SnapshotMeta {
+                id: crate::log::SnapshotId::BOOTSTRAP,
+                size: 0,
+                kraft_version: base_kraft_version,
+                voters: node.history.at_or_before(-1).map(|(_, s)| s.clone()),
+            });
+        }
         node.history_next_offset = node.log.start_offset();
+        // Kafka's start-up (`maybeLoadSnapshot`): the latest snapshot's control records, then the log
+        // from its end offset on.
+        for meta in snapshots {
+            node.snapshots.insert(meta);
+        }
+        if let Some(latest) = node
+            .snapshots
+            .latest()
+            .filter(|m| m.id != crate::log::SnapshotId::BOOTSTRAP)
+            .cloned()
+        {
+            let (start, end) = (node.log.start_offset(), node.log.end_offset());
+            if latest.id.end_offset < start || latest.id.end_offset > end {
+                return Err(invalid(format!(
+                    "the log [{start}, {end}) does not hold the end of the latest snapshot {}",
+                    latest.id
+                )));
+            }
+            node.load_snapshot_histories(&latest)?;
+            node.history_next_offset = latest.id.end_offset;
+        }
         node.load_control_records()?;
         // Restart rules. `now` is unknown here: timers are armed relative to 0 and shifted to the
         // shell's clock by the first input (see `start_clock`).
@@ -391,6 +465,12 @@ impl Node {
             }
             Message::FetchRequest(r) => self.on_fetch_request(now, from, r, &mut out),
             Message::FetchResponse(r) => self.on_fetch_response(now, from, r, &mut out),
+            Message::FetchSnapshotRequest(r) => {
+                self.on_fetch_snapshot_request(now, from, r, &mut out)
+            }
+            Message::FetchSnapshotResponse(r) => {
+                self.on_fetch_snapshot_response(now, from, r, &mut out)
+            }
             Message::ApiVersionsRequest(r) => {
                 let resp = self.api_versions(&r);
                 out.replies.push((from, Message::ApiVersionsResponse(resp)));
@@ -457,6 +537,9 @@ impl Node {
         self.start_clock(now);
         let mut out = Output::default();
         for t in ALL_TIMERS {
+            if self.installing.is_some() && waits_for_install(t) {
+                continue;
+            }
             if self.timers.get(t).is_some_and(|d| d <= now) {
                 self.fire_timer(now, t, &mut out);
                 self.refresh_timers();
@@ -471,7 +554,9 @@ impl Node {
     pub fn fire(&mut self, now: Millis, timer: Timer) -> Output {
         self.start_clock(now);
         let mut out = Output::default();
-        if self.timers.get(timer).is_some() {
+        if self.timers.get(timer).is_some()
+            && !(self.installing.is_some() && waits_for_install(timer))
+        {
             self.fire_timer(now, timer, &mut out);
         }
         self.finish(now, &mut out);

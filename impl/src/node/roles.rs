@@ -85,6 +85,8 @@ impl Node {
             _ => {}
         }
         self.outstanding_fetch = None;
+        // Kafka's new state drops the old one's snapshot writer, deleting the partial file.
+        self.abort_download(out);
         self.next_fetch_at = None;
         self.timers = Timers::default();
     }

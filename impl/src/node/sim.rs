@@ -11,7 +11,7 @@ use super::{
     AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
     Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
 };
-use crate::log::{MemoryLog, RaftLog};
+use crate::log::{MemoryLog, RaftLog, SnapshotId, SnapshotMeta};
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -34,6 +34,21 @@ pub struct SimNode {
     /// The log kept across a crash: `storage` at the crash.
     pub crashed_log: Option<MemoryLog>,
     pub clock: Millis,
+    /// The snapshot files (in memory), by id, and a download in progress (the `.part` file).
+    pub snapshot_files: BTreeMap<SnapshotId, Bytes>,
+    pub partial_snapshot: Option<(SnapshotId, Vec<u8>)>,
+}
+
+/// Reads a snapshot file with the storage's parser: what the core needs to know of it.
+pub fn snapshot_meta(id: SnapshotId, bytes: &Bytes) -> Result<SnapshotMeta, String> {
+    let snapshot = crate::records::decode_snapshot(bytes.clone())
+        .map_err(|e| format!("snapshot {id}: {e}"))?;
+    Ok(SnapshotMeta {
+        id,
+        size: bytes.len() as u64,
+        kraft_version: snapshot.kraft_version.unwrap_or(0),
+        voters: snapshot.voters,
+    })
 }
 
 /// The simulated cluster.
@@ -97,6 +112,7 @@ pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
         request_timeout_ms: 2000,
         observer_expiry_ms: 300_000,
         seed: seed.wrapping_mul(1_000_003).wrapping_add(id as u64),
+        snapshots: Default::default(),
     }
 }
 
@@ -183,6 +199,8 @@ impl Sim {
                     storage: MemoryLog::new(),
                     crashed_log: None,
                     clock: 0,
+                    snapshot_files: BTreeMap::new(),
+                    partial_snapshot: None,
                 },
             );
         }
@@ -226,7 +244,8 @@ impl Sim {
 
     /// Routes an output: effects first (each log flush completes at once), then replies and requests
     /// into the network, then client replies.
-    pub fn absorb(&mut self, from: i32, out: Output) {
+    pub fn absorb(&mut self, from: i32, mut out: Output) {
+        let mut loaded = None;
         let sim_node = self.nodes.get_mut(&from).expect("known node");
         for effect in out.effects {
             match effect {
@@ -240,6 +259,63 @@ impl Sim {
                     .truncate_to(offset)
                     .expect("the node truncates within its durable log"),
                 Effect::FlushLog { .. } => sim_node.storage.flush().expect("a memory log flushes"),
+                Effect::WriteSnapshotChunk {
+                    id,
+                    position,
+                    bytes,
+                } => {
+                    if position == 0 {
+                        sim_node.partial_snapshot = Some((id, Vec::new()));
+                    }
+                    let (part_id, part) = sim_node
+                        .partial_snapshot
+                        .as_mut()
+                        .expect("a chunk continues a download");
+                    assert_eq!((*part_id, part.len() as u64), (id, position), "chunk order");
+                    part.extend_from_slice(&bytes);
+                }
+                Effect::AbortSnapshotDownload { id } => {
+                    if sim_node
+                        .partial_snapshot
+                        .as_ref()
+                        .is_some_and(|(p, _)| *p == id)
+                    {
+                        sim_node.partial_snapshot = None;
+                    }
+                }
+                Effect::CompleteSnapshot { id, size } => {
+                    let (part_id, part) = sim_node
+                        .partial_snapshot
+                        .take()
+                        .expect("a completed download has a partial file");
+                    assert_eq!(
+                        (part_id, part.len() as u64),
+                        (id, size),
+                        "complete download"
+                    );
+                    let bytes = Bytes::from(part);
+                    let result = snapshot_meta(id, &bytes);
+                    if result.is_ok() {
+                        // Kafka's `truncateToLatestSnapshot`: the log starts at the snapshot; older
+                        // snapshots go.
+                        sim_node.snapshot_files.retain(|held, _| *held > id);
+                        sim_node.snapshot_files.insert(id, bytes);
+                        sim_node.storage = MemoryLog::starting_at(id.end_offset, id.epoch);
+                    }
+                    loaded = Some((id, result));
+                }
+                Effect::TakeSnapshot { .. } | Effect::MoveLogStart { .. } => {
+                    panic!("node {from}: own snapshots are not simulated yet")
+                }
+            }
+        }
+        for (_, msg) in out.replies.iter_mut() {
+            if let Message::FetchSnapshotResponse(resp) = msg {
+                if let Some(chunk) = super::snapshot_chunk(resp) {
+                    let file = &sim_node.snapshot_files[&chunk.id];
+                    let (start, len) = (chunk.position as usize, chunk.len as usize);
+                    super::fill_snapshot_chunk(resp, file.slice(start..start + len));
+                }
             }
         }
         for (to, msg) in out.replies {
@@ -255,6 +331,12 @@ impl Sim {
         }
         self.refused
             .extend(out.refused.into_iter().map(|e| (from, e)));
+        if let Some((id, result)) = loaded {
+            // The shell's answer once the file is stored (the core waits for it).
+            let now = self.nodes[&from].clock;
+            let out = self.node_mut(from).snapshot_loaded(now, id, result);
+            self.absorb(from, out);
+        }
     }
 
     /// Delivers the message at `index` of the network (removing it). A message to a crashed or unknown
@@ -341,6 +423,8 @@ impl Sim {
                     "view = storage"
                 );
                 sim_node.crashed_log = Some(sim_node.storage.clone());
+                // Kafka deletes a partial snapshot file at start-up.
+                sim_node.partial_snapshot = None;
             }
         }
     }
@@ -360,10 +444,30 @@ impl Sim {
         let log = sim_node.crashed_log.take().unwrap_or_default();
         // What the node starts from is its durable log (a test may have replaced the disk meanwhile).
         sim_node.storage = log.clone();
-        let mut node = Node::new(sim_node.config.clone(), log, sim_node.persisted.clone())?;
+        let snapshots = sim_node
+            .snapshot_files
+            .iter()
+            .map(|(id, bytes)| snapshot_meta(*id, bytes))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(NodeError::Config)?;
+        let persisted = sim_node.persisted.clone();
+        let mut node = Node::with_snapshots(sim_node.config.clone(), log, persisted, snapshots)?;
         node.start_clock(sim_node.clock);
         sim_node.node = Some(node);
         Ok(())
+    }
+
+    /// Stores `bytes` as snapshot `snapshot` of node `id` (what a shell that wrote it does) and reports it
+    /// to the node ([`Node::snapshot_taken`]).
+    pub fn store_snapshot(&mut self, id: i32, snapshot: SnapshotId, bytes: Bytes) {
+        let result = snapshot_meta(snapshot, &bytes);
+        let sim_node = self.nodes.get_mut(&id).expect("known node");
+        if result.is_ok() {
+            sim_node.snapshot_files.insert(snapshot, bytes);
+        }
+        let now = sim_node.clock;
+        let out = self.node_mut(id).snapshot_taken(now, snapshot, result);
+        self.absorb(id, out);
     }
 
     /// Sends a client request to node `id`; returns the replies produced right away. The ApiVersions round

@@ -8,8 +8,10 @@ use super::{Node, RoleState};
 
 impl Node {
     pub(super) fn refresh_timers(&mut self) {
-        self.timers.fetch = match self.outstanding_fetch {
-            Some(f) => Some(f.sent_at + self.config.request_timeout_ms),
+        let sent_at = (self.outstanding_fetch.map(|f| f.sent_at))
+            .or(self.sent_snapshot_fetch.map(|f| f.sent_at));
+        self.timers.fetch = match sent_at {
+            Some(sent_at) => Some(sent_at + self.config.request_timeout_ms),
             None => self.next_fetch_at,
         };
         match &self.role {
@@ -117,6 +119,7 @@ impl Node {
             Timer::Fetch => {
                 // An outstanding fetch past its deadline is taken as lost.
                 self.outstanding_fetch = None;
+                self.sent_snapshot_fetch = None;
                 self.send_fetch(now, out);
             }
         }

@@ -4,14 +4,15 @@ use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
     DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-    FetchResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
-    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
+    VoteResponse,
 };
 use uuid::Uuid;
 
 use super::membership::ChangeOutcome;
 use crate::history::HistoryError;
-use crate::log::{LogError, Replicated};
+use crate::log::{LogError, Replicated, SnapshotId};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -29,6 +30,10 @@ pub enum Message {
     EndQuorumEpochResponse(EndQuorumEpochResponse),
     FetchRequest(FetchRequest),
     FetchResponse(FetchResponse),
+    /// KIP-630, API 59 (v0–1, sent at v1). The core's response names the chunk to send but carries no
+    /// bytes: the shell fills them from the snapshot file ([`fill_snapshot_chunk`](super::fill_snapshot_chunk)).
+    FetchSnapshotRequest(FetchSnapshotRequest),
+    FetchSnapshotResponse(FetchSnapshotResponse),
     /// The leader asks a voter being added which `kraft.version` range it supports (KIP-853). The shell
     /// decodes one a peer sends as [`ClientRequest::ApiVersions`]; `Node::handle` also answers it.
     ApiVersionsRequest(ApiVersionsRequest),
@@ -47,6 +52,9 @@ impl Message {
                 ApiKey::EndQuorumEpoch
             }
             Message::FetchRequest(_) | Message::FetchResponse(_) => ApiKey::Fetch,
+            Message::FetchSnapshotRequest(_) | Message::FetchSnapshotResponse(_) => {
+                ApiKey::FetchSnapshot
+            }
             Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => ApiKey::ApiVersions,
         }
     }
@@ -59,6 +67,7 @@ impl Message {
                 | Message::BeginQuorumEpochRequest(_)
                 | Message::EndQuorumEpochRequest(_)
                 | Message::FetchRequest(_)
+                | Message::FetchSnapshotRequest(_)
                 | Message::ApiVersionsRequest(_)
         )
     }
@@ -126,6 +135,31 @@ pub enum Effect {
     /// Make every appended batch durable: the log below `up_to`, its end when asked (flushes may share
     /// one `fsync`).
     FlushLog { up_to: i64 },
+    /// Follower download (KIP-630): write `bytes` at `position` of snapshot `id`'s `.checkpoint.part`
+    /// file; position 0 creates (or empties) it. `position` always equals the bytes written so far.
+    WriteSnapshotChunk {
+        id: SnapshotId,
+        position: u64,
+        bytes: bytes::Bytes,
+    },
+    /// The download of `id` is abandoned (Kafka closes the unfrozen writer): delete its `.part` file.
+    AbortSnapshotDownload { id: SnapshotId },
+    /// The download of `id` is complete at `size` bytes: make the `.part` durable, validate the whole
+    /// file, rename it to `.checkpoint`, truncate the log fully and start it at `id.end_offset`, then
+    /// hand the outcome to [`Node::snapshot_loaded`](super::Node::snapshot_loaded) (a refused file is
+    /// deleted, not loaded, and the log is left alone).
+    CompleteSnapshot { id: SnapshotId, size: u64 },
+    /// Write a snapshot of this replica's own log up to `id.end_offset` (≤ its HW, a batch boundary): the
+    /// header, `kraft_version` and `voters` (as of `id.end_offset − 1`) when kraft.version ≥ 1, the data
+    /// records, the footer; then hand the outcome to [`Node::snapshot_taken`](super::Node::snapshot_taken).
+    TakeSnapshot {
+        id: SnapshotId,
+        kraft_version: i16,
+        voters: Option<VoterSet>,
+    },
+    /// Kafka's `deleteBeforeSnapshot`: the log starts at `offset` (a held snapshot's end) from now on;
+    /// delete the segments wholly below it and the snapshots that end below it.
+    MoveLogStart { offset: i64 },
 }
 
 /// Everything one input produced.
@@ -200,6 +234,44 @@ pub struct NodeConfig {
     pub observer_expiry_ms: Millis,
     /// Seed of the election-timeout RNG: the same seed and inputs give the same run.
     pub seed: u64,
+    /// Snapshots (KIP-630): the FetchSnapshot size and this replica's own snapshots and retention.
+    pub snapshots: SnapshotConfig,
+}
+
+/// Snapshot settings, named after Kafka's properties. `Default`: own snapshots off (no trigger, no
+/// retention), FetchSnapshot `MaxBytes` as Kafka's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotConfig {
+    /// Whether this replica takes snapshots of its own log and moves its log start.
+    pub enabled: bool,
+    /// `metadata.log.max.record.bytes.between.snapshots` (Kafka: 20 MiB, at least 1): a snapshot once this
+    /// many bytes of records were appended below the HW since the last one.
+    pub max_record_bytes_between_snapshots: u64,
+    /// `metadata.log.max.snapshot.interval.ms` (Kafka: 1 h; 0 turns the time trigger off).
+    pub max_snapshot_interval_ms: Millis,
+    /// `metadata.max.retention.bytes` (Kafka: 100 MiB; negative: no size limit).
+    pub max_retention_bytes: i64,
+    /// `metadata.max.retention.ms` (Kafka: 7 days; negative: no time limit).
+    pub max_retention_ms: i64,
+    /// How often the retention rules are checked (Kafka: every 60 s, hard-coded).
+    pub clean_interval_ms: Millis,
+    /// `controller.quorum.fetch.snapshot.max.bytes`: the `MaxBytes` of this replica's FetchSnapshot
+    /// requests (Kafka: 8 MiB).
+    pub fetch_snapshot_max_bytes: i32,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        SnapshotConfig {
+            enabled: false,
+            max_record_bytes_between_snapshots: 20 * 1024 * 1024,
+            max_snapshot_interval_ms: 60 * 60 * 1000,
+            max_retention_bytes: 100 * 1024 * 1024,
+            max_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            clean_interval_ms: 60_000,
+            fetch_snapshot_max_bytes: 8 * 1024 * 1024,
+        }
+    }
 }
 
 /// The peer id of `bootstrap_servers[index]`: −2 − index, as Kafka numbers them (`KafkaRaftClient`).

@@ -147,7 +147,20 @@ impl Node {
     /// The earliest armed deadline (a timer's or a parked fetch's `MaxWaitMs`): the shell should `tick`
     /// then.
     pub fn next_deadline(&self) -> Option<Millis> {
-        match (self.timers.earliest(), self.parked_fetch_deadline()) {
+        let timers = if self.installing.is_some() {
+            [
+                Timer::PendingChange,
+                Timer::CheckQuorum,
+                Timer::BeginQuorumEpoch,
+                Timer::FirstPoll,
+            ]
+            .iter()
+            .filter_map(|t| self.timers.get(*t))
+            .min()
+        } else {
+            self.timers.earliest()
+        };
+        match (timers, self.parked_fetch_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

@@ -8,9 +8,10 @@ use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     AddRaftVoterResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BeginQuorumEpochRequest,
     BeginQuorumEpochResponse, BrokerId, DescribeClusterRequest, DescribeClusterResponse,
-    EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse, MetadataRequest,
-    MetadataResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader,
-    ResponseHeader, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
+    FetchSnapshotRequest, FetchSnapshotResponse, MetadataRequest, MetadataResponse,
+    RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
+    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -24,12 +25,14 @@ use crate::wire::frame::{self as wire_frame, SIZE_PREFIX};
 use crate::wire::schema;
 use crate::wire::WireError;
 
-/// Versions this shell writes its own requests at: the served maxima of [`apis::SERVED_APIS`].
+/// Versions this shell writes its requests at when it does not know the peer's (the conformance kit's
+/// driver): the served maxima of [`apis::SERVED_APIS`]. Peer links negotiate (`api_versions`).
 pub const FETCH_VERSION: i16 = max_version(ApiKey::Fetch);
 pub const VOTE_VERSION: i16 = max_version(ApiKey::Vote);
 pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch);
 pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
+pub const FETCH_SNAPSHOT_VERSION: i16 = max_version(ApiKey::FetchSnapshot);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -42,6 +45,9 @@ pub enum CodecError {
     /// Found by the schema walk before kafka-protocol saw the bytes (a length that does not fit, ...).
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// A request the version it would be sent at cannot carry.
+    #[error(transparent)]
+    Version(#[from] super::api_versions::VersionError),
 }
 
 /// kafka-protocol reports `anyhow` errors; they are kept as their message.
@@ -183,6 +189,12 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
             let from = r.replica_state.replica_id.0;
             peer(from, Message::FetchRequest(r))
         }
+        ApiKey::FetchSnapshot => {
+            let r = FetchSnapshotRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("FetchSnapshotRequest", e))?;
+            let from = r.replica_id.0;
+            peer(from, Message::FetchSnapshotRequest(r))
+        }
         _ => Incoming::Unsupported,
     };
     Ok((reply, incoming))
@@ -267,6 +279,13 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
             encode_body("FetchResponse", &older, v, buf)
         }
         Message::FetchResponse(r) => encode_body("FetchResponse", r, v, buf),
+        // NodeEndpoints exists from v1.
+        Message::FetchSnapshotResponse(r) if v < 1 && !r.node_endpoints.is_empty() => {
+            let mut older = r.clone();
+            older.node_endpoints.clear();
+            encode_body("FetchSnapshotResponse", &older, v, buf)
+        }
+        Message::FetchSnapshotResponse(r) => encode_body("FetchSnapshotResponse", r, v, buf),
         Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
@@ -312,6 +331,7 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
             (ApiKey::EndQuorumEpoch as i16, END_QUORUM_EPOCH_VERSION)
         }
         Message::FetchRequest(_) => (ApiKey::Fetch as i16, FETCH_VERSION),
+        Message::FetchSnapshotRequest(_) => (ApiKey::FetchSnapshot as i16, FETCH_SNAPSHOT_VERSION),
         Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
         _ => return None,
     })
@@ -339,18 +359,32 @@ pub fn request_frame<M: Encodable>(
     Ok(wire_frame::finish_frame(buf)?)
 }
 
-/// The request frame for a peer message.
+/// The request frame for a peer message at the served maximum of its API ([`request_api`]).
 pub fn peer_request_frame(
     message: &Message,
     correlation_id: i32,
     client_id: &str,
 ) -> Result<Bytes, CodecError> {
-    let (key, v) = request_api(message).unwrap_or((-1, -1));
-    match message {
+    let (_, v) = request_api(message).unwrap_or((-1, -1));
+    peer_request_frame_at(message, v, correlation_id, client_id)
+}
+
+/// The request frame for a peer message at `v`, with only what `v` can carry
+/// ([`super::api_versions::fit`]).
+pub fn peer_request_frame_at(
+    message: &Message,
+    v: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<Bytes, CodecError> {
+    let key = message.api_key() as i16;
+    let message = super::api_versions::fit(message, v)?;
+    match message.as_ref() {
         Message::VoteRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::FetchSnapshotRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
@@ -412,6 +446,10 @@ pub fn decode_peer_response(
         ),
         Ok(ApiKey::Fetch) => Message::FetchResponse(
             FetchResponse::decode(&mut body, v).map_err(|e| malformed("FetchResponse", e))?,
+        ),
+        Ok(ApiKey::FetchSnapshot) => Message::FetchSnapshotResponse(
+            FetchSnapshotResponse::decode(&mut body, v)
+                .map_err(|e| malformed("FetchSnapshotResponse", e))?,
         ),
         Ok(ApiKey::ApiVersions) => Message::ApiVersionsResponse(
             ApiVersionsResponse::decode(&mut body, v)

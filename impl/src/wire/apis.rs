@@ -19,8 +19,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// Served APIs in api-key order. Fetch from v15 (replica id in ReplicaState; v17 adds the directory
 /// id, v18 the follower's HW, KIP-1166), Vote with pre-vote (v2, KIP-996), Metadata as a minimal answer served by the shell, DescribeQuorum v3
 /// with CommittedVoters (KIP-1204), DescribeCluster for controllers (KIP-919), AddRaftVoter v1 with
-/// `AckWhenCommitted` (KIP-1186; decoded by `wire::add_raft_voter`, kafka-protocol 0.18 has v0 only).
-pub const SERVED_APIS: [ServedApi; 11] = [
+/// `AckWhenCommitted` (KIP-1186; decoded by `wire::add_raft_voter`, kafka-protocol 0.18 has v0 only),
+/// FetchSnapshot v0–1 (KIP-630; v1 adds the directory id and NodeEndpoints, KIP-853).
+pub const SERVED_APIS: [ServedApi; 12] = [
     api(ApiKey::Fetch, 15, 18),
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::ApiVersions, 0, 4),
@@ -32,6 +33,7 @@ pub const SERVED_APIS: [ServedApi; 11] = [
         0,
         super::describe_quorum::MAX_VERSION,
     ),
+    api(ApiKey::FetchSnapshot, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::AddRaftVoter, 0, 1),
     api(ApiKey::RemoveRaftVoter, 0, 0),
@@ -46,6 +48,13 @@ pub fn served(key: i16) -> Option<ServedApi> {
 /// Does this node serve `key` at `version`?
 pub fn supports(key: i16, version: i16) -> bool {
     served(key).is_some_and(|a| (a.min..=a.max).contains(&version))
+}
+
+/// The highest version in both inclusive ranges, if they meet: the version a client sends when the server
+/// lists `theirs` for an API of which it speaks `ours` (Kafka's `NetworkClient` rule).
+pub fn common_version(theirs: (i16, i16), ours: (i16, i16)) -> Option<i16> {
+    let max = theirs.1.min(ours.1);
+    (max >= theirs.0.max(ours.0)).then_some(max)
 }
 
 /// The highest served version of `key` (what this node writes its own requests at); −1 if not served.
@@ -75,5 +84,8 @@ mod tests {
         assert_eq!(max_version(ApiKey::Produce), -1);
         assert!(supports(1, 15) && !supports(1, 14) && !supports(1, 19));
         assert!(!supports(999, 0));
+        assert_eq!(common_version((4, 17), (15, 18)), Some(17));
+        assert_eq!(common_version((0, 0), (0, 1)), Some(0));
+        assert_eq!(common_version((4, 14), (15, 18)), None);
     }
 }

@@ -103,6 +103,8 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/MetadataResponse.json"),
     include_str!("../../../specs/messages/FetchRequest.json"),
     include_str!("../../../specs/messages/FetchResponse.json"),
+    include_str!("../../../specs/messages/FetchSnapshotRequest.json"),
+    include_str!("../../../specs/messages/FetchSnapshotResponse.json"),
     include_str!("../../../specs/messages/VoteRequest.json"),
     include_str!("../../../specs/messages/VoteResponse.json"),
     include_str!("../../../specs/messages/BeginQuorumEpochRequest.json"),

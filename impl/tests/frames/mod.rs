@@ -175,6 +175,25 @@ fn captured() -> (Vec<Message>, Vec<ClientResponse>, Vec<ClientRequest>) {
         }
         drain(&mut sim, &mut seen);
     }
+    // A replica that joins after the leader's snapshot: a Fetch answered with a SnapshotId, then
+    // FetchSnapshot requests and chunks.
+    let mut snap = Sim::new(1, 1, 11).expect("sim");
+    snap.crash(2);
+    snap.elect(1);
+    let _ = snap.append(1, &[b"alpha"]);
+    snap.replicate(2);
+    let id = kraft::log::SnapshotId {
+        end_offset: snap.node(1).high_watermark().expect("hw"),
+        epoch: snap.node(1).epoch(),
+    };
+    let file = kraft::records::encode_bootstrap_snapshot(&sim::voter_set(&[1]), 0).expect("file");
+    snap.store_snapshot(1, id, file);
+    snap.restart(2).expect("restart");
+    snap.fire(2, Timer::Fetch);
+    for _ in 0..3 {
+        drain(&mut snap, &mut seen);
+        snap.fire(2, Timer::Fetch);
+    }
     let requests = vec![
         ClientRequest::ApiVersions(ApiVersionsRequest::default()),
         sim::add_voter_request(4),
@@ -197,11 +216,15 @@ pub fn samples() -> Vec<Sample> {
             Message::BeginQuorumEpochRequest(r) => request(&mut out, "begin", 53, range(53), r),
             Message::EndQuorumEpochRequest(r) => request(&mut out, "end", 54, range(54), r),
             Message::FetchRequest(r) => request(&mut out, "fetch", 1, range(1), r),
+            Message::FetchSnapshotRequest(r) => {
+                request(&mut out, "fetch_snapshot", 59, range(59), r)
+            }
             response_message => {
                 let key = match response_message {
                     Message::VoteResponse(_) => 52,
                     Message::BeginQuorumEpochResponse(_) => 53,
                     Message::EndQuorumEpochResponse(_) => 54,
+                    Message::FetchSnapshotResponse(_) => 59,
                     _ => 1,
                 };
                 response(

@@ -1,0 +1,182 @@
+//! Snapshots of this replica's own log and the log start (KIP-630), decided by the core and carried out by
+//! the shell as effects. Triggers as Kafka 4.4's `SnapshotGenerator` (every replica, leader or not, once
+//! the bytes committed since the last snapshot reach `metadata.log.max.record.bytes.between.snapshots`
+//! or the time since it reaches `metadata.log.max.snapshot.interval.ms`; checked when the HW moves, at
+//! the last whole batch below the HW), retention as Kafka's `KafkaRaftLog.maybeClean` (every 60 s: with
+//! at least two snapshots, while the log and snapshots exceed `metadata.max.retention.bytes` or the
+//! oldest snapshot is older than `metadata.max.retention.ms`, the log start moves to the next snapshot's
+//! end and the older snapshot goes).
+
+use crate::log::{approximate_size, RaftLog, SnapshotId};
+
+use super::types::*;
+use super::Node;
+
+/// When this replica last took a snapshot and when it next checks retention.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OwnSnapshots {
+    /// Kafka's `lastSnapshotTimeNs` (the node's start counts as one).
+    pub last_snapshot_at: Option<Millis>,
+    pub next_clean_at: Option<Millis>,
+    /// When each held snapshot was taken or learned, for `metadata.max.retention.ms` (Kafka reads the
+    /// snapshot's `LastContainedLogTimestamp`, a wall-clock time the core does not have).
+    pub seen_at: Vec<(SnapshotId, Millis)>,
+}
+
+impl Node {
+    /// Starts the snapshot clocks at the first input (the node's start, as Kafka's generator's).
+    pub(super) fn start_snapshot_clocks(&mut self, now: Millis) {
+        if !self.config.snapshots.enabled || self.own.last_snapshot_at.is_some() {
+            return;
+        }
+        self.own.last_snapshot_at = Some(now);
+        self.own.next_clean_at = Some(now + self.config.snapshots.clean_interval_ms);
+        let held: Vec<SnapshotId> = self.snapshots.iter().map(|m| m.id).collect();
+        self.own.seen_at = held.into_iter().map(|id| (id, now)).collect();
+    }
+
+    /// The committed end a snapshot may be taken at now: the end of the last whole batch at or below the
+    /// HW, with that batch's epoch.
+    fn committed_batch_end(&self) -> Option<SnapshotId> {
+        let hw = self.high_watermark()?;
+        let batches = self.log.batches();
+        let i = batches.partition_point(|b| b.next_offset() <= hw);
+        let b = batches.get(i.checked_sub(1)?)?;
+        Some(SnapshotId {
+            end_offset: b.next_offset(),
+            epoch: b.epoch,
+        })
+    }
+
+    /// After the HW moved: take a snapshot if a trigger is due.
+    pub(super) fn maybe_take_snapshot(&mut self, now: Millis, out: &mut Output) {
+        let cfg = &self.config.snapshots;
+        if !cfg.enabled || self.taking.is_some() || self.installing.is_some() {
+            return;
+        }
+        let Some(id) = self.committed_batch_end() else {
+            return;
+        };
+        let last_end = self
+            .snapshots
+            .latest()
+            .map_or(self.log.start_offset(), |m| m.id.end_offset)
+            .max(self.log.start_offset());
+        if id.end_offset <= last_end {
+            return;
+        }
+        let bytes: u64 = self
+            .log
+            .batches()
+            .iter()
+            .filter(|b| b.base_offset >= last_end && b.next_offset() <= id.end_offset)
+            .map(|b| approximate_size(b) as u64)
+            .sum();
+        let by_bytes = bytes >= cfg.max_record_bytes_between_snapshots.max(1);
+        let by_time = cfg.max_snapshot_interval_ms > 0
+            && self
+                .own
+                .last_snapshot_at
+                .is_some_and(|t| now.saturating_sub(t) >= cfg.max_snapshot_interval_ms);
+        if !(by_bytes || by_time) {
+            return;
+        }
+        let at = id.end_offset - 1;
+        let kraft_version = self
+            .kraft_versions
+            .at_or_before(at)
+            .map_or(self.base_kraft_version, |(_, v)| *v);
+        let voters = (kraft_version > 0)
+            .then(|| self.history.at_or_before(at).map(|(_, s)| s.clone()))
+            .flatten();
+        tracing::info!(node = self.local.id, %id, bytes, by_time, "taking a snapshot");
+        self.taking = Some(id);
+        self.own.last_snapshot_at = Some(now);
+        out.effects.push(Effect::TakeSnapshot {
+            id,
+            kraft_version,
+            voters,
+        });
+    }
+
+    /// Kafka's `maybeClean`, when its interval is due: moves the log start by the retention rules.
+    pub(super) fn maybe_clean(&mut self, now: Millis, out: &mut Output) {
+        let cfg = self.config.snapshots.clone();
+        if !cfg.enabled || self.own.next_clean_at.is_none_or(|t| now < t) {
+            return;
+        }
+        self.own.next_clean_at = Some(now + cfg.clean_interval_ms);
+        if self.installing.is_some() {
+            return;
+        }
+        if cfg.max_retention_bytes >= 0 {
+            let log_size: u64 = self
+                .log
+                .batches()
+                .iter()
+                .map(|b| approximate_size(b) as u64)
+                .sum();
+            let mut total: u64 = self.snapshots.iter().map(|m| m.size).sum();
+            loop {
+                let held: Vec<_> = self.snapshots.iter().take(2).cloned().collect();
+                let [oldest, next] = held.as_slice() else {
+                    break;
+                };
+                if log_size + total <= cfg.max_retention_bytes as u64 {
+                    break;
+                }
+                total -= oldest.size;
+                if !self.delete_before_snapshot(next.id, out) {
+                    break;
+                }
+            }
+        }
+        if cfg.max_retention_ms >= 0 {
+            loop {
+                let held: Vec<SnapshotId> = self.snapshots.iter().take(2).map(|m| m.id).collect();
+                let [oldest, next] = held.as_slice() else {
+                    break;
+                };
+                let seen = self.own.seen_at.iter().find(|(id, _)| id == oldest);
+                let expired =
+                    seen.is_some_and(|(_, t)| now.saturating_sub(*t) > cfg.max_retention_ms as u64);
+                if !expired || !self.delete_before_snapshot(*next, out) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Kafka's `deleteBeforeSnapshot`: the log starts at `id`'s end if that is past the current start and
+    /// within the latest snapshot; older snapshots are forgotten. Returns whether the start moved.
+    fn delete_before_snapshot(&mut self, id: SnapshotId, out: &mut Output) -> bool {
+        let latest = self.snapshots.latest().map_or(-1, |m| m.id.end_offset);
+        if self.snapshots.get(id).is_none() || id.end_offset > latest {
+            return false;
+        }
+        if !self.log.advance_start(id.end_offset, id.epoch) {
+            return false;
+        }
+        tracing::info!(node = self.local.id, %id, "log start moved to a snapshot");
+        self.snapshots.forget_before(id);
+        self.own.seen_at.retain(|(s, _)| *s >= id);
+        self.history.trim_old_entries(id.end_offset);
+        self.kraft_versions.trim_old_entries(id.end_offset);
+        out.effects.push(Effect::MoveLogStart {
+            offset: id.end_offset,
+        });
+        true
+    }
+
+    /// Remembers when a snapshot was taken or installed (retention by time).
+    pub(super) fn note_snapshot_seen(&mut self, id: SnapshotId, now: Millis) {
+        if !self.own.seen_at.iter().any(|(s, _)| *s == id) {
+            self.own.seen_at.push((id, now));
+        }
+    }
+
+    /// The next retention check, when own snapshots are on.
+    pub(super) fn clean_deadline(&self) -> Option<Millis> {
+        self.own.next_clean_at
+    }
+}

@@ -1,0 +1,352 @@
+//! Snapshots in the quorum core (KIP-630), against Kafka 4.4's rules: when a leader answers a Fetch with a
+//! `SnapshotId`, how it serves FetchSnapshot (error codes, chunks), how a follower downloads and installs
+//! one, and the voter-set history that starts at a snapshot.
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_snapshot_request::{
+    PartitionSnapshot, SnapshotId as WireId, TopicSnapshot,
+};
+use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kraft::history::committed_voter_set;
+use kraft::log::{RaftLog, SnapshotId};
+use kraft::node::sim::{self, Envelope, Sim};
+use kraft::node::{errors, Message, Role, METADATA_TOPIC};
+
+/// A valid snapshot file (header, KRaftVersion 1, Voters, footer) with `voters` as its voter set.
+fn snapshot_file(voters: &[i32]) -> Bytes {
+    kraft::records::encode_bootstrap_snapshot(&sim::voter_set(voters), 0).unwrap()
+}
+
+/// One voter (node 1, leader) and one observer (node 2), crashed before it fetched anything; the leader
+/// has `n` records committed and a snapshot at its HW.
+fn leader_with_snapshot(n: usize) -> (Sim, SnapshotId) {
+    let mut cluster = Sim::new(1, 1, 3).unwrap();
+    cluster.crash(2);
+    cluster.elect(1);
+    for i in 0..n {
+        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
+    }
+    cluster.replicate(3);
+    let hw = cluster.node(1).high_watermark().unwrap();
+    let id = SnapshotId {
+        end_offset: hw,
+        epoch: cluster.node(1).epoch(),
+    };
+    cluster.store_snapshot(1, id, snapshot_file(&[1]));
+    assert!(cluster.node(1).snapshots().any(|m| m.id == id));
+    (cluster, id)
+}
+
+fn fetch_snapshot(
+    epoch: i32,
+    id: SnapshotId,
+    position: i64,
+    max_bytes: i32,
+) -> FetchSnapshotRequest {
+    FetchSnapshotRequest::default()
+        .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+        .with_replica_id(BrokerId(2))
+        .with_max_bytes(max_bytes)
+        .with_topics(vec![TopicSnapshot::default()
+            .with_name(TopicName(StrBytes::from_static_str(METADATA_TOPIC)))
+            .with_partitions(vec![PartitionSnapshot::default()
+                .with_current_leader_epoch(epoch)
+                .with_snapshot_id(
+                    WireId::default()
+                        .with_end_offset(id.end_offset)
+                        .with_epoch(id.epoch),
+                )
+                .with_position(position)])])
+}
+
+/// The partition error (or top-level error) of the leader's answer to `req`, and the chunk length named.
+fn ask(cluster: &mut Sim, req: FetchSnapshotRequest) -> (i16, Option<u64>) {
+    let now = cluster.clock(1);
+    let out = cluster
+        .node_mut(1)
+        .handle(now, 2, Message::FetchSnapshotRequest(req));
+    let [(2, Message::FetchSnapshotResponse(resp))] = out.replies.as_slice() else {
+        panic!("one FetchSnapshot response to 2: {:?}", out.replies);
+    };
+    let code = match resp.topics.first().and_then(|t| t.partitions.first()) {
+        Some(p) if resp.error_code == 0 => p.error_code,
+        _ => resp.error_code,
+    };
+    (code, kraft::node::snapshot_chunk(resp).map(|c| c.len))
+}
+
+#[test]
+fn fetch_snapshot_errors_and_chunks_as_kafka() {
+    let (mut cluster, id) = leader_with_snapshot(4);
+    let epoch = cluster.node(1).epoch();
+    let size = snapshot_file(&[1]).len() as i64;
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch, id, 0, 10)),
+        (0, Some(10))
+    );
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch, id, size - 3, 1 << 20)),
+        (0, Some(3)),
+        "the last chunk ends at the size"
+    );
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch, id, size, 10)).0,
+        errors::POSITION_OUT_OF_RANGE
+    );
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch, id, -1, 10)).0,
+        errors::POSITION_OUT_OF_RANGE
+    );
+    let other = SnapshotId {
+        end_offset: id.end_offset - 1,
+        epoch: id.epoch,
+    };
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch, other, 0, 10)).0,
+        errors::SNAPSHOT_NOT_FOUND
+    );
+    assert_eq!(
+        ask(
+            &mut cluster,
+            fetch_snapshot(epoch, SnapshotId::BOOTSTRAP, 0, 10)
+        )
+        .0,
+        errors::SNAPSHOT_NOT_FOUND,
+        "the bootstrap snapshot is never served"
+    );
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch - 1, id, 0, 10)).0,
+        errors::FENCED_LEADER_EPOCH
+    );
+    assert_eq!(
+        ask(&mut cluster, fetch_snapshot(epoch + 1, id, 0, 10)).0,
+        errors::UNKNOWN_LEADER_EPOCH
+    );
+    let foreign =
+        fetch_snapshot(epoch, id, 0, 10).with_cluster_id(Some(StrBytes::from_static_str("x")));
+    assert_eq!(
+        ask(&mut cluster, foreign).0,
+        errors::INCONSISTENT_CLUSTER_ID
+    );
+    let mut wrong_partition = fetch_snapshot(epoch, id, 0, 10);
+    wrong_partition.topics[0].partitions[0].partition = 1;
+    assert_eq!(
+        ask(&mut cluster, wrong_partition).0,
+        errors::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    assert_eq!(
+        ask(&mut cluster, FetchSnapshotRequest::default()).0,
+        errors::INVALID_REQUEST
+    );
+}
+
+#[test]
+fn a_follower_at_offset_zero_fetches_the_snapshot_installs_it_and_catches_up() {
+    let (mut cluster, id) = leader_with_snapshot(5);
+    cluster.restart(2).unwrap();
+    // The observer finds the leader and fetches at offset 0: the answer is the snapshot id, no records.
+    cluster.fire(2, kraft::node::Timer::Fetch);
+    let mut saw_snapshot_id = false;
+    let mut chunks = 0;
+    for _ in 0..50 {
+        if cluster.network.is_empty() {
+            cluster.fire(2, kraft::node::Timer::Fetch);
+            if cluster.network.is_empty() {
+                break;
+            }
+        }
+        let Envelope { msg, .. } = cluster.network[0].clone();
+        match &msg {
+            Message::FetchResponse(r) => {
+                let p = &r.responses[0].partitions[0];
+                if p.snapshot_id.end_offset >= 0 {
+                    saw_snapshot_id = true;
+                    assert_eq!(
+                        (p.snapshot_id.end_offset, p.snapshot_id.epoch),
+                        (id.end_offset, id.epoch)
+                    );
+                    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+                }
+            }
+            Message::FetchSnapshotResponse(_) => chunks += 1,
+            _ => {}
+        }
+        cluster.deliver(0);
+        if cluster.node(2).log().end_offset() == cluster.node(1).log().end_offset()
+            && cluster.node(2).log().start_offset() == id.end_offset
+        {
+            break;
+        }
+    }
+    assert!(
+        saw_snapshot_id,
+        "the leader pointed the new replica to its snapshot"
+    );
+    assert!(chunks >= 1);
+    let follower = cluster.node(2);
+    assert_eq!(follower.role(), Role::Follower);
+    assert_eq!(
+        follower.log().start_offset(),
+        id.end_offset,
+        "log truncated fully, started at the end"
+    );
+    assert!(follower.snapshots().any(|m| m.id == id));
+    assert_eq!(follower.installing_snapshot(), None);
+    // The voter set comes from the snapshot, at end offset − 1; the HW is at least the snapshot's end.
+    assert_eq!(
+        follower
+            .history()
+            .at_or_before(id.end_offset - 1)
+            .map(|(o, _)| o),
+        Some(id.end_offset - 1)
+    );
+    let hw = follower.high_watermark();
+    assert!(hw.is_some_and(|hw| hw >= id.end_offset));
+    assert_eq!(
+        committed_voter_set(follower.history(), hw),
+        Some(&sim::voter_set(&[1]))
+    );
+    // It goes on fetching records after the snapshot, and survives a restart from snapshot + suffix.
+    cluster.append(1, &[b"after"]).unwrap();
+    cluster.replicate(5);
+    assert_eq!(
+        cluster.node(2).log().end_offset(),
+        cluster.node(1).log().end_offset()
+    );
+    cluster.crash(2);
+    cluster.restart(2).unwrap();
+    let restarted = cluster.node(2);
+    assert_eq!(restarted.log().start_offset(), id.end_offset);
+    assert_eq!(restarted.latest_voters(), &sim::voter_set(&[1]));
+}
+
+/// A Fetch answer: the snapshot id it names, whether it has records, its diverging epoch.
+type FetchAnswer = (Option<(i64, i32)>, bool, Option<(i32, i64)>);
+
+/// The leader's answer to a Fetch from replica 2 at `(offset, last fetched epoch)`: the snapshot id it
+/// names, whether it carries records, and its diverging epoch.
+fn fetch_answer(cluster: &mut Sim, offset: i64, last_epoch: i32) -> FetchAnswer {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+    use kafka_protocol::messages::FetchRequest;
+    let epoch = cluster.node(1).epoch();
+    let req = FetchRequest::default()
+        .with_replica_state(ReplicaState::default().with_replica_id(BrokerId(2)))
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_static_str(METADATA_TOPIC)))
+            .with_partitions(vec![FetchPartition::default()
+                .with_current_leader_epoch(epoch)
+                .with_fetch_offset(offset)
+                .with_last_fetched_epoch(last_epoch)])]);
+    let now = cluster.clock(1);
+    let out = cluster
+        .node_mut(1)
+        .handle(now, 2, Message::FetchRequest(req));
+    let [(2, Message::FetchResponse(r))] = out.replies.as_slice() else {
+        panic!("one Fetch response: {:?}", out.replies);
+    };
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let snapshot =
+        (p.snapshot_id.end_offset >= 0).then_some((p.snapshot_id.end_offset, p.snapshot_id.epoch));
+    let records = p.records.as_ref().is_some_and(|r| !r.is_empty());
+    let diverging = (p.diverging_epoch.epoch >= 0)
+        .then_some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset));
+    if snapshot.is_some() {
+        assert!(
+            !records && diverging.is_none(),
+            "a snapshot answer has nothing else"
+        );
+    }
+    (snapshot, records, diverging)
+}
+
+#[test]
+fn fetch_offset_zero_gets_the_snapshot_but_the_bootstrap_snapshot_keeps_the_log_valid() {
+    let (mut cluster, id) = leader_with_snapshot(3);
+    let epoch = cluster.node(1).epoch();
+    let snap = Some((id.end_offset, id.epoch));
+    assert_eq!(
+        fetch_answer(&mut cluster, 0, 0).0,
+        snap,
+        "offset 0 with a non-bootstrap snapshot"
+    );
+    // The log start is still 0 and the earliest snapshot is the bootstrap one (0, 0): a replica inside
+    // the log is served records, whatever its epoch (Kafka's validateOffsetAndEpoch).
+    let (s, records, _) = fetch_answer(&mut cluster, 1, epoch);
+    assert_eq!((s, records), (None, true));
+    // The leader leaves that replica's fetch state alone when it names a snapshot.
+    let before = cluster.node(1).view().replicas;
+    fetch_answer(&mut cluster, 0, 0);
+    assert_eq!(cluster.node(1).view().replicas, before);
+}
+
+#[test]
+fn a_log_that_starts_at_a_snapshot_answers_by_validate_offset_and_epoch() {
+    let mut cluster = Sim::new(1, 0, 5).unwrap();
+    cluster.elect(1);
+    for i in 0..4 {
+        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
+    }
+    cluster.replicate(2);
+    let e1 = cluster.node(1).epoch();
+    let id = SnapshotId {
+        end_offset: cluster.node(1).high_watermark().unwrap(),
+        epoch: e1,
+    };
+    cluster.store_snapshot(1, id, snapshot_file(&[1]));
+    // Restart from the snapshot and an empty log suffix that starts at it; lead again (a later epoch).
+    cluster.crash(1);
+    let sim_node = cluster.nodes.get_mut(&1).unwrap();
+    sim_node.crashed_log = Some(kraft::log::MemoryLog::starting_at(id.end_offset, id.epoch));
+    sim_node.snapshot_files.remove(&SnapshotId::BOOTSTRAP);
+    cluster.restart(1).unwrap();
+    assert_eq!(cluster.node(1).log().start_offset(), id.end_offset);
+    cluster.elect(1);
+    cluster.append(1, &[b"x"]).unwrap();
+    cluster.replicate(2);
+    let e2 = cluster.node(1).epoch();
+    assert!(e2 > e1);
+    let start = id.end_offset;
+    let snap = Some((id.end_offset, id.epoch));
+    assert_eq!(fetch_answer(&mut cluster, 0, 0).0, snap, "offset 0");
+    assert_eq!(
+        fetch_answer(&mut cluster, start - 1, e1).0,
+        snap,
+        "below the log start"
+    );
+    assert_eq!(
+        fetch_answer(&mut cluster, start, e1 - 1).0,
+        snap,
+        "at the start, another epoch"
+    );
+    assert_eq!(
+        fetch_answer(&mut cluster, start + 1, e1 - 1).0,
+        snap,
+        "an epoch older than the snapshot's"
+    );
+    let (s, records, diverging) = fetch_answer(&mut cluster, start, e1);
+    assert_eq!(
+        (s, records, diverging),
+        (None, true, None),
+        "at the start with the snapshot's epoch"
+    );
+    let end = cluster.node(1).log().end_offset();
+    assert_eq!(
+        fetch_answer(&mut cluster, end, e2),
+        (None, false, None),
+        "caught up"
+    );
+    // The voter set and committed set come from the snapshot at end − 1, then the log.
+    let node = cluster.node(1);
+    assert_eq!(
+        node.history().entries().next().map(|(o, _)| o),
+        Some(start - 1)
+    );
+    assert_eq!(
+        committed_voter_set(node.history(), Some(start)),
+        Some(&sim::voter_set(&[1])),
+        "HW − 1 is the snapshot's last offset"
+    );
+}
