@@ -2,7 +2,8 @@
 # driver and lists the pinned Kafka jars (resolved by Maven into ~/.m2, so later runs are offline; the jars stay
 # there: build-classpath lists them instead of copying ~100 MB into target/, and a CI run once ran out of disk
 # on the copy). Usage: prepare_harness <label> <debug|release>; sets kraft_bin and classpath, leaves the shell
-# in this directory.
+# in this directory. controller_classpath <version> prints the class path of that Kafka release's controller
+# (controller/pom.xml: kafka.Kafka and its storage tool), resolved the same way.
 prepare_harness() {
     local label="$1" profile="$2" here root tool java_major target_dir
     here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,4 +31,13 @@ prepare_harness() {
     rm -rf target/lib target/classpath.txt
     mvn -B -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt 2>&1 | sed "s/\x1b\[[0-9;]*m//g"
     classpath="target/classes:$(cat target/classpath.txt)"
+}
+
+controller_classpath() {
+    local version="$1" out
+    out="$(pwd)/target/controller-classpath-$version.txt"
+    mkdir -p target
+    (cd controller && mvn -B -q dependency:build-classpath -Dkafka.version="$version" -Dmdep.outputFile="$out" 2>&1 \
+        | sed "s/\x1b\[[0-9;]*m//g" >&2)
+    cat "$out"
 }

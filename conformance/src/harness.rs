@@ -415,6 +415,12 @@ impl Cluster {
                 let m = self.take(&env)?;
                 self.deliver(m, &mut applied)?;
             }
+            Action::TakeSnapshot(_) | Action::AdvanceLogStart(_) | Action::FetchSnapshot { .. } => {
+                // The replay's bounds have no snapshots (`max_snapshots` 0).
+                return Err(format!(
+                    "{action:?}: snapshot steps are not mapped to the implementation"
+                ));
+            }
             Action::Drop(env) => {
                 let pos = self
                     .network

@@ -738,6 +738,14 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
         },
         diverging,
         records: records_of(p.records.as_ref(), be_i64(&echo[4..12]))?,
+        snapshot_id: if p.snapshot_id.end_offset >= 0 && p.snapshot_id.epoch >= 0 {
+            Some(model::types::SnapshotId {
+                end: small(p.snapshot_id.end_offset, "snapshot end offset")?,
+                epoch: small(p.snapshot_id.epoch, "snapshot epoch")?,
+            })
+        } else {
+            None
+        },
     })
 }
 

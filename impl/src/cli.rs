@@ -248,6 +248,10 @@ pub struct NodeArgs {
     /// (default 1 MiB).
     #[arg(long)]
     pub controller_quorum_fetch_snapshot_max_bytes: Option<String>,
+    /// `internal.metadata.log.segment.bytes` (Kafka's testing-only name): size at which a new log segment
+    /// starts (default 8 MiB); segments wholly below the log start are deleted.
+    #[arg(long)]
+    pub internal_metadata_log_segment_bytes: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

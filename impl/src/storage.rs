@@ -113,6 +113,17 @@ impl DataDir {
             self.bootstrap_path()
         }
     }
+    /// The bootstrap voters of this directory. Kafka 4.0's `kafka-storage format --no-initial-controllers`
+    /// writes no bootstrap snapshot, only its metadata.version bootstrap (`bootstrap.checkpoint` beside
+    /// `meta.properties`); Kafka 4.1+ write one with kraft.version 1 and no voters. Both read as
+    /// [`crate::node::Bootstrap::NoInitialVoters`].
+    pub fn read_bootstrap(&self) -> Result<crate::node::Bootstrap, StorageError> {
+        let path = self.bootstrap_file();
+        if !path.exists() && self.root.join(BOOTSTRAP_FILE).exists() {
+            return Ok(crate::node::Bootstrap::NoInitialVoters);
+        }
+        meta::read_bootstrap(&path)
+    }
     pub fn quorum_state_path(&self) -> PathBuf {
         self.log_dir().join(QUORUM_STATE_FILE)
     }

@@ -173,7 +173,33 @@ pub fn run(model: KraftModel, opts: CheckOptions) -> CheckReport {
     {
         return run_proof(model, opts);
     }
-    run_stateright(model, opts)
+    let shortest = opts.strategy == Strategy::Bfs
+        && opts.threads == 1
+        && opts.stop_at_first_violation
+        && opts.depth.is_none();
+    let mut report = run_stateright(model.clone(), opts);
+    if shortest {
+        report.counterexample = report.counterexample.map(|c| shortest_of(&model, opts, c));
+    }
+    report
+}
+
+/// A shortest counterexample, given one of `c.actions.len()` steps: Stateright's BFS keeps the
+/// last violating state of the block it stopped in, which may lie one or more levels deeper than
+/// the first, so depth-bounded searches try every shorter length in turn (each one is exhaustive
+/// up to its depth, and a BFS reaches every state at its least depth).
+fn shortest_of(model: &KraftModel, opts: CheckOptions, c: Counterexample) -> Counterexample {
+    for steps in 1..c.actions.len() {
+        let bounded = CheckOptions {
+            depth: Some(steps + 2),
+            progress: false,
+            ..opts
+        };
+        if let Some(short) = run_stateright(model.clone(), bounded).counterexample {
+            return short;
+        }
+    }
+    c
 }
 
 /// The proof on [`crate::dfs::search`]; if an `always` property fails, Stateright's DFS (stopping at
@@ -259,8 +285,9 @@ pub fn run_stateright(model: KraftModel, opts: CheckOptions) -> CheckReport {
     };
     let seconds = started.elapsed().as_secs_f64();
     let discoveries = checker.discoveries();
+    let model = checker.model();
     let mut results = Vec::new();
-    let mut counterexample = None;
+    let mut counterexample: Option<Counterexample> = None;
     for p in &properties {
         let found = discoveries.get(p.name);
         let status = match (&p.expectation, found.is_some()) {
@@ -269,28 +296,34 @@ pub fn run_stateright(model: KraftModel, opts: CheckOptions) -> CheckReport {
             (_, true) => Status::ExampleFound,
             (_, false) => Status::NoExample,
         };
-        if status == Status::Violated && counterexample.is_none() {
+        if status == Status::Violated {
             let path = found.cloned().expect("violated implies a discovery");
             // Stateright keeps the last violating state it met in a block; cut the path at the
             // first state that violates the property.
-            let model = checker.model();
             let mut steps = path.into_vec();
             if let Some(k) = steps.iter().position(|(st, _)| !(p.condition)(model, st)) {
                 steps.truncate(k + 1);
                 steps[k].1 = None;
             }
-            let actions: Vec<Action> = steps.iter().filter_map(|(_, a)| *a).collect();
-            let index_path =
-                match stateright::Path::from_actions(model, steps[0].0.clone(), &actions) {
-                    Some(p) => p.encode(model),
-                    None => String::new(),
-                };
-            counterexample = Some(Counterexample {
-                property: p.name.to_string(),
-                actions,
-                steps,
-                index_path,
-            });
+            // The shortest cut path wins (the first in property order among equals): a block may
+            // hold a longer violation of an earlier property.
+            if counterexample
+                .as_ref()
+                .is_none_or(|c| steps.len() < c.steps.len())
+            {
+                let actions: Vec<Action> = steps.iter().filter_map(|(_, a)| *a).collect();
+                let index_path =
+                    match stateright::Path::from_actions(model, steps[0].0.clone(), &actions) {
+                        Some(p) => p.encode(model),
+                        None => String::new(),
+                    };
+                counterexample = Some(Counterexample {
+                    property: p.name.to_string(),
+                    actions,
+                    steps,
+                    index_path,
+                });
+            }
         }
         results.push(PropertyResult {
             name: p.name.to_string(),
@@ -370,6 +403,23 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
             max_changes: 0,
             max_data: 1,
             max_epoch: 3,
+            max_log: 6,
+            ..base
+        },
+        Bug::SnapshotAboveHw | Bug::SnapshotLatestVoters => ModelConfig {
+            bug: Some(bug),
+            fetch,
+            max_snapshots: 1,
+            ..snapshot_bounds()
+        },
+        // The follower must hold more records of an old epoch than the snapshot's end offset: a
+        // deposed leader's uncommitted records.
+        Bug::InstallKeepsSuffix => ModelConfig {
+            joiners: 0,
+            max_changes: 0,
+            max_data: 2,
+            max_snapshots: 1,
+            max_crashes: 0,
             max_log: 6,
             ..base
         },
@@ -459,6 +509,18 @@ pub fn deep_bounds() -> ModelConfig {
     ModelConfig {
         max_epoch: 3,
         ..default_bounds()
+    }
+}
+
+/// `check --preset snapshots`: snapshots, log-start moves and installs with one membership change
+/// and one crash (model/README.md, "Snapshots").
+pub fn snapshot_bounds() -> ModelConfig {
+    ModelConfig {
+        max_snapshots: 2,
+        max_changes: 1,
+        max_crashes: 1,
+        max_log: 6,
+        ..ModelConfig::default()
     }
 }
 

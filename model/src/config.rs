@@ -99,11 +99,19 @@ pub enum Bug {
     /// A leader never resigns on check-quorum expiry (KIP-996 relies on check-quorum so that a leader
     /// cut off from its quorum steps down by itself).
     NoCheckQuorum,
+    /// A replica snapshots at its log end instead of at most its HW (a snapshot of uncommitted
+    /// records).
+    SnapshotAboveHw,
+    /// A snapshot records the latest voter set, not the voter set at its last offset.
+    SnapshotLatestVoters,
+    /// Installing a snapshot keeps the follower's entries after the snapshot's end offset instead of
+    /// truncating the log fully.
+    InstallKeepsSuffix,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 12] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -113,6 +121,9 @@ impl Bug {
         Bug::VoteIgnoresLog,
         Bug::PrevoteBumpsEpoch,
         Bug::NoCheckQuorum,
+        Bug::SnapshotAboveHw,
+        Bug::SnapshotLatestVoters,
+        Bug::InstallKeepsSuffix,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -126,6 +137,9 @@ impl Bug {
             Bug::VoteIgnoresLog => "vote-ignores-log",
             Bug::PrevoteBumpsEpoch => "prevote-bumps-epoch",
             Bug::NoCheckQuorum => "no-check-quorum",
+            Bug::SnapshotAboveHw => "snapshot-above-hw",
+            Bug::SnapshotLatestVoters => "snapshot-latest-voters",
+            Bug::InstallKeepsSuffix => "install-keeps-suffix",
         }
     }
     /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
@@ -136,8 +150,16 @@ impl Bug {
     /// True if the implementation's election can replay this variant's counterexample (conformance):
     /// `prevote-bumps-epoch` changes the election itself, so its counterexample already differs in the
     /// shared election prefix (step 1) rather than after it, and `no-check-quorum` has no counterexample.
+    /// The snapshot variants' counterexamples take snapshot steps, which the replay does not map yet.
     pub fn impl_comparable(self) -> bool {
-        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch)
+        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch) && !self.snapshots()
+    }
+    /// True for the variants that break a snapshot rule (they need `max_snapshots` > 0).
+    pub fn snapshots(self) -> bool {
+        matches!(
+            self,
+            Bug::SnapshotAboveHw | Bug::SnapshotLatestVoters | Bug::InstallKeepsSuffix
+        )
     }
 }
 
@@ -171,6 +193,10 @@ pub struct ModelConfig {
     pub max_changes: u8,
     /// Most restarts in a run.
     pub max_crashes: u8,
+    /// Most snapshots taken in a run (0 = no snapshot actions: `TakeSnapshot`, `AdvanceLogStart`,
+    /// `FetchSnapshot` are never enabled). Absent in older trace files, which had no snapshots.
+    #[serde(default)]
+    pub max_snapshots: u8,
     /// Most messages in flight (states beyond are outside the boundary).
     pub max_in_flight: u8,
     /// Fetch granularity.
@@ -214,6 +240,7 @@ impl Default for ModelConfig {
             max_data: 0,
             max_changes: 1,
             max_crashes: 0,
+            max_snapshots: 0,
             max_in_flight: 4,
             fetch: FetchMode::Sync,
             network: NetworkKind::Reliable,
@@ -264,6 +291,11 @@ impl ModelConfig {
                 self.max_epoch
             )));
         }
+        if self.max_snapshots > 0 && self.fetch == FetchMode::Async {
+            return Err(ConfigError(
+                "snapshots (--max-snapshots > 0) need --fetch sync: FetchSnapshot is modelled as one step".into(),
+            ));
+        }
         if self.start == Start::Elected && (self.max_epoch < 1 || self.max_log < 3) {
             return Err(ConfigError(
                 "start=elected needs --max-epoch ≥ 1 and --max-log ≥ 3".into(),
@@ -278,7 +310,7 @@ impl fmt::Display for ModelConfig {
         write!(
             f,
             "voters={} joiners={} max_epoch={} max_log={} max_data={} max_changes={} crashes={} \
-             max_in_flight={} fetch={:?} network={:?} start={:?} hw_rule={:?} check_quorum={} pre_vote={} bug={}",
+             snapshots={} max_in_flight={} fetch={:?} network={:?} start={:?} hw_rule={:?} check_quorum={} pre_vote={} bug={}",
             self.voters,
             self.joiners,
             self.max_epoch,
@@ -286,6 +318,7 @@ impl fmt::Display for ModelConfig {
             self.max_data,
             self.max_changes,
             self.max_crashes,
+            self.max_snapshots,
             self.max_in_flight,
             self.fetch,
             self.network,

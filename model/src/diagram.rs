@@ -52,7 +52,12 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
                 ChangeOp::Swap { out, add } => format!("Swap(-{out} +{add})"),
             },
         ),
-        Action::Fetch { .. } | Action::Deliver(_) | Action::Drop(_) => return None,
+        Action::TakeSnapshot(i) => (*i, "takes snapshot".into()),
+        Action::AdvanceLogStart(i) => (*i, "log start → snapshot".into()),
+        Action::Fetch { .. }
+        | Action::FetchSnapshot { .. }
+        | Action::Deliver(_)
+        | Action::Drop(_) => return None,
     })
 }
 
@@ -171,7 +176,22 @@ pub fn svg(steps: &[(State, Option<Action>)]) -> String {
                     *leader,
                     *replica,
                     y + 8,
-                    &format!("records, hw {}", hw.map_or(-1, i64::from)),
+                    &match after.servers[*replica as usize].fetching_snapshot {
+                        Some(id) => format!("snapshot {}@{}", id.end, id.epoch),
+                        None => format!("records, hw {}", hw.map_or(-1, i64::from)),
+                    },
+                    true,
+                );
+            }
+            Action::FetchSnapshot { replica, leader } => {
+                arrow(&mut out, *replica, *leader, y - 8, "FetchSnapshot", false);
+                let log = &after.servers[*replica as usize].log;
+                arrow(
+                    &mut out,
+                    *leader,
+                    *replica,
+                    y + 8,
+                    &format!("install: log start {}", log.start()),
                     true,
                 );
             }

@@ -151,8 +151,9 @@ struct CheckArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Start from a named set of bounds (flags still override): `default`, or `deep` (the default
-    /// at epoch 3; minutes, not seconds: model/README.md).
+    /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
+    /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
+    /// moves and installs).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -173,6 +174,8 @@ const HARM_MAX_STATES: usize = 6_000_000;
 enum Preset {
     Default,
     Deep,
+    /// Snapshots, log-start moves and installs (model/README.md, "Snapshots").
+    Snapshots,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -199,6 +202,9 @@ struct Bounds {
     /// Most crash-restarts.
     #[arg(long)]
     crashes: Option<u8>,
+    /// Most snapshots taken (0 = no snapshots, log start 0 throughout; needs --fetch sync).
+    #[arg(long)]
+    max_snapshots: Option<u8>,
     /// Most messages in flight.
     #[arg(long)]
     max_in_flight: Option<u8>,
@@ -235,6 +241,7 @@ impl Bounds {
             max_data: self.max_data.unwrap_or(base.max_data),
             max_changes: self.max_changes.unwrap_or(base.max_changes),
             max_crashes: self.crashes.unwrap_or(base.max_crashes),
+            max_snapshots: self.max_snapshots.unwrap_or(base.max_snapshots),
             max_in_flight: self.max_in_flight.unwrap_or(base.max_in_flight),
             network: self.network.unwrap_or(base.network),
             fetch: self.fetch.unwrap_or(base.fetch),
@@ -274,7 +281,8 @@ fn explore_command(cfg: &ModelConfig) -> String {
     }
     let mut cmd = format!(
         "model explore --as-check --voters {} --joiners {} --max-epoch {} --max-log {} \
-         --max-data {} --max-changes {} --crashes {} --max-in-flight {} --network {} --fetch {} \
+         --max-data {} --max-changes {} --crashes {} --max-snapshots {} --max-in-flight {} \
+         --network {} --fetch {} \
          --start {} --hw-rule {} --check-quorum {} --pre-vote {}",
         cfg.voters,
         cfg.joiners,
@@ -283,6 +291,7 @@ fn explore_command(cfg: &ModelConfig) -> String {
         cfg.max_data,
         cfg.max_changes,
         cfg.max_crashes,
+        cfg.max_snapshots,
         cfg.max_in_flight,
         name(cfg.network),
         name(cfg.fetch),
@@ -389,6 +398,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
     let base = match (a.bounds.bug, a.preset) {
         (Some(bug), _) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
         (None, Some(Preset::Deep)) => check::deep_bounds(),
+        (None, Some(Preset::Snapshots)) => check::snapshot_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);
@@ -680,6 +690,7 @@ mod tests {
         let mut configs = vec![
             check::default_bounds(),
             check::deep_bounds(),
+            check::snapshot_bounds(),
             check::first_election_bounds(),
             ModelConfig {
                 network: NetworkKind::LossyDuplicating,

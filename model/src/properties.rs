@@ -3,11 +3,13 @@
 
 use crate::config::ModelConfig;
 use crate::spec::{
-    check_change, committed_voters, describe_quorum, is_majority, latest_voters,
+    check_change, committed_voters, describe_quorum, history_base, is_majority, latest_voters,
     majorities_overlap, membership_changes_from, reported_committed_offset, size, Refusal,
 };
 use crate::step::KraftModel;
-use crate::types::{bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, State};
+use crate::types::{
+    bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, Snapshot, State,
+};
 use stateright::{Expectation, Property};
 
 /// At most one leader per epoch, ever.
@@ -15,20 +17,92 @@ pub fn election_safety(_: &KraftModel, s: &State) -> bool {
     s.history.leaders.iter().all(|m| m.count_ones() <= 1)
 }
 
-/// Two logs with an entry of the same epoch at the same offset agree on everything up to it.
+/// Two logs with an entry of the same epoch at the same offset agree on everything up to it (from
+/// the later of their log starts); and epochs never decrease along a log, starting from the epoch
+/// of the snapshot it begins with.
 pub fn log_matching(_: &KraftModel, s: &State) -> bool {
+    let ordered = |l: &crate::types::Log| {
+        let mut last = l.base().map_or(0, |b| b.id.epoch);
+        l.as_slice().iter().all(|e| {
+            let ok = e.epoch >= last;
+            last = e.epoch;
+            ok
+        })
+    };
+    if !s.servers.iter().all(|v| ordered(&v.log)) {
+        return false;
+    }
     for (i, a) in s.servers.iter().enumerate() {
         for b in &s.servers[i + 1..] {
-            let (a, b) = (a.log.as_slice(), b.log.as_slice());
+            let (a, b) = (&a.log, &b.log);
+            let from = a.start().max(b.start());
             let common = a.len().min(b.len());
-            if let Some(o) = (0..common).rev().find(|&o| a[o].epoch == b[o].epoch) {
-                if a[..=o] != b[..=o] {
+            if let Some(o) = (from..common)
+                .rev()
+                .find(|&o| a.get(o).map(|e| e.epoch) == b.get(o).map(|e| e.epoch))
+            {
+                if (from..=o).any(|x| a.get(x) != b.get(x)) {
                     return false;
                 }
             }
         }
     }
     true
+}
+
+/// True if the snapshot `snap` is a prefix of the committed log: the committed log reaches its end
+/// offset, has the snapshot's epoch at its last offset, and the snapshot's voter set is the
+/// committed voter set there.
+fn snapshot_committed(m: &KraftModel, s: &State, snap: Snapshot) -> bool {
+    let end = snap.id.end;
+    let c = &s.history.committed;
+    c.len() >= end as usize
+        && end > 0
+        && c[end as usize - 1].0.epoch == snap.id.epoch
+        && spec_committed_set(m.cfg.bootstrap(), c, end) == Some(snap.voters)
+}
+
+/// Every snapshot a replica holds (its latest, and the one its log starts at) covers committed
+/// records only (no offset at or above its writer's HW when written), and every replica's HW is at
+/// least its log start.
+pub fn snapshot_within_high_watermark(_: &KraftModel, s: &State) -> bool {
+    let c = s.history.committed.len();
+    s.history.violations & violation::SNAPSHOT_ABOVE_HW == 0
+        && s.servers.iter().all(|v| {
+            [v.snapshot, v.log.base()]
+                .into_iter()
+                .flatten()
+                .all(|snap| snap.id.end as usize <= c)
+                && v.hw.is_none_or(|h| h >= v.log.start())
+        })
+}
+
+/// A snapshot's voter set is the committed voter set at its last offset (and its epoch the committed
+/// record's there), for every snapshot a replica holds.
+pub fn snapshot_voters_committed(m: &KraftModel, s: &State) -> bool {
+    s.servers.iter().all(|v| {
+        [v.snapshot, v.log.base()]
+            .into_iter()
+            .flatten()
+            .all(|snap| snapshot_committed(m, s, snap))
+    })
+}
+
+/// After an install the follower's committed voter set is the leader's voter set at the same HW
+/// (the snapshot's end offset), and every replica's committed voter set is the spec's committed set
+/// at its HW (the last VotersRecord of the committed log below it).
+pub fn install_matches_leader(m: &KraftModel, s: &State) -> bool {
+    let bootstrap = m.cfg.bootstrap();
+    s.history.violations & violation::INSTALL_VOTERS_DIFFER == 0
+        // With the log starting at 0 this follows from `CommittedEntriesNeverLost`; checked where a
+        // snapshot begins the history.
+        && s.servers.iter().all(|v| match v.hw {
+            Some(h) if v.log.start() > 0 && h as usize <= s.history.committed.len() => {
+                committed_voters(bootstrap, &v.log, v.hw)
+                    == spec_committed_set(bootstrap, &s.history.committed, h)
+            }
+            _ => true,
+        })
 }
 
 /// Leaders of the current epoch (helper).
@@ -40,14 +114,16 @@ fn leaders(s: &State) -> impl Iterator<Item = (Id, &Server)> {
         .map(|(i, v)| (i as Id, v))
 }
 
-/// Every leader holds every entry committed by a leader of an earlier epoch.
+/// Every leader holds every entry committed by a leader of an earlier epoch (below its log start, in
+/// the snapshot it begins with, which `SnapshotVotersCommitted` checks against the committed log).
 pub fn leader_completeness(_: &KraftModel, s: &State) -> bool {
     leaders(s).all(|(_, l)| {
+        let start = l.log.start() as usize;
         s.history
             .committed
             .iter()
             .enumerate()
-            .all(|(o, (e, ce))| *ce >= l.epoch || l.log.get(o as u8) == Some(*e))
+            .all(|(o, (e, ce))| *ce >= l.epoch || o < start || l.log.get(o as u8) == Some(*e))
     })
 }
 
@@ -61,13 +137,13 @@ pub fn committed_entries_never_lost(_: &KraftModel, s: &State) -> bool {
     s.servers.iter().all(|v| match v.hw {
         None => true,
         Some(hw) => {
-            let hw = hw as usize;
-            hw <= h.committed.len()
-                && hw <= v.log.len() as usize
-                && v.log.as_slice()[..hw]
-                    .iter()
-                    .zip(h.committed.iter())
-                    .all(|(a, (b, _))| a == b)
+            let start = v.log.start();
+            hw as usize <= h.committed.len()
+                && hw <= v.log.len()
+                && (start..hw).all(|o| v.log.get(o) == h.committed.get(o as usize).map(|c| c.0))
+                && v.log
+                    .base()
+                    .is_none_or(|b| h.committed[b.id.end as usize - 1].0.epoch == b.id.epoch)
         }
     })
 }
@@ -114,13 +190,15 @@ pub fn high_watermark_majority(m: &KraftModel, s: &State) -> bool {
         let Some(hw) = l.hw else { return true };
         let latest = latest_voters(bootstrap, &l.log);
         let committed = committed_voters(bootstrap, &l.log, l.hw).unwrap_or(latest);
-        (0..hw).all(|o| {
+        // Below the leader's log start its snapshot stands for the records (`SnapshotVotersCommitted`
+        // checks it); a replica whose log starts above an offset holds it in its snapshot.
+        (l.log.start()..hw).all(|o| {
             let entry = l.log.get(o);
             let holders: Mask = s
                 .servers
                 .iter()
                 .enumerate()
-                .filter(|(_, v)| entry.is_some() && v.log.get(o) == entry)
+                .filter(|(_, v)| entry.is_some() && (v.log.get(o) == entry || o < v.log.start()))
                 .fold(0, |m, (i, _)| m | bit(i as Id));
             is_majority(holders, latest) || is_majority(holders, committed)
         })
@@ -134,8 +212,10 @@ pub fn committed_voter_set_durable(m: &KraftModel, s: &State) -> bool {
         return true;
     };
     leaders(s).filter(|(_, l)| l.epoch > epoch).all(|(_, l)| {
-        let present =
-            offset < 0 || l.log.get(offset as u8).map(|e| e.kind) == Some(Kind::Voters(set));
+        // An offset below the leader's log start lies in its snapshot.
+        let present = offset < 0
+            || (offset as u8) < l.log.start()
+            || l.log.get(offset as u8).map(|e| e.kind) == Some(Kind::Voters(set));
         let not_older = match reported_committed_offset(&m.cfg, l) {
             Some(o) => o >= offset,
             None => true,
@@ -161,7 +241,7 @@ pub fn single_uncommitted_change(m: &KraftModel, s: &State) -> bool {
     let bootstrap = m.cfg.bootstrap();
     let committed_len = s.history.committed.len() as u8;
     s.servers.iter().all(|v| {
-        let mut before = bootstrap;
+        let mut before = history_base(bootstrap, &v.log);
         let steps_ok = v.log.as_slice().iter().all(|e| match e.kind {
             Kind::Voters(set) => {
                 let ok = size(set ^ before) <= 1;
@@ -345,20 +425,46 @@ pub fn leader_change_during_uncommitted_change(m: &KraftModel, s: &State) -> boo
     let committed_len = s.history.committed.len() as u8;
     leaders(s).any(|(_, l)| {
         l.hw.is_none() && {
-            let mut before = bootstrap;
-            l.log
-                .as_slice()
-                .iter()
-                .enumerate()
-                .any(|(o, e)| match e.kind {
-                    Kind::Voters(set) => {
-                        let changed = set != before;
-                        before = set;
-                        changed && e.epoch < l.epoch && o as u8 >= committed_len
-                    }
-                    _ => false,
-                })
+            let mut before = history_base(bootstrap, &l.log);
+            l.log.iter().any(|(o, e)| match e.kind {
+                Kind::Voters(set) => {
+                    let changed = set != before;
+                    before = set;
+                    changed && e.epoch < l.epoch && o >= committed_len
+                }
+                _ => false,
+            })
         }
+    })
+}
+
+/// A follower installed a snapshot from its leader.
+pub fn snapshot_installed(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::SNAPSHOT_INSTALLED != 0
+}
+
+/// A replica's log start moved up to a snapshot.
+pub fn log_start_moved(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::LOG_START_MOVED != 0
+}
+
+/// A replica restarted in the middle of downloading a snapshot.
+pub fn crash_during_install(_: &KraftModel, s: &State) -> bool {
+    s.history.events & crate::types::event::CRASH_DURING_INSTALL != 0
+}
+
+/// A membership change committed across a snapshot: a replica whose log starts at a snapshot
+/// carrying a changed voter set (its committed set comes from the snapshot, not from a record in its
+/// log), or whose log holds a committed change it has above its log start.
+pub fn change_committed_across_snapshot(m: &KraftModel, s: &State) -> bool {
+    let bootstrap = m.cfg.bootstrap();
+    s.servers.iter().any(|v| {
+        v.log.base().is_some_and(|b| {
+            b.voters != bootstrap
+                && v.hw.is_some()
+                && crate::spec::committed_voters_offset(&v.log, v.hw)
+                    == Some(v.log.start() as i8 - 1)
+        })
     })
 }
 
@@ -406,7 +512,7 @@ refused!(refused_not_caught_up, Refusal::NotCaughtUp);
 refused!(refused_voter_not_found, Refusal::VoterNotFound);
 
 /// Names of the safety (`always`) properties, as in `specs/invariants.md`.
-pub const ALWAYS: [&str; 14] = [
+pub const ALWAYS: [&str; 17] = [
     "ElectionSafety",
     "LogMatching",
     "LeaderCompleteness",
@@ -421,6 +527,9 @@ pub const ALWAYS: [&str; 14] = [
     "QuorumOverlap",
     "DescribeQuorumConsistent",
     "EpochsOnlyFromElections",
+    "SnapshotWithinHighWatermark",
+    "SnapshotVotersCommitted",
+    "InstallMatchesLeader",
 ];
 
 /// The user-visible safety failures a bug variant's harm search looks for (model/README.md): two
@@ -442,6 +551,12 @@ pub enum Needs {
     PreVote,
     /// Check-quorum on.
     CheckQuorum,
+    /// Snapshots (`max_snapshots` > 0).
+    Snapshots,
+    /// Snapshots and a crash.
+    SnapshotsAndCrash,
+    /// Snapshots and membership changes.
+    SnapshotsAndMembership,
 }
 
 /// A property's condition.
@@ -449,7 +564,7 @@ pub type Condition = fn(&KraftModel, &State) -> bool;
 
 /// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
 /// bounds must allow for an example to exist.
-pub const SOMETIMES: [(&str, Condition, Needs); 17] = [
+pub const SOMETIMES: [(&str, Condition, Needs); 21] = [
     ("LeaderElected", leader_elected, Needs::Nothing),
     ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
@@ -511,6 +626,18 @@ pub const SOMETIMES: [(&str, Condition, Needs); 17] = [
         refused_voter_not_found,
         Needs::Membership,
     ),
+    ("SnapshotInstalled", snapshot_installed, Needs::Snapshots),
+    ("LogStartMoved", log_start_moved, Needs::Snapshots),
+    (
+        "CrashDuringInstall",
+        crash_during_install,
+        Needs::SnapshotsAndCrash,
+    ),
+    (
+        "ChangeCommittedAcrossSnapshot",
+        change_committed_across_snapshot,
+        Needs::SnapshotsAndMembership,
+    ),
 ];
 
 const USED_SOMETIMES: usize = SOMETIMES.len();
@@ -540,7 +667,11 @@ once!(
     o13 = 13,
     o14 = 14,
     o15 = 15,
-    o16 = 16
+    o16 = 16,
+    o17 = 17,
+    o18 = 18,
+    o19 = 19,
+    o20 = 20
 );
 
 /// Every property of the model, `always` first. A `sometimes` property is included only when the
@@ -568,6 +699,12 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
         Property::always("QuorumOverlap", quorum_overlap),
         Property::always("DescribeQuorumConsistent", describe_quorum_consistent),
         Property::always("EpochsOnlyFromElections", epochs_only_from_elections),
+        Property::always(
+            "SnapshotWithinHighWatermark",
+            snapshot_within_high_watermark,
+        ),
+        Property::always("SnapshotVotersCommitted", snapshot_voters_committed),
+        Property::always("InstallMatchesLeader", install_matches_leader),
     ];
     for (i, wrapped) in ONCE.iter().enumerate() {
         let reachable = match SOMETIMES[i].2 {
@@ -575,6 +712,9 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
             Needs::Membership => cfg.max_changes > 0,
             Needs::PreVote => cfg.pre_vote,
             Needs::CheckQuorum => cfg.check_quorum && cfg.voters > 1,
+            Needs::Snapshots => cfg.max_snapshots > 0,
+            Needs::SnapshotsAndCrash => cfg.max_snapshots > 0 && cfg.max_crashes > 0,
+            Needs::SnapshotsAndMembership => cfg.max_snapshots > 0 && cfg.max_changes > 0,
         };
         if reachable {
             v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));

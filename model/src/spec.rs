@@ -2,7 +2,9 @@
 //! fact is stated once.
 
 use crate::config::{Bug, HwRule, ModelConfig};
-use crate::types::{bit, ids, ChangeOp, Entry, ErrorCode, Id, Kind, Log, Mask, Role, Server};
+use crate::types::{
+    bit, ids, ChangeOp, Entry, ErrorCode, Id, Kind, Log, Mask, Role, Server, Snapshot, SnapshotId,
+};
 use serde::{Deserialize, Serialize};
 
 /// Number of voters in `set`.
@@ -24,23 +26,30 @@ pub fn majorities_overlap(a: Mask, b: Mask) -> bool {
     need_a + need_b > size(a & b)
 }
 
-/// Offset of the last VotersRecord with offset < `end`, `None` if there is none (bootstrap).
+/// Offset of the last VotersRecord with offset < `end` (at or above the log start), `None` if there
+/// is none (the set then comes from the log's snapshot, or the bootstrap set).
 pub fn voters_record_before(log: &Log, end: u8) -> Option<u8> {
     let end = end.min(log.len());
-    (0..end)
+    (log.start()..end)
         .rev()
         .find(|&o| matches!(log.get(o).map(|e| e.kind), Some(Kind::Voters(_))))
 }
 
+/// Where the voter-set history begins: the voter set of the snapshot at the log start (Kafka loads
+/// it at offset `start − 1`), or the bootstrap set (offset −1) while the log starts at 0.
+pub fn history_base(bootstrap: Mask, log: &Log) -> Mask {
+    log.base().map_or(bootstrap, |s| s.voters)
+}
+
 /// The voter set in force for an entry at offset `end − 1`: the last VotersRecord with offset < `end`,
-/// falling back to the bootstrap set at −1.
+/// falling back to the snapshot the log begins with, else the bootstrap set at −1.
 pub fn voters_at(bootstrap: Mask, log: &Log, end: u8) -> Mask {
     match voters_record_before(log, end).and_then(|o| log.get(o)) {
         Some(Entry {
             kind: Kind::Voters(set),
             ..
         }) => set,
-        _ => bootstrap,
+        _ => history_base(bootstrap, log),
     }
 }
 
@@ -49,35 +58,37 @@ pub fn latest_voters(bootstrap: Mask, log: &Log) -> Mask {
     voters_at(bootstrap, log, log.len())
 }
 
-/// Offset of the latest VotersRecord, `None` = bootstrap set (−1).
+/// Offset of the latest VotersRecord, `None` = the history's base (bootstrap set or snapshot).
 pub fn latest_voters_offset(log: &Log) -> Option<u8> {
     voters_record_before(log, log.len())
 }
 
 /// THE committed voter set: the voter set at offset HW − 1 (the last VotersRecord below the HW, else
-/// the bootstrap set); `None` while the HW is unknown.
+/// the snapshot's set, else the bootstrap set); `None` while the HW is unknown.
 pub fn committed_voters(bootstrap: Mask, log: &Log, hw: Option<u8>) -> Option<Mask> {
     hw.map(|h| voters_at(bootstrap, log, h))
 }
 
-/// Position in the voter-set history of the committed set: offset of its VotersRecord, −1 for the
-/// bootstrap set; `None` while the HW is unknown.
+/// Position in the voter-set history of the committed set: offset of its VotersRecord, `start − 1`
+/// for a set that comes from the snapshot at the log start (Kafka gives its control records that
+/// offset), −1 for the bootstrap set; `None` while the HW is unknown.
 pub fn committed_voters_offset(log: &Log, hw: Option<u8>) -> Option<i8> {
-    hw.map(|h| voters_record_before(log, h).map_or(-1, |o| o as i8))
+    hw.map(|h| voters_record_before(log, h).map_or(log.start() as i8 - 1, |o| o as i8))
 }
 
 /// Kafka's `endOffsetForEpoch(epoch)`: the largest epoch ≤ `epoch` in the log and the end offset of
-/// that epoch; (0, 0) if the log holds nothing of epoch ≤ `epoch`.
+/// that epoch; (0, 0) if the log holds nothing of epoch ≤ `epoch`. Above a snapshot, the snapshot
+/// counts as the log's first epoch (`KafkaMetadataLog.endOffsetForEpoch` answers the snapshot id).
 pub fn end_offset_for_epoch(log: &Log, epoch: u8) -> (u8, u8) {
-    let end = log
-        .as_slice()
-        .iter()
-        .take_while(|e| e.epoch <= epoch)
-        .count() as u8;
-    let found = if end == 0 {
-        0
-    } else {
-        log.get(end - 1).map_or(0, |e| e.epoch)
+    let end = log.start()
+        + log
+            .as_slice()
+            .iter()
+            .take_while(|e| e.epoch <= epoch)
+            .count() as u8;
+    let found = match log.get(end.wrapping_sub(1)) {
+        Some(e) => e.epoch,
+        None => log.base().map_or(0, |b| b.id.epoch),
     };
     (found, end)
 }
@@ -86,6 +97,28 @@ pub fn end_offset_for_epoch(log: &Log, epoch: u8) -> (u8, u8) {
 pub fn diverging(leader_log: &Log, fetch_offset: u8, last_fetched_epoch: u8) -> Option<(u8, u8)> {
     let (epoch, end) = end_offset_for_epoch(leader_log, last_fetched_epoch);
     (epoch != last_fetched_epoch || fetch_offset > end).then_some((epoch, end))
+}
+
+/// The snapshot a leader points a fetch to, instead of answering it from its log (Kafka 4.4
+/// `tryCompleteFetchRequest` and `ReplicatedLog.validateOffsetAndEpoch`): its latest snapshot when
+/// the fetch is at offset 0 and it holds one, or when its log starts at a snapshot and the fetch is
+/// below the log start, at the log start with another last fetched epoch than the snapshot's, or
+/// with a last fetched epoch older than the snapshot's.
+pub fn snapshot_answer(
+    latest: Option<Snapshot>,
+    log: &Log,
+    fetch_offset: u8,
+    last_fetched_epoch: u8,
+) -> Option<SnapshotId> {
+    let latest = latest?.id;
+    if fetch_offset == 0 {
+        return Some(latest);
+    }
+    let base = log.base()?.id;
+    (fetch_offset < base.end
+        || (fetch_offset == base.end && last_fetched_epoch != base.epoch)
+        || last_fetched_epoch < base.epoch)
+        .then_some(latest)
 }
 
 /// Where a follower truncates on DivergingEpoch{epoch, end}: Kafka's
@@ -332,11 +365,11 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
 /// The set of membership-changing VotersRecords in `log` at offsets ≥ `from` (a record that repeats
 /// the set before it, such as a start-of-epoch record, changes nothing).
 pub fn membership_changes_from(bootstrap: Mask, log: &Log, from: u8) -> usize {
-    let mut before = bootstrap;
+    let mut before = history_base(bootstrap, log);
     let mut n = 0;
-    for (o, e) in log.as_slice().iter().enumerate() {
+    for (o, e) in log.iter() {
         if let Kind::Voters(set) = e.kind {
-            if set != before && o as u8 >= from {
+            if set != before && o >= from {
                 n += 1;
             }
             before = set;

@@ -3,7 +3,7 @@
 use crate::config::ModelConfig;
 use crate::spec::{committed_voters, latest_voters};
 use crate::types::{
-    ids, Action, ChangeOp, Envelope, ErrorCode, Kind, Log, Mask, Msg, Reply, State,
+    ids, Action, ChangeOp, Envelope, ErrorCode, Kind, Log, Mask, Msg, Reply, Snapshot, State,
 };
 use std::fmt::Write;
 
@@ -13,8 +13,16 @@ pub fn set(m: Mask) -> String {
     format!("{{{}}}", v.join(","))
 }
 
-/// `[LC@1 KV@1 V{0,1,2}@1 D@2]`.
+/// `[LC@1 KV@1 V{0,1,2}@1 D@2]`; a log that starts at a snapshot begins with it:
+/// `[snapshot 4@2 {0,1,2} | D@2]` (end offset @ epoch, voter set).
 pub fn log(l: &Log) -> String {
+    let base = l.base().map_or(String::new(), |b| {
+        format!(
+            "snapshot {} |{}",
+            snapshot(&b),
+            if l.is_empty() { "" } else { " " }
+        )
+    });
     let v: Vec<String> = l
         .as_slice()
         .iter()
@@ -28,7 +36,12 @@ pub fn log(l: &Log) -> String {
             format!("{k}@{}", e.epoch)
         })
         .collect();
-    format!("[{}]", v.join(" "))
+    format!("[{base}{}]", v.join(" "))
+}
+
+/// `4@2 {0,1,2}`: a snapshot's end offset, epoch and voter set.
+pub fn snapshot(s: &Snapshot) -> String {
+    format!("{}@{} {}", s.id.end, s.id.epoch, set(s.voters))
 }
 
 fn op(o: &ChangeOp) -> String {
@@ -78,14 +91,17 @@ fn envelope(e: &Envelope) -> String {
             k.epoch, k.fetch_offset, k.last_fetched_epoch
         ),
         Msg::FetchResponse(r) => format!(
-            "FetchResponse({}, leader {}@{}, hw {}, diverging {}, records {})",
+            "FetchResponse({}, leader {}@{}, hw {}, diverging {}, {})",
             error_name(r.error),
             r.leader_id.map_or("-".to_string(), |l| l.to_string()),
             r.leader_epoch,
             r.high_watermark.map_or(-1, i64::from),
             r.diverging
                 .map_or("-".to_string(), |(e, o)| format!("epoch {e} end {o}")),
-            log(&r.records)
+            match r.snapshot_id {
+                Some(id) => format!("snapshot id {}@{}", id.end, id.epoch),
+                None => format!("records {}", log(&r.records)),
+            }
         ),
     };
     format!("{} -> {}: {body}", e.src, e.dst)
@@ -119,6 +135,11 @@ pub fn action(a: &Action) -> String {
         Action::Fetch { replica, leader } => format!("server {replica}: fetch from {leader}"),
         Action::Deliver(e) => format!("deliver {}", envelope(e)),
         Action::Drop(e) => format!("drop {}", envelope(e)),
+        Action::TakeSnapshot(i) => format!("server {i}: takes a snapshot"),
+        Action::AdvanceLogStart(i) => format!("server {i}: log start moves to its snapshot"),
+        Action::FetchSnapshot { replica, leader } => {
+            format!("server {replica}: FetchSnapshot from {leader} (install)")
+        }
     }
 }
 
@@ -144,9 +165,20 @@ pub fn state_with(bootstrap: Mask, s: &State) -> String {
     for (i, v) in s.servers.iter().enumerate() {
         let latest = latest_voters(bootstrap, &v.log);
         let committed = committed_voters(bootstrap, &v.log, v.hw).map_or("-".into(), set);
+        let snap = match (v.snapshot, v.fetching_snapshot) {
+            (None, None) => String::new(),
+            (s, f) => format!(
+                "{}{}",
+                s.map_or(String::new(), |s| format!(" snapshot {}", snapshot(&s))),
+                f.map_or(String::new(), |f| format!(
+                    " fetching snapshot {}@{}",
+                    f.end, f.epoch
+                ))
+            ),
+        };
         let _ = writeln!(
             out,
-            "    {i}: {:?}{} epoch {} vote {} hw {} log {} latest {} committed {}{}{}",
+            "    {i}: {:?}{} epoch {} vote {} hw {} log {} latest {} committed {}{}{}{snap}",
             v.role,
             v.leader.map_or(String::new(), |l| format!("(leader {l})")),
             v.epoch,

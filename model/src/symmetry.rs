@@ -60,6 +60,12 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
     for e in t.log.as_mut_slice() {
         map_entry(perm, e);
     }
+    let base = t.log.base_voters_mut();
+    *base = map_mask(perm, *base);
+    t.snapshot = s.snapshot.map(|mut sn| {
+        sn.voters = map_mask(perm, sn.voters);
+        sn
+    });
     t
 }
 
@@ -99,7 +105,7 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
 }
 
 /// Bytes of a server's own fields in its summary.
-const KEY: usize = 2 * MAX_LOG + 14;
+const KEY: usize = 2 * MAX_LOG + 18;
 
 /// An id-free summary of a server used to order ids: its own fields, whether it voted for or
 /// follows itself, and an order-free digest of the messages it sends and receives (each described
@@ -132,6 +138,10 @@ fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; KEY], u64, u64) {
     k[t + 8] = s.pre_votes.count_ones() as u8;
     k[t + 9] = s.caught_up.count_ones() as u8;
     k[t + 10] = s.end.iter().filter(|e| e.is_some()).count() as u8;
+    k[t + 11] = s.log.start();
+    k[t + 12] = s.snapshot.map_or(0, |sn| sn.id.end + 1);
+    k[t + 13] = s.snapshot.map_or(0, |sn| sn.id.epoch);
+    k[t + 14] = s.fetching_snapshot.map_or(0, |f| f.end + 1);
     (k, traffic.0, traffic.1)
 }
 

@@ -90,13 +90,61 @@ pub struct Entry {
     pub kind: Kind,
 }
 
-/// A bounded log; entry `i` is the record at offset `i`. Slots past `len` are kept at their default so
-/// that derived `Hash`/`Eq` only see the live prefix's content.
+/// A bounded log; entry `i` is the record at offset `i`. Slots past `len`, and below the log start, are
+/// kept at their default so that derived `Hash`/`Eq` only see the live entries' content.
+///
+/// The log start offset (Kafka's `logStartOffset`) is 0 until a snapshot replaces the prefix: then
+/// the entries below `start` are gone and the snapshot at `start` (its epoch and voter set, the
+/// voter set as of offset `start − 1`) is where the log and its voter-set history begin.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(into = "Vec<Entry>", try_from = "Vec<Entry>")]
+#[serde(into = "LogRepr", try_from = "LogRepr")]
 pub struct Log {
     entries: [Entry; MAX_LOG],
     len: u8,
+    /// Log start offset: the end offset of the snapshot the log begins with (0 = none).
+    start: u8,
+    /// Epoch of the snapshot at `start` (its last record's epoch); 0 while `start` is 0.
+    base_epoch: u8,
+    /// Voter set of the snapshot at `start` (the set at offset `start − 1`); 0 while `start` is 0.
+    base_voters: Mask,
+}
+
+/// A snapshot's id, as in Kafka's `OffsetAndEpoch`: the end offset (exclusive) and the epoch of
+/// its last record.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct SnapshotId {
+    /// End offset: the snapshot holds offsets `0..end`.
+    pub end: u8,
+    /// Epoch of the record at `end − 1`.
+    pub epoch: u8,
+}
+
+/// A snapshot, abstracted to what membership needs: its id and the voter set it carries (Kafka
+/// writes `voterSetAtOffset(end − 1)` into its first control batch).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Snapshot {
+    /// Its id.
+    pub id: SnapshotId,
+    /// The VotersRecord it carries.
+    pub voters: Mask,
+}
+
+/// The JSON form of a [`Log`]: a plain list of entries while the log starts at 0 (as traces always
+/// had it), an object once a snapshot replaced its prefix.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum LogRepr {
+    Plain(Vec<Entry>),
+    FromSnapshot {
+        start: u8,
+        snapshot_epoch: u8,
+        snapshot_voters: Mask,
+        entries: Vec<Entry>,
+    },
 }
 
 impl Entry {
@@ -115,28 +163,61 @@ impl Entry {
 /// one call per field.
 impl Hash for Log {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 2 * MAX_LOG + 1];
+        let mut buf = [0u8; PACKED_LOG];
         let n = self.pack(&mut buf);
         h.write(&buf[..n]);
     }
 }
 
-impl From<Log> for Vec<Entry> {
+/// Most bytes [`Log::pack`] writes.
+pub const PACKED_LOG: usize = 2 * MAX_LOG + 4;
+
+impl From<Log> for LogRepr {
     fn from(log: Log) -> Self {
-        log.as_slice().to_vec()
+        let entries = log.as_slice().to_vec();
+        match log.start {
+            0 => LogRepr::Plain(entries),
+            start => LogRepr::FromSnapshot {
+                start,
+                snapshot_epoch: log.base_epoch,
+                snapshot_voters: log.base_voters,
+                entries,
+            },
+        }
     }
 }
 
 impl TryFrom<Vec<Entry>> for Log {
     type Error = String;
     fn try_from(v: Vec<Entry>) -> Result<Self, String> {
-        if v.len() > MAX_LOG {
+        Log::try_from(LogRepr::Plain(v))
+    }
+}
+
+impl TryFrom<LogRepr> for Log {
+    type Error = String;
+    fn try_from(r: LogRepr) -> Result<Self, String> {
+        let (start, epoch, voters, v) = match r {
+            LogRepr::Plain(v) => (0, 0, 0, v),
+            LogRepr::FromSnapshot {
+                start,
+                snapshot_epoch,
+                snapshot_voters,
+                entries,
+            } => (start, snapshot_epoch, snapshot_voters, entries),
+        };
+        if start as usize + v.len() > MAX_LOG {
             return Err(format!(
-                "log of {} entries exceeds MAX_LOG {MAX_LOG}",
+                "log of {} entries from offset {start} exceeds MAX_LOG {MAX_LOG}",
                 v.len()
             ));
         }
-        Ok(Log::from_slice(&v))
+        let mut log = Log::default();
+        log.truncate_fully_and_start_at(start, epoch, voters);
+        for e in v {
+            log.push(e);
+        }
+        Ok(log)
     }
 }
 
@@ -153,17 +234,35 @@ impl Log {
     pub fn len(&self) -> u8 {
         self.len
     }
-    /// True if the log holds no entry.
+    /// True if the log holds no entry (at or above its start).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == self.start
     }
-    /// The live entries.
+    /// Log start offset: 0, or the end offset of the snapshot the log begins with.
+    pub fn start(&self) -> u8 {
+        self.start
+    }
+    /// The snapshot the log begins with (its id and voter set), `None` while the log starts at 0.
+    pub fn base(&self) -> Option<Snapshot> {
+        (self.start > 0).then_some(Snapshot {
+            id: SnapshotId {
+                end: self.start,
+                epoch: self.base_epoch,
+            },
+            voters: self.base_voters,
+        })
+    }
+    /// The entries from the log start to the LEO (entry `k` is at offset `start + k`).
     pub fn as_slice(&self) -> &[Entry] {
-        &self.entries[..self.len as usize]
+        &self.entries[self.start as usize..self.len as usize]
     }
-    /// The entry at `offset`, if any.
+    /// The entries with their offsets, from the log start.
+    pub fn iter(&self) -> impl Iterator<Item = (u8, Entry)> + '_ {
+        (self.start..self.len).map(|o| (o, self.entries[o as usize]))
+    }
+    /// The entry at `offset`, if the log holds it (`None` below the log start or at/after the LEO).
     pub fn get(&self, offset: u8) -> Option<Entry> {
-        self.as_slice().get(offset as usize).copied()
+        (self.start <= offset && offset < self.len).then(|| self.entries[offset as usize])
     }
     /// Appends one entry; returns false (and changes nothing) when the log is full.
     pub fn push(&mut self, e: Entry) -> bool {
@@ -175,33 +274,70 @@ impl Log {
             false
         }
     }
-    /// Removes every entry at offset ≥ `end`.
+    /// Removes every entry at offset ≥ `end` (never below the log start: the snapshot stays).
     pub fn truncate(&mut self, end: u8) {
-        while self.len > end {
+        while self.len > end.max(self.start) {
             self.len -= 1;
             self.entries[self.len as usize] = Entry::default();
         }
     }
-    /// The entries from `offset` to the end (empty if `offset` ≥ LEO).
+    /// Kafka's `truncateFullyAndStartAt`: every entry goes, and the log begins with the snapshot
+    /// `end`/`epoch`/`voters` (start = LEO = `end`).
+    pub fn truncate_fully_and_start_at(&mut self, end: u8, epoch: u8, voters: Mask) {
+        *self = Log::default();
+        self.start = end.min(MAX_LOG as u8);
+        self.len = self.start;
+        if self.start > 0 {
+            self.base_epoch = epoch;
+            self.base_voters = voters;
+        }
+    }
+    /// Moves the log start up to the snapshot `snap` (its end at most the LEO): the entries below
+    /// it are deleted, the rest stay (Kafka's `deleteBeforeSnapshot`).
+    pub fn advance_start(&mut self, snap: Snapshot) {
+        let end = snap.id.end.min(self.len);
+        if end <= self.start {
+            return;
+        }
+        for e in &mut self.entries[..end as usize] {
+            *e = Entry::default();
+        }
+        self.start = end;
+        self.base_epoch = snap.id.epoch;
+        self.base_voters = snap.voters;
+    }
+    /// The entries from `offset` to the end (empty if `offset` ≥ LEO), as a log starting at 0.
     pub fn suffix(&self, offset: u8) -> Log {
-        Log::from_slice(self.as_slice().get(offset as usize..).unwrap_or(&[]))
+        let from = offset.max(self.start) as usize;
+        Log::from_slice(self.entries[..self.len as usize].get(from..).unwrap_or(&[]))
     }
-    /// Epoch of the last entry, 0 for an empty log (Kafka's "last fetched epoch").
+    /// Epoch of the last entry; for a log with no entry above its start, the snapshot's epoch (0
+    /// without one): Kafka's "last fetched epoch".
     pub fn last_epoch(&self) -> u8 {
-        self.as_slice().last().map_or(0, |e| e.epoch)
+        self.as_slice().last().map_or(self.base_epoch, |e| e.epoch)
     }
-    /// Writes length and entries as bytes into `buf`; returns the bytes used.
+    /// Writes length, entries and the log start (with its snapshot) as bytes into `buf`; returns
+    /// the bytes used.
     pub fn pack(&self, buf: &mut [u8]) -> usize {
         buf[0] = self.len;
-        for (i, e) in self.as_slice().iter().enumerate() {
+        for (i, e) in self.entries[..self.len as usize].iter().enumerate() {
             buf[1 + 2 * i] = e.epoch;
             buf[2 + 2 * i] = e.kind_byte();
         }
-        1 + 2 * self.len as usize
+        let n = 1 + 2 * self.len as usize;
+        if self.start == 0 {
+            return n;
+        }
+        buf[n..n + 3].copy_from_slice(&[self.start, self.base_epoch, self.base_voters]);
+        n + 3
     }
     /// Mutable access to the live entries (used by symmetry to rewrite voter masks).
     pub fn as_mut_slice(&mut self) -> &mut [Entry] {
-        &mut self.entries[..self.len as usize]
+        &mut self.entries[self.start as usize..self.len as usize]
+    }
+    /// Mutable access to the voter set of the snapshot the log begins with (symmetry).
+    pub fn base_voters_mut(&mut self) -> &mut Mask {
+        &mut self.base_voters
     }
 }
 
@@ -298,6 +434,14 @@ pub struct Server {
     /// Prospective: ids that granted a pre-vote (itself included).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pre_votes: Mask,
+    /// Durable: the latest snapshot this replica holds (taken itself or installed), if any. The
+    /// snapshot at the log start, if older, is the log's [`Log::base`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Snapshot>,
+    /// Follower, volatile: the snapshot its leader pointed it to and that it is downloading with
+    /// FetchSnapshot (Kafka's `fetchingSnapshot`, a `.checkpoint.part` file that a restart deletes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetching_snapshot: Option<SnapshotId>,
 }
 
 fn is_zero(m: &Mask) -> bool {
@@ -310,7 +454,7 @@ fn opt(v: Option<u8>) -> u8 {
 
 impl Hash for Server {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 2 * MAX_LOG + 1 + 18 + MAX_SERVERS];
+        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6];
         let mut n = self.log.pack(&mut buf);
         let (op, a, b) = match self.pending.map(|p| p.op) {
             None => (0, 0, 0),
@@ -344,6 +488,20 @@ impl Hash for Server {
             buf[n] = opt(e);
             n += 1;
         }
+        // Snapshot state only when present, so that states without snapshots hash as they always did.
+        if self.snapshot.is_some() || self.fetching_snapshot.is_some() {
+            let s = self.snapshot.unwrap_or_default();
+            let f = self.fetching_snapshot;
+            buf[n..n + 6].copy_from_slice(&[
+                self.snapshot.is_some() as u8,
+                s.id.end,
+                s.id.epoch,
+                s.voters,
+                opt(f.map(|f| f.end)),
+                opt(f.map(|f| f.epoch)),
+            ]);
+            n += 6;
+        }
         h.write(&buf[..n]);
     }
 }
@@ -365,6 +523,10 @@ pub struct FetchResponse {
     pub diverging: Option<(u8, u8)>,
     /// Records from the fetch offset to the leader's LEO (the whole suffix, batched).
     pub records: Log,
+    /// `SnapshotId`: the fetch is below the leader's log start (or at 0 while the leader holds a
+    /// snapshot); the follower is to FetchSnapshot it. Then `records` is empty and `diverging` unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<SnapshotId>,
 }
 
 /// Protocol messages. The sender and receiver are in the [`Envelope`].
@@ -431,7 +593,7 @@ pub struct Envelope {
 /// hash equally) instead of one hasher call per field.
 impl Hash for Envelope {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 2 * MAX_LOG + 1];
+        let mut buf = [0u8; 15 + PACKED_LOG];
         buf[0] = self.src;
         buf[1] = self.dst;
         let key = |k: FetchKey| [k.epoch, k.fetch_offset, k.last_fetched_epoch];
@@ -487,8 +649,8 @@ impl Hash for Envelope {
                     d,
                     de,
                     dn,
-                    0,
-                    0,
+                    opt(r.snapshot_id.map(|i| i.end)),
+                    opt(r.snapshot_id.map(|i| i.epoch)),
                 ]
             }
         };
@@ -540,6 +702,20 @@ pub enum Action {
     Deliver(Envelope),
     /// Lose one message (lossy network only).
     Drop(Envelope),
+    /// Replica `i` snapshots its state at its HW (Kafka's `SnapshotGenerator`, on every replica).
+    TakeSnapshot(Id),
+    /// Replica `i`'s log start moves up to its latest snapshot's end offset (Kafka's
+    /// `maybeClean` → `deleteBeforeSnapshot`).
+    AdvanceLogStart(Id),
+    /// `replica` downloads the snapshot its leader pointed it to (FetchSnapshot, request and answer
+    /// in one step, all chunks) and installs it: its log is truncated fully and starts at the
+    /// snapshot. Sync fetch only.
+    FetchSnapshot {
+        /// Fetcher.
+        replica: Id,
+        /// Leader it fetches from.
+        leader: Id,
+    },
 }
 
 /// An answer to an operator request, produced by a step (not part of the state).
@@ -563,6 +739,11 @@ pub mod violation {
     pub const HW_DECREASED: u16 = 4;
     /// A replica's reported committed voter set moved backwards in its history.
     pub const COMMITTED_VOTERS_REGRESSED: u16 = 8;
+    /// A replica took a snapshot holding an offset at or above its HW.
+    pub const SNAPSHOT_ABOVE_HW: u16 = 16;
+    /// After an install, the follower's committed voter set differed from the leader's voter set at
+    /// the same offset.
+    pub const INSTALL_VOTERS_DIFFER: u16 = 32;
 }
 
 /// Bits of [`History::events`]: past events some `sometimes` property looks for.
@@ -576,6 +757,12 @@ pub mod event {
     pub const PRE_VOTE_REFUSED_BY_FOLLOWER: u8 = 4;
     /// A prospective won a pre-vote majority and became candidate.
     pub const PRE_VOTE_WON: u8 = 8;
+    /// A follower installed a snapshot from its leader.
+    pub const SNAPSHOT_INSTALLED: u8 = 16;
+    /// A replica's log start moved up to a snapshot.
+    pub const LOG_START_MOVED: u8 = 32;
+    /// A replica restarted while downloading a snapshot (the partial download is lost).
+    pub const CRASH_DURING_INSTALL: u8 = 64;
 }
 
 /// Ghost (history) variables: part of the state, never read by the protocol itself.
@@ -595,6 +782,9 @@ pub struct History {
     pub data: u8,
     /// Restarts so far (bound).
     pub crashes: u8,
+    /// Snapshots taken so far (bound).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub snapshots: u8,
     /// Transition-level violations ([`violation`] bits).
     pub violations: u16,
     /// Past events ([`event`] bits). Not hashed: they feed only `sometimes` properties, so leaving
@@ -638,6 +828,7 @@ impl Hash for History {
             v1,
             o0,
             o1,
+            self.snapshots,
         ];
         buf[n..n + tail.len()].copy_from_slice(&tail);
         n += tail.len();

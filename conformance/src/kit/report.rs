@@ -102,6 +102,11 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
             };
             format!("Change {op} at {}", who(server))
         }
+        Action::TakeSnapshot(i) => format!("TakeSnapshot at {}", who(i)),
+        Action::AdvanceLogStart(i) => format!("AdvanceLogStart at {}", who(i)),
+        Action::FetchSnapshot { replica, leader } => {
+            format!("FetchSnapshot by {} from {}", who(replica), who(leader))
+        }
         Action::Fetch { replica, leader } => {
             format!("Fetch by {} from {}", who(replica), who(leader))
         }

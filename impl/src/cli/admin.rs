@@ -73,8 +73,7 @@ fn negotiate(
     ours: (i16, i16),
 ) -> Option<i16> {
     let theirs = versions.api_keys.iter().find(|k| k.api_key == key)?;
-    let max = theirs.max_version.min(ours.1);
-    (max >= theirs.min_version.max(ours.0)).then_some(max)
+    crate::wire::apis::common_version((theirs.min_version, theirs.max_version), ours)
 }
 
 /// Finds the active controller the way Kafka's admin client does with `bootstrap.controllers`: ask any

@@ -25,7 +25,8 @@ use crate::wire::frame::{self as wire_frame, SIZE_PREFIX};
 use crate::wire::schema;
 use crate::wire::WireError;
 
-/// Versions this shell writes its own requests at: the served maxima of [`apis::SERVED_APIS`].
+/// Versions this shell writes its requests at when it does not know the peer's (the conformance kit's
+/// driver): the served maxima of [`apis::SERVED_APIS`]. Peer links negotiate (`api_versions`).
 pub const FETCH_VERSION: i16 = max_version(ApiKey::Fetch);
 pub const VOTE_VERSION: i16 = max_version(ApiKey::Vote);
 pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch);
@@ -44,6 +45,9 @@ pub enum CodecError {
     /// Found by the schema walk before kafka-protocol saw the bytes (a length that does not fit, ...).
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// A request the version it would be sent at cannot carry.
+    #[error(transparent)]
+    Version(#[from] super::api_versions::VersionError),
 }
 
 /// kafka-protocol reports `anyhow` errors; they are kept as their message.
@@ -355,14 +359,27 @@ pub fn request_frame<M: Encodable>(
     Ok(wire_frame::finish_frame(buf)?)
 }
 
-/// The request frame for a peer message.
+/// The request frame for a peer message at the served maximum of its API ([`request_api`]).
 pub fn peer_request_frame(
     message: &Message,
     correlation_id: i32,
     client_id: &str,
 ) -> Result<Bytes, CodecError> {
-    let (key, v) = request_api(message).unwrap_or((-1, -1));
-    match message {
+    let (_, v) = request_api(message).unwrap_or((-1, -1));
+    peer_request_frame_at(message, v, correlation_id, client_id)
+}
+
+/// The request frame for a peer message at `v`, with only what `v` can carry
+/// ([`super::api_versions::fit`]).
+pub fn peer_request_frame_at(
+    message: &Message,
+    v: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<Bytes, CodecError> {
+    let key = message.api_key() as i16;
+    let message = super::api_versions::fit(message, v)?;
+    match message.as_ref() {
         Message::VoteRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::BeginQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::EndQuorumEpochRequest(r) => request_frame(key, v, correlation_id, client_id, r),

@@ -1,5 +1,10 @@
 //! Outgoing links to peers: one task per destination node, one pipelined TCP connection at a time.
 //!
+//! Each connection opens with an ApiVersions round trip ([`api_versions`]); every request on it is sent
+//! at the highest version both sides serve, with what that version can carry. A peer that refuses
+//! (closes on a request, answers garbage, serves no common version) is logged at warn once, with the
+//! reason, and at debug until it answers again.
+//!
 //! Requests that cannot be sent (peer down, connect timeout) are dropped: the core re-sends on its timers.
 //! Except the leader's ApiVersions to a voter being added, which the core does not resend: it is answered
 //! BROKER_NOT_AVAILABLE at once, as Kafka's network channel answers a request whose connection failed.
@@ -13,7 +18,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use super::codec::{decode_peer_response, peer_request_frame, request_api, response_body};
+use super::api_versions::{self, PeerVersions};
+use super::codec::{decode_peer_response, peer_request_frame_at, response_body, CodecError};
 use super::driver::Event;
 use super::tls::{self, Tls};
 use super::LinkConfig;
@@ -66,6 +72,10 @@ impl PeerLinks {
                 config: self.config.clone(),
                 tls: self.tls.clone(),
                 tls_failing: AtomicBool::new(false),
+                refusals: Arc::new(Refusals {
+                    peer: to,
+                    refusing: AtomicBool::new(false),
+                }),
             };
             tokio::spawn(task.run(rx));
             tx
@@ -85,12 +95,38 @@ struct PeerTask {
     /// A TLS handshake with this peer failed since the last one that succeeded: the core reconnects at
     /// its timers (every fetch interval), so only the first failure is logged at warn, repeats at debug.
     tls_failing: AtomicBool,
+    refusals: Arc<Refusals>,
+}
+
+/// Log-once of a peer's refusals: the core resends at its timers (every fetch interval), so only the
+/// first refusal since start or since the peer last answered is logged at warn, repeats at debug.
+struct Refusals {
+    peer: i32,
+    refusing: AtomicBool,
+}
+
+impl Refusals {
+    fn refused(&self, endpoint: &Endpoint, reason: std::fmt::Arguments<'_>) {
+        let peer = self.peer;
+        if self.refusing.swap(true, Ordering::Relaxed) {
+            tracing::debug!(peer, host = %endpoint.host, port = endpoint.port, "peer refused: {reason}");
+        } else {
+            tracing::warn!(peer, host = %endpoint.host, port = endpoint.port, "peer refused: {reason} (repeats are logged at debug until it answers)");
+        }
+    }
+
+    fn answered(&self) {
+        if self.refusing.swap(false, Ordering::Relaxed) {
+            tracing::info!(peer = self.peer, "peer answers again");
+        }
+    }
 }
 
 type Inflight = Arc<Mutex<VecDeque<(i32, i16, i16)>>>;
 
 struct Connection {
     endpoint: Endpoint,
+    versions: PeerVersions,
     writer: Box<dyn AsyncWrite + Send + Unpin>,
     inflight: Inflight,
     reader: tokio::task::JoinHandle<()>,
@@ -116,17 +152,28 @@ impl PeerTask {
                 self.unsent(&message).await;
                 continue; // unreachable now; the core will ask again
             };
-            let Some((api_key, api_version)) = request_api(&message) else {
-                continue;
-            };
-            correlation = correlation.wrapping_add(1);
-            let frame = match peer_request_frame(&message, correlation, &self.client_id) {
-                Ok(frame) => frame,
+            let api = message.api_key();
+            let api_version = match c.versions.version(api) {
+                Ok(v) => v,
                 Err(e) => {
-                    tracing::error!(peer = self.peer, "cannot encode request: {e}");
+                    self.unsendable(&endpoint, &message, e).await;
                     continue;
                 }
             };
+            correlation = correlation.wrapping_add(1);
+            let frame =
+                match peer_request_frame_at(&message, api_version, correlation, &self.client_id) {
+                    Ok(frame) => frame,
+                    Err(CodecError::Version(e)) => {
+                        self.unsendable(&endpoint, &message, e).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::error!(peer = self.peer, "cannot encode request: {e}");
+                        continue;
+                    }
+                };
+            let api_key = api as i16;
             if let Ok(mut q) = c.inflight.lock() {
                 q.push_back((correlation, api_key, api_version));
             }
@@ -159,6 +206,25 @@ impl PeerTask {
             let event = Event::PeerResponse {
                 from: self.peer,
                 message: Message::ApiVersionsResponse(resp),
+            };
+            let _ = self.events.send(event).await;
+        }
+    }
+
+    /// A request no version the peer serves can carry: logged (once), and the core gets its
+    /// UNSUPPORTED_VERSION answer ([`api_versions::unsupported_answer`]).
+    async fn unsendable(
+        &self,
+        endpoint: &Endpoint,
+        message: &Message,
+        e: api_versions::VersionError,
+    ) {
+        self.refusals
+            .refused(endpoint, format_args!("not sent: {e}"));
+        if let Some(message) = api_versions::unsupported_answer(message) {
+            let event = Event::PeerResponse {
+                from: self.peer,
+                message,
             };
             let _ = self.events.send(event).await;
         }
@@ -271,25 +337,58 @@ impl PeerTask {
                 (Box::new(r), Box::new(w))
             }
         };
-        let mut read = read;
+        let (mut read, mut writer) = (read, writer);
+        let handshake = api_versions::handshake(
+            &mut read,
+            &mut writer,
+            &self.client_id,
+            self.config.io_timeout,
+            self.config.max_frame_bytes,
+        );
+        let versions = match handshake.await {
+            Ok(versions) => versions,
+            Err(e) => {
+                self.refusals.refused(endpoint, format_args!("{e}"));
+                return None;
+            }
+        };
         let inflight: Inflight = Arc::default();
         let queue = inflight.clone();
         let events = self.events.clone();
         let peer = self.peer;
         let max_frame = self.config.max_frame_bytes;
+        let refusals = self.refusals.clone();
+        let at = endpoint.clone();
         let reader = tokio::spawn(async move {
             loop {
                 let payload = match frame::read_frame(&mut read, max_frame).await {
                     Ok(payload) => payload,
-                    Err(FrameReadError::Closed) => return,
+                    Err(FrameReadError::Closed) => {
+                        // Kafka closes the connection on a request it cannot parse (an unserved version).
+                        let first = queue.lock().ok().and_then(|q| q.front().copied());
+                        if let Some((_, key, version)) = first {
+                            let api = kafka_protocol::messages::ApiKey::try_from(key)
+                                .map_or_else(|_| format!("api key {key}"), |a| format!("{a:?}"));
+                            refusals.refused(
+                                &at,
+                                format_args!(
+                                    "closed the connection with {api} v{version} unanswered"
+                                ),
+                            );
+                        }
+                        return;
+                    }
                     Err(e) => {
-                        tracing::warn!(peer, "cannot read a response frame: {e}; closing");
+                        refusals.refused(
+                            &at,
+                            format_args!("cannot read a response frame: {e}; closing"),
+                        );
                         return;
                     }
                 };
                 let expected = queue.lock().ok().and_then(|mut q| q.pop_front());
                 let Some((correlation, api_key, api_version)) = expected else {
-                    tracing::warn!(peer, "unsolicited response; closing");
+                    refusals.refused(&at, format_args!("unsolicited response; closing"));
                     return;
                 };
                 let message =
@@ -304,6 +403,7 @@ impl PeerTask {
                     });
                 match message {
                     Ok(message) => {
+                        refusals.answered();
                         if events
                             .send(Event::PeerResponse {
                                 from: peer,
@@ -316,7 +416,7 @@ impl PeerTask {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(peer, "bad response: {e}; closing");
+                        refusals.refused(&at, format_args!("bad response: {e}; closing"));
                         return;
                     }
                 }
@@ -324,6 +424,7 @@ impl PeerTask {
         });
         Some(Connection {
             endpoint: endpoint.clone(),
+            versions,
             writer,
             inflight,
             reader,
@@ -349,6 +450,169 @@ mod tests {
         }
     }
 
+    /// A subscriber capturing every line at debug level.
+    fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// Plays a peer's side of the ApiVersions round trip: serves what this crate serves, but `max` as the
+    /// highest version of the APIs it names.
+    async fn answer_api_versions<S>(stream: &mut S, max: &[(kafka_protocol::messages::ApiKey, i16)])
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        use kafka_protocol::messages::api_versions_response::ApiVersion;
+        use kafka_protocol::messages::ApiKey;
+        let payload = frame::read_frame(stream, 1 << 20).await.unwrap();
+        let (reply, _) = super::super::codec::decode_request(payload).unwrap();
+        assert_eq!(reply.api_key, ApiKey::ApiVersions as i16);
+        let keys = crate::wire::apis::SERVED_APIS
+            .iter()
+            .map(|a| {
+                let max = max.iter().find(|(k, _)| *k == a.key).map_or(a.max, |m| m.1);
+                ApiVersion::default()
+                    .with_api_key(a.key as i16)
+                    .with_min_version(a.min)
+                    .with_max_version(max)
+            })
+            .collect();
+        let answer = ApiVersionsResponse::default().with_api_keys(keys);
+        let frame = super::super::codec::client_response(
+            &reply,
+            &crate::node::ClientResponse::ApiVersions(answer),
+        )
+        .unwrap();
+        stream.write_all(&frame).await.unwrap();
+    }
+
+    fn fetch_request() -> Message {
+        Message::FetchRequest(kafka_protocol::messages::FetchRequest::default())
+    }
+
+    fn task(events: mpsc::Sender<Event>, tls: Option<Arc<Tls>>) -> PeerTask {
+        PeerTask {
+            peer: 2,
+            client_id: "kraft-node-1".into(),
+            events,
+            config: LinkConfig::default(),
+            tls,
+            tls_failing: AtomicBool::new(false),
+            refusals: Arc::new(Refusals {
+                peer: 2,
+                refusing: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A peer that serves Fetch up to v17 (Kafka 4.0) is sent Fetch v17, and its answer reaches the core.
+    #[tokio::test]
+    async fn requests_go_at_the_version_the_peer_serves() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let peer = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            answer_api_versions(&mut s, &[(kafka_protocol::messages::ApiKey::Fetch, 17)]).await;
+            let payload = frame::read_frame(&mut s, 1 << 20).await.unwrap();
+            let (reply, _) = super::super::codec::decode_request(payload).unwrap();
+            let response = Message::FetchResponse(Default::default());
+            let frame = super::super::codec::peer_response(&reply, &response).unwrap();
+            s.write_all(&frame).await.unwrap();
+            reply.api_version
+        });
+        let (events, mut rx) = mpsc::channel(8);
+        let (tx, requests) = mpsc::channel(8);
+        tokio::spawn(task(events, None).run(requests));
+        tx.send((endpoint(port), fetch_request())).await.unwrap();
+        assert_eq!(peer.await.unwrap(), 17);
+        let got = rx.recv().await.unwrap();
+        assert!(
+            matches!(
+                got,
+                Event::PeerResponse {
+                    from: 2,
+                    message: Message::FetchResponse(_)
+                }
+            ),
+            "{got:?}"
+        );
+    }
+
+    /// A pre-vote to a peer without Vote v2 is not sent: the core gets UNSUPPORTED_VERSION (Kafka's
+    /// network channel does the same), and the refusal is logged.
+    #[tokio::test]
+    async fn a_request_the_peers_version_cannot_carry_is_answered_unsupported() {
+        use kafka_protocol::messages::vote_request::{PartitionData, TopicData};
+        let (captured, _guard) = capture();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            answer_api_versions(&mut s, &[(kafka_protocol::messages::ApiKey::Vote, 1)]).await;
+            let _ = frame::read_frame(&mut s, 1 << 20).await;
+        });
+        let (events, mut rx) = mpsc::channel(8);
+        let (tx, requests) = mpsc::channel(8);
+        tokio::spawn(task(events, None).run(requests));
+        let pre_vote = kafka_protocol::messages::VoteRequest::default()
+            .with_topics(vec![TopicData::default()
+                .with_partitions(vec![PartitionData::default().with_pre_vote(true)])]);
+        tx.send((endpoint(port), Message::VoteRequest(pre_vote)))
+            .await
+            .unwrap();
+        match rx.recv().await.unwrap() {
+            Event::PeerResponse {
+                from: 2,
+                message: Message::VoteResponse(r),
+            } => assert_eq!(r.error_code, errors::UNSUPPORTED_VERSION),
+            other => panic!("{other:?}"),
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains("not sent: Vote v1 cannot carry PreVote"),
+            "{text}"
+        );
+    }
+
+    /// A peer that closes the connection on every Fetch: one warn line naming the request, then debug.
+    #[tokio::test]
+    async fn a_peer_that_closes_on_a_request_is_logged_at_warn_once() {
+        let (captured, _guard) = capture();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                answer_api_versions(&mut s, &[]).await;
+                let _ = frame::read_frame(&mut s, 1 << 20).await;
+            }
+        });
+        let (events, _rx) = mpsc::channel(8);
+        let task = task(events, None);
+        for _ in 0..3 {
+            let mut c = task.connect(&endpoint(port)).await.unwrap();
+            let frame = peer_request_frame_at(&fetch_request(), 18, 1, "t").unwrap();
+            c.inflight.lock().unwrap().push_back((1, 1, 18));
+            c.writer.write_all(&frame).await.unwrap();
+            (&mut c.reader).await.unwrap();
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines = |level: &str| {
+            text.lines()
+                .filter(|l| {
+                    l.contains(level)
+                        && l.contains("closed the connection with Fetch v18 unanswered")
+                })
+                .count()
+        };
+        assert_eq!((lines("WARN"), lines("DEBUG")), (1, 2), "{text}");
+    }
+
     fn endpoint(port: u16) -> Endpoint {
         Endpoint {
             name: "CONTROLLER".into(),
@@ -359,15 +623,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_tls_handshake_is_logged_at_warn_once_until_one_succeeds() {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
-
+        let (captured, _guard) = capture();
         let dir = tempfile::tempdir().unwrap();
         let files = crate::cli::certs::write_cluster_tls(dir.path(), &[1, 2]).unwrap();
         let tls = |id| Arc::new(Tls::for_node(&files.node_properties(id)).unwrap().unwrap());
@@ -385,21 +641,15 @@ mod tests {
         tokio::spawn(async move {
             let mut open = Vec::new();
             while let Ok((s, _)) = good.accept().await {
-                if let Ok(s) = acceptor.accept(s).await {
+                if let Ok(mut s) = acceptor.accept(s).await {
+                    answer_api_versions(&mut s, &[]).await;
                     open.push(s);
                 }
             }
         });
 
         let (events, _rx) = mpsc::channel(8);
-        let task = PeerTask {
-            peer: 2,
-            client_id: "kraft-node-1".into(),
-            events,
-            config: LinkConfig::default(),
-            tls: Some(tls(1)),
-            tls_failing: AtomicBool::new(false),
-        };
+        let task = task(events, Some(tls(1)));
         for _ in 0..3 {
             assert!(task.connect(&endpoint(closing_port)).await.is_none());
         }

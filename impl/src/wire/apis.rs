@@ -50,6 +50,13 @@ pub fn supports(key: i16, version: i16) -> bool {
     served(key).is_some_and(|a| (a.min..=a.max).contains(&version))
 }
 
+/// The highest version in both inclusive ranges, if they meet: the version a client sends when the server
+/// lists `theirs` for an API of which it speaks `ours` (Kafka's `NetworkClient` rule).
+pub fn common_version(theirs: (i16, i16), ours: (i16, i16)) -> Option<i16> {
+    let max = theirs.1.min(ours.1);
+    (max >= theirs.0.max(ours.0)).then_some(max)
+}
+
 /// The highest served version of `key` (what this node writes its own requests at); −1 if not served.
 pub const fn max_version(key: ApiKey) -> i16 {
     let mut i = 0;
@@ -77,5 +84,8 @@ mod tests {
         assert_eq!(max_version(ApiKey::Produce), -1);
         assert!(supports(1, 15) && !supports(1, 14) && !supports(1, 19));
         assert!(!supports(999, 0));
+        assert_eq!(common_version((4, 17), (15, 18)), Some(17));
+        assert_eq!(common_version((0, 0), (0, 1)), Some(0));
+        assert_eq!(common_version((4, 14), (15, 18)), None);
     }
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 mod network;
 mod replication;
 mod roles;
+mod snapshot;
 
 /// The KRaft membership model. `cfg` holds the bounds, knobs and bug flag.
 #[derive(Debug)]
@@ -196,7 +197,8 @@ impl KraftModel {
         let l = &st.servers[leader as usize];
         let target_ok = l.role == Role::Leader && !self.resign_due(l, leader);
         let fetcher_ok = match r.role {
-            Role::Follower => r.leader == Some(leader),
+            // A follower downloading a snapshot sends FetchSnapshot instead of Fetch.
+            Role::Follower => r.leader == Some(leader) && r.fetching_snapshot.is_none(),
             // Kafka 3.9: an Unattached voter waits for BeginQuorumEpoch or its election timeout;
             // only an observer looks for the leader by fetching.
             Role::Unattached => target_ok && l.epoch >= r.epoch && !self.is_voter(r, replica),
@@ -328,6 +330,20 @@ impl KraftModel {
                     });
                 }
             }
+            if cfg.max_snapshots > 0 {
+                if self.snapshot_point(st, s).is_some() {
+                    out.push(Action::TakeSnapshot(i));
+                }
+                if self.log_start_target(s).is_some() {
+                    out.push(Action::AdvanceLogStart(i));
+                }
+                if let Some(l) = s.leader.filter(|&l| self.may_fetch_snapshot(st, i, l)) {
+                    out.push(Action::FetchSnapshot {
+                        replica: i,
+                        leader: l,
+                    });
+                }
+            }
         }
         let mut last: Option<&Envelope> = None;
         for env in &st.network {
@@ -427,6 +443,9 @@ impl KraftModel {
                     return None;
                 }
                 tx.s.history.crashes += 1;
+                if st.servers[i as usize].fetching_snapshot.is_some() {
+                    tx.s.history.events |= event::CRASH_DURING_INSTALL;
+                }
                 tx.restart(i);
                 if cfg.gc {
                     // Kafka loses the responses on their way to a crashed server with its
@@ -514,6 +533,20 @@ impl KraftModel {
                 }
                 let pos = st.network.binary_search(&env).ok()?;
                 tx.s.network.remove(pos);
+            }
+            Action::TakeSnapshot(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
+                let end = self.snapshot_point(st, &st.servers[i as usize])?;
+                tx.take_snapshot(i, end);
+            }
+            Action::AdvanceLogStart(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
+                let snap = self.log_start_target(&st.servers[i as usize])?;
+                tx.advance_log_start(i, snap);
+            }
+            Action::FetchSnapshot { replica, leader } if replica < n && leader < n => {
+                if cfg.max_snapshots == 0 || !self.may_fetch_snapshot(st, replica, leader) {
+                    return None;
+                }
+                tx.fetch_snapshot(replica, leader);
             }
             _ => return None,
         }
@@ -614,8 +647,11 @@ impl Tx<'_> {
                 reported_committed_offset(cfg, old),
                 reported_committed_offset(cfg, new),
             ) {
-                // Forward only, and the entry it moved from is still the same record.
-                let kept = a < 0 || old.log.get(a as u8) == new.log.get(a as u8);
+                // Forward only, and the entry it moved from is still the same record (or now lies in
+                // the snapshot the log starts at).
+                let kept = a < 0
+                    || (a as u8) < new.log.start()
+                    || old.log.get(a as u8) == new.log.get(a as u8);
                 if b < a || !kept {
                     self.s.history.violations |= violation::COMMITTED_VOTERS_REGRESSED;
                 }

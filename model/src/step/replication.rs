@@ -4,10 +4,10 @@
 use super::Tx;
 use crate::spec::{
     diverging, membership_changes_from, next_high_watermark, reported_committed_offset,
-    reported_committed_voters, truncation_offset,
+    reported_committed_voters, snapshot_answer, truncation_offset,
 };
 use crate::types::{
-    bit, event, violation, ErrorCode, FetchKey, FetchResponse, Id, Log, Reply, Role,
+    bit, event, violation, ErrorCode, FetchKey, FetchResponse, Id, Kind, Log, Reply, Role,
 };
 
 impl Tx<'_> {
@@ -48,18 +48,34 @@ impl Tx<'_> {
             return;
         }
         let Some(hw) = s.hw else { return };
-        let entries = &s.log.as_slice()[..(hw as usize).min(s.log.len() as usize)];
-        for (o, e) in entries.iter().enumerate() {
-            match h.committed.get(o) {
-                Some((c, _)) if c != e => h.violations |= violation::CONFLICTING_COMMIT,
-                Some(_) => {}
-                None => h.committed.push((*e, s.epoch)),
+        // Below the log start the leader holds a snapshot, not entries: the committed prefix must
+        // already reach it (`SnapshotWithinHighWatermark` fails otherwise).
+        if h.committed.len() < s.log.start() as usize {
+            h.violations |= violation::SNAPSHOT_ABOVE_HW;
+        } else {
+            for (o, e) in s.log.iter().take_while(|(o, _)| *o < hw) {
+                match h.committed.get(o as usize) {
+                    Some((c, _)) if *c != e => h.violations |= violation::CONFLICTING_COMMIT,
+                    Some(_) => {}
+                    None => h.committed.push((e, s.epoch)),
+                }
             }
         }
         if let (Some(o), Some(set)) = (
             reported_committed_offset(cfg, s),
             reported_committed_voters(cfg, s),
         ) {
+            // A set that comes from the snapshot the log starts at has the offset `start − 1`; the
+            // ghost keeps the offset of the VotersRecord behind it in the committed log.
+            let is_record = |o: i8| {
+                o < 0
+                    || matches!(h.committed.get(o as usize), Some((e, _)) if matches!(e.kind, Kind::Voters(_)))
+            };
+            let o = if o < 0 || o as u8 >= s.log.start() || is_record(o) {
+                o
+            } else {
+                (0..o).rev().find(|&x| is_record(x)).unwrap_or(-1)
+            };
             if !matches!(h.max_reported, Some((_, mo, _)) if mo >= o) {
                 h.max_reported = Some((s.epoch, o, set));
             }
@@ -77,6 +93,7 @@ impl Tx<'_> {
             high_watermark: None,
             diverging: None,
             records: Log::default(),
+            snapshot_id: None,
         };
         if key.epoch < s.epoch {
             resp.error = ErrorCode::FencedLeaderEpoch;
@@ -89,6 +106,15 @@ impl Tx<'_> {
         }
         if s.role != Role::Leader {
             resp.error = ErrorCode::NotLeaderOrFollower;
+            return resp;
+        }
+        // A fetch the leader's log cannot answer is pointed to its latest snapshot; the leader
+        // records no progress for the replica.
+        if let Some(id) =
+            snapshot_answer(s.snapshot, &s.log, key.fetch_offset, key.last_fetched_epoch)
+        {
+            resp.snapshot_id = Some(id);
+            resp.high_watermark = s.hw;
             return resp;
         }
         if let Some(div) = diverging(&s.log, key.fetch_offset, key.last_fetched_epoch) {
@@ -139,6 +165,12 @@ impl Tx<'_> {
             self.truncate(i, to);
             return;
         }
+        if let Some(id) = r.snapshot_id {
+            // Kafka creates the snapshot writer (`createNewSnapshotUnchecked`) and sends FetchSnapshot
+            // instead of Fetch until the download ends.
+            self.server(i).fetching_snapshot = Some(id);
+            return;
+        }
         let s = self.server(i);
         if r.request.fetch_offset == s.log.len() {
             for e in r.records.as_slice() {
@@ -160,7 +192,8 @@ impl Tx<'_> {
         if to >= s.log.len() {
             return;
         }
-        if matches!(s.hw, Some(h) if to < h) {
+        // Below the log start lies a snapshot, which only ever holds committed records.
+        if matches!(s.hw, Some(h) if to < h) || to < s.log.start() {
             self.s.history.violations |= violation::TRUNCATION_BELOW_HW;
         }
         if membership_changes_from(bootstrap, &s.log, to) > 0 {

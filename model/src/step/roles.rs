@@ -30,6 +30,7 @@ impl Tx<'_> {
         s.fetching = None;
         s.fetched = false;
         s.pre_votes = 0;
+        s.fetching_snapshot = None;
     }
 
     /// Enter `epoch` (≥ current): a new epoch forgets the vote. Leader and Resigned hold no HW after
@@ -213,6 +214,8 @@ impl Tx<'_> {
         let stored_leader = s.leader.filter(|&l| l != i && voters & bit(l) != 0);
         Self::reset_volatile(s);
         s.hw = None;
+        self.truncate_to_latest_snapshot(i);
+        let s = self.server(i);
         if was_leader {
             self.announce_resignation(i);
         } else if voted_self {

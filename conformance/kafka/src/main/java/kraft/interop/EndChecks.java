@@ -210,6 +210,8 @@ final class EndChecks {
         TreeMap<Long, List<Integer>> out = new TreeMap<>();
         for (int id : m.ids()) {
             Path snapshot = m.segment(id).resolveSibling("00000000000000000000-0000000000.checkpoint");
+            // Kafka 4.0's --no-initial-controllers writes none (4.1+ one without voters).
+            if (!Files.exists(snapshot)) continue;
             TreeMap<Long, List<Integer>> boot = voterRecords(snapshot, Long.MAX_VALUE);
             if (!boot.isEmpty()) {
                 out.put(-1L, boot.lastEntry().getValue());

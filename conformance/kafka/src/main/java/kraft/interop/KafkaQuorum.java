@@ -164,7 +164,7 @@ final class KafkaQuorum implements AutoCloseable {
     }
 
     private void format(int id, String... mode) throws Exception {
-        List<String> cmd = Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+        List<String> cmd = Main.javaController("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
             "--config", config(id).toString());
         cmd.addAll(List.of(mode));
         Procs.Result r = Procs.run(cmd, 120);

@@ -147,7 +147,7 @@ final class KraftQuorum implements AutoCloseable {
             "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + address(id),
             "controller.quorum.bootstrap.servers=" + bootstrap, "log.dirs=" + dataDir(id),
             "metadata.log.dir=" + dataDir(id), ""));
-        Procs.Result f = Procs.run(Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+        Procs.Result f = Procs.run(Main.javaController("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
             "--config", config.toString(), "--initial-controllers", initialControllers), 120);
         if (f.code() != 0) throw new IOException("kafka-storage format of kraft node " + id + " failed: " + f);
         List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
@@ -171,7 +171,7 @@ final class KraftQuorum implements AutoCloseable {
             "controller.listener.names=CONTROLLER", "listeners=CONTROLLER://" + address(id),
             "controller.quorum.bootstrap.servers=" + bootstrapServers, "log.dirs=" + dataDir(id),
             "metadata.log.dir=" + dataDir(id), ""));
-        Procs.Result f = Procs.run(Main.java("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+        Procs.Result f = Procs.run(Main.javaController("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
             "--config", config.toString(), "--no-initial-controllers"), 120);
         if (f.code() != 0) throw new IOException("kafka-storage format of kraft node " + id + " failed: " + f);
         List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--data-dir", dataDir(id).toString(), "--listener",
