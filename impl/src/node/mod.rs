@@ -109,6 +109,10 @@
 //! - A Fetch with a negative replica id (a reader that is no replica) is served and not tracked, as Kafka
 //!   serves it; one naming the leader's own id is answered INVALID_REQUEST (Kafka's `updateReplicaState`
 //!   throws `IllegalStateException` there).
+//! - A replica without an id ([`ANONYMOUS_OBSERVER_ID`], Kafka's `KafkaRaftClient` with an empty local id)
+//!   is an observer for good: it fetches with replica id −1, which a Kafka or `kraft` leader serves without
+//!   tracking it (no Observers entry, never counted for the HW or check-quorum, never a voter, since a voter
+//!   key needs an id ≥ 0). `kraft describe` runs one in memory to compute CommittedVoters.
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation (and once after a leader's restart), not resent to the
@@ -300,8 +304,14 @@ impl Node {
         persisted: ElectionState,
         snapshots: Vec<crate::log::SnapshotMeta>,
     ) -> Result<Node, NodeError> {
-        if config.node_id < 0 {
+        if config.node_id < ANONYMOUS_OBSERVER_ID {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
+        }
+        if config.node_id == ANONYMOUS_OBSERVER_ID && config.bootstrap != Bootstrap::NoInitialVoters
+        {
+            return Err(invalid(
+                "a replica without an id (-1) is an observer: it starts with no initial voters",
+            ));
         }
         if config.election_timeout_ms == 0
             || config.fetch_timeout_ms == 0

@@ -376,7 +376,7 @@ impl Node {
         if epoch < own {
             return false;
         }
-        if leader_id == self.local.id {
+        if leader_id >= 0 && leader_id == self.local.id {
             // Only this node can know that it leads; a peer claiming so for an epoch we have not led
             // is inconsistent and ignored.
             return false;

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::codec::{decode_client_response, request_frame, response_body, CodecError};
 use super::tls::{self, Tls};
-use crate::node::ClientResponse;
+use crate::node::{ClientResponse, Message};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::wire::frame::{begin_frame, finish_frame, read_frame_blocking, FrameReadError};
 
@@ -301,6 +301,18 @@ impl Client {
         // v1's response layout is v0's.
         let at = crate::wire::add_raft_voter::response_encoding_version(version);
         AddRaftVoterResponse::decode(&mut body, at).map_err(|e| self.protocol(e))
+    }
+
+    /// A Raft request the core built (e.g. an observer's Fetch) at the version the shell sends it; the
+    /// answer decoded as a core message.
+    pub fn peer_request(&mut self, message: &Message) -> Result<Message, ClientError> {
+        let Some((key, version)) = super::codec::request_api(message) else {
+            return Err(self.protocol(format!("{message:?} is not a request")));
+        };
+        let corr = self.next_correlation();
+        let frame = super::codec::peer_request_frame(message, corr, "kraft-observer");
+        let body = self.call(key, version, frame)?;
+        super::codec::decode_peer_response(body, key, version).map_err(|e| self.protocol(e))
     }
 
     pub fn remove_voter(
