@@ -29,7 +29,7 @@
 //!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
-//! Protocol choices (Kafka 4.x unless noted; see also the crate's closing note in `impl/README.md`):
+//! Protocol choices (Kafka 4.x unless noted):
 //! - Vote and pre-vote (KIP-996, Vote v2) are granted and refused per role exactly as Kafka 4.4's
 //!   `canGrantVote` (`vote.rs`). Elections differ from Kafka 4.x in these ways, all as the model has them so
 //!   that conformance compares the two: a Prospective counts grants only and leaves on its election timeout
@@ -124,7 +124,7 @@
 //!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
 //!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs
 //!   are adopted from any peer as in Kafka, so a forged message at `i32::MAX` still ends elections for
-//!   good: only authenticated peers (mutual TLS, issue #19) prevent it.
+//!   good: only authenticated peers (mutual TLS) prevent it.
 //! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
 //!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
 //!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
