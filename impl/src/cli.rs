@@ -43,9 +43,11 @@ pub mod admin;
 pub mod certs;
 pub mod decode;
 pub mod describe;
+pub mod observe;
 pub mod properties;
 pub mod run;
 pub mod snapshot_settings;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -246,6 +248,10 @@ pub struct NodeArgs {
     /// (default 1 MiB).
     #[arg(long)]
     pub controller_quorum_fetch_snapshot_max_bytes: Option<String>,
+    /// `internal.metadata.log.segment.bytes` (Kafka's testing-only name): size at which a new log segment
+    /// starts (default 8 MiB); segments wholly below the log start are deleted.
+    #[arg(long)]
+    pub internal_metadata_log_segment_bytes: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -264,7 +270,7 @@ pub struct ConnectArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("mode").required(true).args(["status", "replication"])))]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["status", "replication", "watch"])))]
 pub struct DescribeArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -277,9 +283,19 @@ pub struct DescribeArgs {
     /// With --replication: timestamps as `N ms ago`, as `kafka-metadata-quorum` prints them.
     #[arg(long)]
     pub human_readable: bool,
-    /// DescribeQuorum version to use (0–3); default: the highest both sides support.
+    /// DescribeQuorum version to use (0–3); default: the highest both sides support. Below 3 the
+    /// leader serves no CommittedVoters: `--status` and `--json` then compute it from the metadata log,
+    /// fetched as an observer with replica id −1 (which the leader does not track).
     #[arg(long, value_parser = clap::value_parser!(i16).range(0..=3))]
     pub api_version: Option<i16>,
+    /// Print only what the leader served: below DescribeQuorum v3, CommittedVoters stays empty.
+    #[arg(long)]
+    pub served_only: bool,
+    /// Follow the metadata log as an observer (replica id −1) and print a line at each change of the
+    /// leader, HighWatermark, CurrentVoters or CommittedVoters (with --json: one JSON object per line),
+    /// until stopped.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 #[derive(Args, Debug)]

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use crate::node::Node;
-use crate::storage::{FileLog, StorageError};
+use crate::storage::StorageError;
 
 pub use codec::BrokerInfo;
 pub use driver::Status;
@@ -99,12 +99,12 @@ pub struct Running {
 }
 
 /// Serves `node` on `listener` until `shutdown` resolves or the node task fails. `log` is the durable log
-/// `node`'s view was loaded from (see [`FileLog::load_view`]). With `tls`, the listener and the peer links
+/// `node`'s view was loaded from (see [`MetadataLog::load_view`](crate::storage::MetadataLog::load_view)). With `tls`, the listener and the peer links
 /// speak TLS (see [`tls`]) and requests are checked by [`auth`].
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     node: Node,
-    log: FileLog,
+    log: crate::storage::MetadataLog,
     quorum_state_path: std::path::PathBuf,
     listener: TcpListener,
     broker: BrokerInfo,
@@ -137,6 +137,7 @@ pub async fn serve(
     let (status_tx, status_rx) = watch::channel(status);
     let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links, tls);
     let (stored_tx, stored) = mpsc::unbounded_channel();
+    let snapshot_dir = log.dir().to_path_buf();
     let store = store::Store::spawn(log, quorum_state_path, stored_tx)
         .map_err(ServerError::StorageThread)?;
     let driver = driver::Driver {
@@ -155,6 +156,7 @@ pub async fn serve(
             .map_or(0, |d| d.as_millis() as i64),
         last_state: None,
         reply_waiters: Default::default(),
+        snapshot_dir,
     };
     let ctx = Arc::new(conn::ConnContext {
         events: events_tx,

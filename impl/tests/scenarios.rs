@@ -44,6 +44,12 @@
 //!   shows `ID:PORT` for a voter whose default listener's port is not the simulator's for that id).
 //! - `run MS`: a healthy network for MS ms (100 ms `advance` steps, every message delivered after each);
 //!   prints `raft-state`.
+//! - `cluster ... snapshot-bytes=N [retention-bytes=M] [snapshot-max-bytes=B]`: every node takes its
+//!   own snapshots once N bytes were committed since its last one (`metadata.log.max.record.bytes.between.
+//!   snapshots`), checks retention every second of `advance` (`metadata.max.retention.bytes` = M), and
+//!   fetches snapshots in chunks of B bytes (`controller.quorum.fetch.snapshot.max.bytes`).
+//! - `snapshots`: one line per node: log start, snapshots held (`END@EPOCH`), a download or install in
+//!   progress.
 //! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
 //!   client that reaches a listener can send without mutual TLS).
 //!
@@ -315,6 +321,41 @@ impl Runner {
         Ok(out)
     }
 
+    /// One line per running node: its log start, the snapshots it holds (`END@EPOCH`, `0@0` the
+    /// bootstrap one) and a download or install in progress.
+    fn snapshots(&mut self) -> Result<String, String> {
+        let sim = self.sim()?;
+        let mut out = String::new();
+        for (id, sim_node) in &sim.nodes {
+            let Some(n) = &sim_node.node else {
+                let _ = writeln!(out, "{id}: crashed");
+                continue;
+            };
+            let held: Vec<String> = n
+                .snapshots()
+                .map(|m| format!("{}@{}", m.id.end_offset, m.id.epoch))
+                .collect();
+            let _ = write!(
+                out,
+                "{id}: start={} snapshots=[{}]",
+                n.log().start_offset(),
+                held.join(",")
+            );
+            if let Some((d, written)) = n.snapshot_download() {
+                let _ = write!(
+                    out,
+                    " downloading={}@{} written={written}",
+                    d.end_offset, d.epoch
+                );
+            }
+            if let Some(d) = n.installing_snapshot() {
+                let _ = write!(out, " installing={}@{}", d.end_offset, d.epoch);
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
     fn deliver(&mut self, max: usize) -> Result<String, String> {
         let sim = self.sim()?;
         let mut out = String::new();
@@ -542,17 +583,38 @@ impl Runner {
         match (*cmd, args) {
             ("cluster", args) => {
                 let (mut voters, mut observers, mut seed, mut statik) = (3, 0, 1, false);
+                let mut snapshots = kraft::node::SnapshotConfig::default();
                 for a in args {
                     match a.split_once('=') {
                         Some(("voters", v)) => voters = num(v)?,
                         Some(("observers", v)) => observers = num(v)?,
                         Some(("seed", v)) => seed = num(v)? as u64,
+                        Some(("snapshot-bytes", v)) => {
+                            snapshots.enabled = true;
+                            snapshots.max_record_bytes_between_snapshots = num(v)? as u64;
+                            // Retention is checked at every `advance` step of 1 s or more.
+                            snapshots.clean_interval_ms = 1000;
+                        }
+                        Some(("retention-bytes", v)) => {
+                            snapshots.max_retention_bytes = num(v)? as i64
+                        }
+                        Some(("snapshot-max-bytes", v)) => {
+                            snapshots.fetch_snapshot_max_bytes = num(v)?
+                        }
                         None if *a == "static" => statik = true,
                         _ => return Err(format!("unknown argument {a}")),
                     }
                 }
                 let sim = if statik {
                     Sim::new_static(voters, seed)
+                } else if snapshots != kraft::node::SnapshotConfig::default() {
+                    let set = sim::voter_set(&(1..=voters).collect::<Vec<_>>());
+                    Sim::with_configs((1..=voters + observers).map(|id| {
+                        let mut c =
+                            sim::config(id, kraft::node::Bootstrap::Checkpoint(set.clone()), seed);
+                        c.snapshots = snapshots.clone();
+                        c
+                    }))
                 } else {
                     Sim::new(voters, observers, seed)
                 };
@@ -562,6 +624,7 @@ impl Runner {
                 self.raft_state()
             }
             ("raft-state", []) => self.raft_state(),
+            ("snapshots", []) => self.snapshots(),
             ("elect", [id]) => {
                 let id = num(id)?;
                 let sim = self.sim()?;

@@ -42,6 +42,11 @@ pub fn client_tls(command_config: Option<&std::path::Path>) -> Result<Option<Tls
     }
 }
 
+/// The `--bootstrap-controller` addresses.
+pub fn bootstrap_addresses(connect: &ConnectArgs) -> Vec<String> {
+    addresses(connect)
+}
+
 fn addresses(connect: &ConnectArgs) -> Vec<String> {
     connect
         .bootstrap_controller
@@ -166,11 +171,25 @@ fn describe_at(
     cluster_id: String,
     version: Option<i16>,
 ) -> Result<Leader, Failure> {
-    let addr = client.addr().to_string();
     let version = match version {
         Some(v) => v,
         None => negotiate(versions, DESCRIBE_QUORUM, (0, MAX_VERSION)).unwrap_or(0),
     };
+    let description = read_description(&mut client, cluster_id, version)?;
+    Ok(Leader {
+        client,
+        description,
+        versions: versions.clone(),
+    })
+}
+
+/// One DescribeQuorum round trip at `version`; a Kafka error (top level or partition) is a failure.
+fn read_description(
+    client: &mut Client,
+    cluster_id: String,
+    version: i16,
+) -> Result<QuorumDescription, Failure> {
+    let addr = client.addr().to_string();
     let response = client.describe_quorum(version)?;
     if response.error_code != 0 {
         return Err(Failure::new(
@@ -183,17 +202,91 @@ fn describe_at(
         let message = kafka_error(p.error_code, p.error_message.as_deref());
         return Err(Failure::new(EXIT_KAFKA_ERROR, format!("{addr}: {message}")));
     }
-    let description = QuorumDescription::new(cluster_id, version, response).ok_or_else(|| {
+    QuorumDescription::new(cluster_id, version, response).ok_or_else(|| {
         Failure::new(
             super::EXIT_PROTOCOL,
             format!("{addr} sent no partition data"),
         )
-    })?;
-    Ok(Leader {
-        client,
-        description,
-        versions: versions.clone(),
     })
+}
+
+/// Against a leader that answered below v3: observes the metadata log (replica id −1) until it holds the
+/// leader's log up to the HW of a fresh DescribeQuorum answer of the same leader and epoch, then fills
+/// `CommittedVoters` with the committed voter set at that HW − 1 (empty while the HW is unknown). On
+/// failure the description says why (`CommittedVotersSource: not computed: ...`).
+fn compute_committed(leader: &mut Leader, connect: &ConnectArgs, deadline: Instant) {
+    use super::describe::Computed;
+    use super::observe::Observer;
+    let version = leader.description.api_version;
+    let timeout = Duration::from_millis(connect.timeout_ms);
+    let mut bootstrap = vec![leader.client.addr().to_string()];
+    bootstrap.extend(addresses(connect));
+    let started = client_tls(connect.command_config.as_deref())
+        .map_err(|f| f.message)
+        .and_then(|tls| {
+            Observer::new(&leader.description.cluster_id, &bootstrap, tls, timeout)
+                .map_err(|e| e.to_string())
+        });
+    let mut observer = match started {
+        Ok(o) => o,
+        Err(why) => {
+            leader.description.computed = Some(Computed::Unavailable(why));
+            return;
+        }
+    };
+    let mut redescribed = false;
+    loop {
+        let p = &leader.description.partition;
+        let hw = p.high_watermark;
+        if hw < 0 {
+            // KIP-1204: no committed voter set while the HW is unknown.
+            leader.description.set_computed_committed(None);
+            return;
+        }
+        let o = observer.observed();
+        let same_leader = o.leader_id == Some(p.leader_id) && o.epoch == p.leader_epoch;
+        if same_leader && o.high_watermark.is_some_and(|own| own >= hw) {
+            match observer.committed_at(hw).cloned() {
+                Some(set) => leader.description.set_computed_committed(Some(&set)),
+                None => {
+                    leader.description.computed = Some(Computed::Unavailable(format!(
+                        "no voter set below HighWatermark {hw} in the log (static voters?)"
+                    )))
+                }
+            }
+            return;
+        }
+        if Instant::now() >= deadline {
+            leader.description.computed = Some(Computed::Unavailable(format!(
+                "the observer did not reach HighWatermark {hw} within {} ms",
+                connect.timeout_ms
+            )));
+            return;
+        }
+        if observer.caught_up() && !same_leader {
+            // The observer follows another leader or epoch than the one described: describe once more.
+            if redescribed {
+                leader.description.computed = Some(Computed::Unavailable(
+                    "the leader changed while the log was being read".into(),
+                ));
+                return;
+            }
+            redescribed = true;
+            let cluster_id = leader.description.cluster_id.clone();
+            match read_description(&mut leader.client, cluster_id, version) {
+                Ok(fresh) => leader.description = fresh,
+                Err(f) => {
+                    leader.description.computed = Some(Computed::Unavailable(f.message));
+                    return;
+                }
+            }
+            continue;
+        }
+        if let Err(e) = observer.step() {
+            leader.description.computed = Some(Computed::Unavailable(e.to_string()));
+            return;
+        }
+    }
 }
 
 /// Kafka's rule and message: `--human-readable` only goes with `--replication`.
@@ -209,10 +302,13 @@ pub fn check_describe_flags(args: &DescribeArgs) -> Result<(), Failure> {
 
 pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
     check_describe_flags(args)?;
+    if args.watch {
+        return super::watch::watch(args);
+    }
     let timeout = Duration::from_millis(args.connect.timeout_ms);
     // Like Kafka's admin client, wait (up to the timeout) while no listed controller is the leader.
     let deadline = Instant::now() + timeout;
-    let leader = loop {
+    let mut leader = loop {
         match find_leader(&args.connect, args.api_version, timeout) {
             Ok(leader) => break leader,
             Err(f)
@@ -224,6 +320,10 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
             Err(f) => return Err(f),
         }
     };
+    // The replication table has no CommittedVoters: only --status and --json need the log.
+    if leader.description.api_version < 3 && !args.served_only && (args.status || args.json) {
+        compute_committed(&mut leader, &args.connect, Instant::now() + timeout);
+    }
     let d = &leader.description;
     if args.json {
         out!(
@@ -244,7 +344,7 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
         out_part!("{}", d.replication_text());
     } else {
         out_part!("{}", d.status_text());
-        if d.api_version < 3 {
+        if d.api_version < 3 && d.computed.is_none() {
             eprintln!(
                 "note: {} answered DescribeQuorum v{}, which has no committed voter set (v3 adds it, \
                  KIP-1204): CommittedVoters is shown empty",

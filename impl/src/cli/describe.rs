@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::storage::format_directory_id;
+use crate::voter_set::VoterSet;
 use crate::wire::describe_quorum::{
-    DescribeQuorumResponse, NodeEndpoints, PartitionData, ReplicaState,
+    DescribeQuorumResponse, Listener, NodeEndpoints, PartitionData, ReplicaState,
 };
 
 /// Labels are left-justified and padded to 24 characters, as Kafka's tool does.
@@ -22,6 +23,17 @@ pub struct QuorumDescription {
     pub api_version: i16,
     pub partition: PartitionData,
     pub nodes: Vec<NodeEndpoints>,
+    /// Set when `CommittedVoters` was computed by this tool from the log (the leader answered below v3).
+    pub computed: Option<Computed>,
+}
+
+/// How a computed `CommittedVoters` was obtained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Computed {
+    /// The voter set at HighWatermark − 1 in the log an observer fetched (replica id −1).
+    FromLog,
+    /// Not computed, and why (printed in place of the list's origin).
+    Unavailable(String),
 }
 
 impl QuorumDescription {
@@ -42,7 +54,71 @@ impl QuorumDescription {
             api_version,
             partition,
             nodes: response.nodes,
+            computed: None,
         })
+    }
+
+    /// Whether `CommittedVoters` holds the committed voter set: served (v3) or computed from the log.
+    pub fn has_committed(&self) -> bool {
+        self.api_version >= 3 || self.computed == Some(Computed::FromLog)
+    }
+
+    /// Fills `CommittedVoters` with `committed` (the committed voter set at HighWatermark − 1, computed
+    /// from the log; `None`: the HW is unknown) as KIP-1204 has the leader fill it: a committed voter
+    /// gets its `CurrentVoters` state, else its `Observers` state, else the sentinels; `Nodes` gains the
+    /// endpoints of committed voters that are no longer current.
+    pub fn set_computed_committed(&mut self, committed: Option<&VoterSet>) {
+        let p = &mut self.partition;
+        // Below v2 a ReplicaState has no directory id: match by id alone.
+        let with_directories = self.api_version >= 2;
+        let matches = |r: &ReplicaState, key: &crate::voter_set::ReplicaKey| {
+            r.replica_id == key.id
+                && (!with_directories || r.replica_directory_id == key.directory_or_nil())
+        };
+        p.committed_voters = committed
+            .into_iter()
+            .flat_map(|s| s.nodes())
+            .map(|n| {
+                p.current_voters
+                    .iter()
+                    .chain(p.observers.iter())
+                    .find(|r| matches(r, &n.key))
+                    .cloned()
+                    .unwrap_or_else(|| ReplicaState::sentinel(n.key.id, n.key.directory_or_nil()))
+            })
+            .collect();
+        for n in committed.into_iter().flat_map(|s| s.nodes()) {
+            if self.api_version >= 2 && !self.nodes.iter().any(|e| e.node_id == n.key.id) {
+                self.nodes.push(NodeEndpoints {
+                    node_id: n.key.id,
+                    listeners: n
+                        .listeners
+                        .iter()
+                        .map(|l| Listener {
+                            name: l.name.clone().into(),
+                            host: l.host.clone().into(),
+                            port: l.port,
+                            unknown_tagged_fields: Default::default(),
+                        })
+                        .collect(),
+                    unknown_tagged_fields: Default::default(),
+                });
+            }
+        }
+        self.computed = Some(Computed::FromLog);
+    }
+
+    /// The `CommittedVotersSource:` value when this tool computed (or could not compute) the list.
+    fn committed_source(&self) -> Option<String> {
+        match &self.computed {
+            None => None,
+            Some(Computed::FromLog) => Some(format!(
+                "computed by kraft from the metadata log at HighWatermark {} (fetched as an observer with \
+                 replica id -1); the leader answered DescribeQuorum v{}, which has no CommittedVoters",
+                self.partition.high_watermark, self.api_version
+            )),
+            Some(Computed::Unavailable(why)) => Some(format!("not computed: {why}")),
+        }
     }
 
     fn endpoints(&self, id: i32) -> Vec<String> {
@@ -108,7 +184,7 @@ impl QuorumDescription {
     /// when no change is in flight or the committed set is unknown.
     pub fn reconfiguration(&self) -> (Vec<&ReplicaState>, Vec<&ReplicaState>) {
         let p = &self.partition;
-        if self.api_version < 3 || p.committed_voters.is_empty() {
+        if !self.has_committed() || p.committed_voters.is_empty() {
             return (Vec::new(), Vec::new());
         }
         let key = |r: &ReplicaState| (r.replica_id, r.replica_directory_id);
@@ -174,13 +250,16 @@ impl QuorumDescription {
             line("CurrentVoters:", &self.list(&p.current_voters)),
             line(
                 "CommittedVoters:",
-                &self.list(if self.api_version >= 3 {
+                &self.list(if self.has_committed() {
                     &p.committed_voters
                 } else {
                     &[]
                 }),
             ),
         ];
+        if let Some(source) = self.committed_source() {
+            lines.push(line("CommittedVotersSource:", &source));
+        }
         let (adding, removing) = self.reconfiguration();
         if !adding.is_empty() || !removing.is_empty() {
             let mut parts = Vec::new();
@@ -283,7 +362,7 @@ impl QuorumDescription {
                 "removing": removing.iter().map(|r| replica(r)).collect::<Vec<_>>(),
             })
         };
-        let committed: Vec<Value> = if self.api_version >= 3 {
+        let committed: Vec<Value> = if self.has_committed() {
             p.committed_voters.iter().map(replica).collect()
         } else {
             Vec::new()
@@ -298,6 +377,13 @@ impl QuorumDescription {
             "maxFollowerLagTimeMs": self.max_follower_lag_time_ms(),
             "currentVoters": p.current_voters.iter().map(replica).collect::<Vec<_>>(),
             "committedVoters": committed,
+            // "served" (DescribeQuorum v3), "computed" (from the log by this tool) or null (neither).
+            "committedVotersSource": match (&self.computed, self.api_version >= 3) {
+                (Some(Computed::FromLog), _) => json!("computed"),
+                (_, true) => json!("served"),
+                _ => Value::Null,
+            },
+            "committedVotersNote": self.committed_source(),
             "currentObservers": p.observers.iter().map(replica).collect::<Vec<_>>(),
             "reconfiguration": reconfiguration,
         })
@@ -351,7 +437,7 @@ pub fn id_lists(description: &QuorumDescription) -> BTreeMap<&'static str, Vec<i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::describe_quorum::{Listener, TopicData};
+    use crate::wire::describe_quorum::TopicData;
     use uuid::Uuid;
 
     fn replica(id: i32, dir: u128, leo: i64, caught_up: i64) -> ReplicaState {

@@ -255,6 +255,8 @@ struct FileConfig {
     controller: Option<toml::Table>,
     /// Kafka's `metadata.*` snapshot and retention keys (see `snapshot_settings`).
     metadata: Option<toml::Table>,
+    /// `internal.metadata.log.segment.bytes` (Kafka's testing-only segment size).
+    internal: Option<toml::Table>,
     #[serde(rename = "super")]
     super_: Option<toml::Table>,
 }
@@ -300,6 +302,7 @@ impl FileConfig {
         for (prefix, table) in [
             ("metadata", &self.metadata),
             ("controller", &self.controller),
+            ("internal", &self.internal),
         ] {
             if let Some(t) = table {
                 super::properties::flatten_toml(prefix, t, &mut props);
@@ -325,6 +328,10 @@ impl FileConfig {
             (
                 snapshot_settings::FETCH_SNAPSHOT_MAX_BYTES,
                 &args.controller_quorum_fetch_snapshot_max_bytes,
+            ),
+            (
+                snapshot_settings::INTERNAL_SEGMENT_BYTES,
+                &args.internal_metadata_log_segment_bytes,
             ),
         ];
         let from_flags = flags
@@ -447,6 +454,19 @@ impl NodeSettings {
     }
 }
 
+/// The core's snapshot settings: own snapshots on, as every Kafka controller takes them.
+fn snapshot_config(s: &SnapshotSettings) -> crate::node::SnapshotConfig {
+    crate::node::SnapshotConfig {
+        enabled: true,
+        max_record_bytes_between_snapshots: s.max_record_bytes_between_snapshots.max(1) as u64,
+        max_snapshot_interval_ms: s.max_snapshot_interval_ms.max(0) as u64,
+        max_retention_bytes: s.max_retention_bytes,
+        max_retention_ms: s.max_retention_ms,
+        fetch_snapshot_max_bytes: s.fetch_snapshot_max_bytes,
+        ..Default::default()
+    }
+}
+
 /// Opens the data directory, recovers the log and starts serving.
 pub async fn start_node(
     settings: &NodeSettings,
@@ -467,7 +487,9 @@ pub async fn start_node(
     }
     // Kafka's start-up of the metadata log: snapshots checked, leftovers deleted, the log truncated fully
     // to a snapshot newer than it.
-    let log = MetadataLog::open(&data.log_dir())?.log;
+    let log =
+        MetadataLog::open_with_segment_bytes(&data.log_dir(), settings.snapshots.segment_bytes)?;
+    let snapshots = log.snapshots().iter().map(|s| s.meta()).collect();
     let view = log
         .load_view()
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
@@ -492,10 +514,10 @@ pub async fn start_node(
         request_timeout_ms: settings.request_timeout_ms,
         observer_expiry_ms: 300_000,
         seed: settings.seed ^ (meta.node_id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        snapshots: Default::default(),
+        snapshots: snapshot_config(&settings.snapshots),
     };
-    let node =
-        Node::new(config, view, state).map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
+    let node = Node::with_snapshots(config, view, state, snapshots)
+        .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
     let listener = TcpListener::bind((host.as_str(), port))
         .await
         .map_err(|e| {

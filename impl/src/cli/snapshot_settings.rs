@@ -11,14 +11,17 @@ pub const MAX_SNAPSHOT_INTERVAL_MS: &str = "metadata.log.max.snapshot.interval.m
 pub const MAX_RETENTION_BYTES: &str = "metadata.max.retention.bytes";
 pub const MAX_RETENTION_MS: &str = "metadata.max.retention.ms";
 pub const FETCH_SNAPSHOT_MAX_BYTES: &str = "controller.quorum.fetch.snapshot.max.bytes";
+/// Kafka's testing-only segment size (no minimum), so a test sees segments deleted below the log start.
+pub const INTERNAL_SEGMENT_BYTES: &str = "internal.metadata.log.segment.bytes";
 
 /// Every key this module reads.
-pub const KEYS: [&str; 5] = [
+pub const KEYS: [&str; 6] = [
     MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS,
     MAX_SNAPSHOT_INTERVAL_MS,
     MAX_RETENTION_BYTES,
     MAX_RETENTION_MS,
     FETCH_SNAPSHOT_MAX_BYTES,
+    INTERNAL_SEGMENT_BYTES,
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +36,9 @@ pub struct SnapshotSettings {
     pub max_retention_ms: i64,
     /// MaxBytes this replica puts in a FetchSnapshot (INT, ≥ 1, 1 MiB).
     pub fetch_snapshot_max_bytes: i32,
+    /// A new log segment starts once the active one reaches this size (INT, ≥ 1; default 8 MiB,
+    /// `storage::DEFAULT_SEGMENT_BYTES`, where Kafka's `metadata.log.segment.bytes` is 1 GiB).
+    pub segment_bytes: u64,
 }
 
 impl Default for SnapshotSettings {
@@ -43,6 +49,7 @@ impl Default for SnapshotSettings {
             max_retention_bytes: 100 * 1024 * 1024,
             max_retention_ms: 7 * 24 * 60 * 60 * 1000,
             fetch_snapshot_max_bytes: 1024 * 1024,
+            segment_bytes: crate::storage::DEFAULT_SEGMENT_BYTES,
         }
     }
 }
@@ -76,6 +83,11 @@ impl SnapshotSettings {
                     s.fetch_snapshot_max_bytes = i32::try_from(long(Some(1))?)
                         .map_err(|_| format!("{key}={value}: not an int"))?
                 }
+                INTERNAL_SEGMENT_BYTES => {
+                    s.segment_bytes = i32::try_from(long(Some(1))?)
+                        .map_err(|_| format!("{key}={value}: not an int"))?
+                        as u64
+                }
                 other => return Err(format!("{other}: unknown key")),
             }
         }
@@ -86,7 +98,11 @@ impl SnapshotSettings {
     pub fn keys_of(props: &Properties) -> Vec<(&str, &str)> {
         props
             .iter()
-            .filter(|(k, _)| KEYS.contains(&k.as_str()) || k.starts_with("metadata."))
+            .filter(|(k, _)| {
+                KEYS.contains(&k.as_str())
+                    || k.starts_with("metadata.")
+                    || k.starts_with("internal.")
+            })
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect()
     }

@@ -108,6 +108,7 @@ impl Node {
         let Some(hw) = self.high_watermark() else {
             return;
         };
+        self.maybe_take_snapshot(now, out);
         if let Some(p) = self.pending.as_ref().filter(|p| hw > p.offset).cloned() {
             self.pending = None;
             self.reply_change(p.client, p.kind, p.key, ChangeOutcome::Committed, out);

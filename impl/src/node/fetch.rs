@@ -390,6 +390,7 @@ impl Node {
                 let candidate = reply.high_watermark.min(self.log.end_offset());
                 if self.hw.is_none_or(|hw| candidate > hw) {
                     self.hw = Some(candidate);
+                    self.maybe_take_snapshot(now, out);
                 }
             }
         }

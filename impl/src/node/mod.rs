@@ -29,7 +29,7 @@
 //!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
-//! Protocol choices (Kafka 4.x unless noted; see also the crate's closing note in `impl/README.md`):
+//! Protocol choices (Kafka 4.x unless noted):
 //! - Vote and pre-vote (KIP-996, Vote v2) are granted and refused per role exactly as Kafka 4.4's
 //!   `canGrantVote` (`vote.rs`). Elections differ from Kafka 4.x in these ways, all as the model has them so
 //!   that conformance compares the two: a Prospective counts grants only and leaves on its election timeout
@@ -109,6 +109,10 @@
 //! - A Fetch with a negative replica id (a reader that is no replica) is served and not tracked, as Kafka
 //!   serves it; one naming the leader's own id is answered INVALID_REQUEST (Kafka's `updateReplicaState`
 //!   throws `IllegalStateException` there).
+//! - A replica without an id ([`ANONYMOUS_OBSERVER_ID`], Kafka's `KafkaRaftClient` with an empty local id)
+//!   is an observer for good: it fetches with replica id −1, which a Kafka or `kraft` leader serves without
+//!   tracking it (no Observers entry, never counted for the HW or check-quorum, never a voter, since a voter
+//!   key needs an id ≥ 0). `kraft describe` runs one in memory to compute CommittedVoters.
 //! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
 //!   still pending (Kafka only does so from the pending request's completion).
 //! - EndQuorumEpoch is sent once on resignation (and once after a leader's restart), not resent to the
@@ -120,11 +124,25 @@
 //!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
 //!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs
 //!   are adopted from any peer as in Kafka, so a forged message at `i32::MAX` still ends elections for
-//!   good: only authenticated peers (mutual TLS, issue #19) prevent it.
+//!   good: only authenticated peers (mutual TLS) prevent it.
 //! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
 //!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
 //!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
 //!   among them, which is what Kafka's admin client needs.
+//! - Snapshots (KIP-630, `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`) follow Kafka 4.4's rules
+//!   with these differences. A FetchSnapshot answer whose id or Position does not continue the download
+//!   (Kafka throws `IllegalStateException` and its raft client stops), whose Size differs from the first
+//!   answer's or whose chunk would overrun Size (Kafka does not check) is ignored and asked again after the
+//!   fetch interval; so is an answer that brings no bytes (Kafka asks again at once). The leader serves at
+//!   most 8 MiB per chunk whatever MaxBytes says, a MaxBytes ≤ 0 gets an empty chunk, and a request with
+//!   no topic or partition INVALID_REQUEST (Kafka's lookup throws there). The shell installs a fetched
+//!   snapshot after the core asked for it ([`Effect::CompleteSnapshot`], then
+//!   [`Node::snapshot_loaded`]); meanwhile the replica sends no Fetch and its election and fetch timers
+//!   wait (Kafka installs within one poll, so no timer fires meanwhile either). Own snapshots: the
+//!   byte trigger and `metadata.max.retention.bytes` count the log's batches by their approximate encoded
+//!   size, and `metadata.max.retention.ms` measures a snapshot's age from when this node took or
+//!   installed it on its own clock (Kafka reads the snapshot's `LastContainedLogTimestamp`, a wall-clock
+//!   time the deterministic core does not have); a snapshot found at start-up is as old as the start.
 //! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
 //!   do not serve Metadata at all.
 
@@ -153,6 +171,7 @@ mod roles;
 pub mod sim;
 mod snapshot;
 mod snapshot_fetch;
+mod snapshot_own;
 mod timers;
 mod types;
 mod view;
@@ -246,6 +265,8 @@ pub struct Node {
     installing: Option<crate::log::SnapshotId>,
     /// An own snapshot the shell is writing (`Effect::TakeSnapshot`).
     taking: Option<crate::log::SnapshotId>,
+    /// Own snapshots' clocks (`snapshot_own.rs`).
+    own: snapshot_own::OwnSnapshots,
 }
 
 /// The timers that wait while a fetched snapshot is installed (Kafka installs it within one poll, so
@@ -283,8 +304,14 @@ impl Node {
         persisted: ElectionState,
         snapshots: Vec<crate::log::SnapshotMeta>,
     ) -> Result<Node, NodeError> {
-        if config.node_id < 0 {
+        if config.node_id < ANONYMOUS_OBSERVER_ID {
             return Err(invalid(format!("node id {} is negative", config.node_id)));
+        }
+        if config.node_id == ANONYMOUS_OBSERVER_ID && config.bootstrap != Bootstrap::NoInitialVoters
+        {
+            return Err(invalid(
+                "a replica without an id (-1) is an observer: it starts with no initial voters",
+            ));
         }
         if config.election_timeout_ms == 0
             || config.fetch_timeout_ms == 0
@@ -349,6 +376,7 @@ impl Node {
             sent_snapshot_fetch: None,
             installing: None,
             taking: None,
+            own: Default::default(),
             config,
         };
         let bootstrap_held = node.log.start_offset() == 0
@@ -545,6 +573,7 @@ impl Node {
                 self.refresh_timers();
             }
         }
+        self.maybe_clean(now, &mut out);
         self.finish(now, &mut out);
         out
     }

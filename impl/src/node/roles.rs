@@ -28,6 +28,7 @@ impl Node {
         shift(&mut self.timers.first_poll);
         shift(&mut self.next_fetch_at);
         self.refresh_timers();
+        self.start_snapshot_clocks(now);
     }
 
     pub(super) fn persist(&mut self, election: ElectionState, out: &mut Output) {
@@ -375,7 +376,7 @@ impl Node {
         if epoch < own {
             return false;
         }
-        if leader_id == self.local.id {
+        if leader_id >= 0 && leader_id == self.local.id {
             // Only this node can know that it leads; a peer claiming so for an epoch we have not led
             // is inconsistent and ignored.
             return false;

@@ -245,7 +245,7 @@ impl Sim {
     /// Routes an output: effects first (each log flush completes at once), then replies and requests
     /// into the network, then client replies.
     pub fn absorb(&mut self, from: i32, mut out: Output) {
-        let mut loaded = None;
+        let (mut loaded, mut taken) = (None, None);
         let sim_node = self.nodes.get_mut(&from).expect("known node");
         for effect in out.effects {
             match effect {
@@ -304,8 +304,34 @@ impl Sim {
                     }
                     loaded = Some((id, result));
                 }
-                Effect::TakeSnapshot { .. } | Effect::MoveLogStart { .. } => {
-                    panic!("node {from}: own snapshots are not simulated yet")
+                Effect::TakeSnapshot { id, voters, .. } => {
+                    // The control records of the snapshot (the data records this cluster appends are
+                    // test values, not metadata records a snapshot would keep).
+                    let file = match &voters {
+                        Some(set) => crate::records::encode_bootstrap_snapshot(set, 0),
+                        None => crate::records::encode_bootstrap_snapshot_without_voters(0),
+                    };
+                    let result = file.map_err(|e| e.to_string()).and_then(|bytes| {
+                        let meta = snapshot_meta(id, &bytes)?;
+                        sim_node.snapshot_files.insert(id, bytes);
+                        Ok(meta)
+                    });
+                    taken = Some((id, result));
+                }
+                Effect::MoveLogStart { offset } => {
+                    let epoch = sim_node
+                        .snapshot_files
+                        .keys()
+                        .find(|s| s.end_offset == offset)
+                        .map(|s| s.epoch)
+                        .expect("the log start moves to a held snapshot");
+                    assert!(
+                        sim_node.storage.advance_start(offset, epoch),
+                        "log start moves up"
+                    );
+                    sim_node
+                        .snapshot_files
+                        .retain(|s, _| s.end_offset >= offset);
                 }
             }
         }
@@ -331,6 +357,11 @@ impl Sim {
         }
         self.refused
             .extend(out.refused.into_iter().map(|e| (from, e)));
+        if let Some((id, result)) = taken {
+            let now = self.nodes[&from].clock;
+            let out = self.node_mut(from).snapshot_taken(now, id, result);
+            self.absorb(from, out);
+        }
         if let Some((id, result)) = loaded {
             // The shell's answer once the file is stored (the core waits for it).
             let now = self.nodes[&from].clock;

@@ -195,6 +195,7 @@ impl Node {
                 if fits {
                     tracing::info!(node = self.local.id, %id, size = meta.size, "snapshot taken");
                     self.snapshots.insert(meta);
+                    self.note_snapshot_seen(id, now);
                 } else {
                     tracing::error!(node = self.local.id, %id, hw, "snapshot outside the log start and HW ignored");
                 }

@@ -274,6 +274,10 @@ impl Default for SnapshotConfig {
     }
 }
 
+/// The node id of a replica without an id (Kafka's empty `OptionalInt` local id): an observer that sends
+/// Fetch with replica id −1, which leaders serve without tracking. Only with [`Bootstrap::NoInitialVoters`].
+pub const ANONYMOUS_OBSERVER_ID: i32 = -1;
+
 /// The peer id of `bootstrap_servers[index]`: −2 − index, as Kafka numbers them (`KafkaRaftClient`).
 pub fn bootstrap_server_id(index: usize) -> i32 {
     -2 - i32::try_from(index).unwrap_or(i32::MAX - 2)

@@ -160,10 +160,10 @@ impl Node {
         } else {
             self.timers.earliest()
         };
-        match (timers, self.parked_fetch_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [timers, self.parked_fetch_deadline(), self.clean_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn pending_change(&self) -> Option<&PendingChange> {

@@ -107,13 +107,7 @@ fn item(kafka: &kafka_protocol::records::Record, is_control: bool) -> Result<Ite
     }
 }
 
-/// A snapshot's id (Kafka's `OffsetAndEpoch`): it holds the state of every offset below `end_offset`, and
-/// `epoch` is the epoch of the record at `end_offset − 1`. Ordered by offset, then epoch, as Kafka's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SnapshotId {
-    pub end_offset: i64,
-    pub epoch: i32,
-}
+pub use crate::log::SnapshotId;
 
 /// Which of Kafka's three snapshot file names (`Snapshots.java`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,12 +121,6 @@ pub enum SnapshotFileKind {
 }
 
 impl SnapshotId {
-    /// `Snapshots.BOOTSTRAP_SNAPSHOT_ID`: written by `format`, never replicated.
-    pub const BOOTSTRAP: SnapshotId = SnapshotId {
-        end_offset: 0,
-        epoch: 0,
-    };
-
     /// The file name Kafka gives this snapshot.
     pub fn file_name(&self, kind: SnapshotFileKind) -> String {
         let suffix = match kind {
@@ -170,12 +158,6 @@ impl SnapshotId {
     }
 }
 
-impl std::fmt::Display for SnapshotId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "(end offset {}, epoch {})", self.end_offset, self.epoch)
-    }
-}
-
 /// What a complete, valid snapshot file says about itself (the core's `SnapshotMeta` and more).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnapshotInfo {
@@ -190,6 +172,18 @@ pub struct SnapshotInfo {
     pub last_contained_log_timestamp: i64,
     /// How many data records (Kafka's metadata records) it holds.
     pub data_records: u64,
+}
+
+impl SnapshotInfo {
+    /// What the core needs of it.
+    pub fn meta(&self) -> crate::log::SnapshotMeta {
+        crate::log::SnapshotMeta {
+            id: self.id,
+            size: self.size,
+            kraft_version: self.kraft_version,
+            voters: self.voters.clone(),
+        }
+    }
 }
 
 /// Checks a snapshot's frame one batch at a time: offsets dense from 0, header first, footer last, no

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::codec::{decode_client_response, request_frame, response_body, CodecError};
 use super::tls::{self, Tls};
-use crate::node::ClientResponse;
+use crate::node::{ClientResponse, Message};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::wire::frame::{begin_frame, finish_frame, read_frame_blocking, FrameReadError};
 
@@ -95,6 +95,8 @@ pub struct Client {
     stream: Stream,
     timeout: Duration,
     correlation: i32,
+    /// The peer's ApiVersions answer, asked once before the first [`Client::peer_request`].
+    peer_versions: Option<super::api_versions::PeerVersions>,
 }
 
 impl Client {
@@ -136,6 +138,7 @@ impl Client {
                         stream,
                         timeout,
                         correlation: 0,
+                        peer_versions: None,
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
@@ -303,6 +306,28 @@ impl Client {
         AddRaftVoterResponse::decode(&mut body, at).map_err(|e| self.protocol(e))
     }
 
+    /// A Raft request the core built (e.g. an observer's Fetch) at the version the shell sends it; the
+    /// answer decoded as a core message.
+    /// Sends a peer RPC at the highest version both sides serve, as the node's peer links do (the
+    /// ApiVersions round trip first, once per connection; fields the version lacks are left out).
+    pub fn peer_request(&mut self, message: &Message) -> Result<Message, ClientError> {
+        if super::codec::request_api(message).is_none() {
+            return Err(self.protocol(format!("{message:?} is not a request")));
+        }
+        let versions = match self.peer_versions.take() {
+            Some(v) => v,
+            None => super::api_versions::PeerVersions::from_response(&self.api_versions(3)?),
+        };
+        let negotiated = versions.version(message.api_key());
+        self.peer_versions = Some(versions);
+        let version = negotiated.map_err(|e| self.protocol(e))?;
+        let key = message.api_key() as i16;
+        let corr = self.next_correlation();
+        let frame = super::codec::peer_request_frame_at(message, version, corr, "kraft-observer");
+        let body = self.call(key, version, frame)?;
+        super::codec::decode_peer_response(body, key, version).map_err(|e| self.protocol(e))
+    }
+
     pub fn remove_voter(
         &mut self,
         req: &RemoveRaftVoterRequest,
@@ -364,4 +389,106 @@ pub fn describe_frame(
             reason: e.to_string(),
         })?;
     Ok(finish_frame(buf)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseHeader};
+    use kafka_protocol::protocol::{Decodable, Encodable};
+
+    use super::*;
+
+    /// One frame off `s`: (api key, version, correlation id, body after the header).
+    fn read_request(s: &mut TcpStream) -> (i16, i16, i32, Bytes) {
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).unwrap();
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        s.read_exact(&mut buf).unwrap();
+        let key = i16::from_be_bytes([buf[0], buf[1]]);
+        let version = i16::from_be_bytes([buf[2], buf[3]]);
+        let header_version = ApiKey::try_from(key)
+            .unwrap()
+            .request_header_version(version);
+        let mut body = Bytes::from(buf);
+        let header = RequestHeader::decode(&mut body, header_version).unwrap();
+        (key, version, header.correlation_id, body)
+    }
+
+    fn write_response<T: Encodable>(s: &mut TcpStream, key: ApiKey, v: i16, corr: i32, body: &T) {
+        let mut buf = bytes::BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(corr)
+            .encode(&mut buf, key.response_header_version(v))
+            .unwrap();
+        body.encode(&mut buf, v).unwrap();
+        s.write_all(&(buf.len() as i32).to_be_bytes()).unwrap();
+        s.write_all(&buf).unwrap();
+    }
+
+    /// A peer that serves Fetch v4–17, as Kafka 4.0 does (it closes the connection on a v18), gets a
+    /// Fetch v17 without the v18-only follower HW.
+    #[test]
+    fn peer_requests_go_at_the_version_the_peer_serves() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let peer = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let (key, v, corr, _) = read_request(&mut s);
+            assert_eq!(key, ApiKey::ApiVersions as i16);
+            let served = ApiVersionsResponse::default().with_api_keys(vec![ApiVersion::default()
+                .with_api_key(ApiKey::Fetch as i16)
+                .with_min_version(4)
+                .with_max_version(17)]);
+            write_response(&mut s, ApiKey::ApiVersions, v, corr, &served);
+            let (key, v, corr, mut body) = read_request(&mut s);
+            assert_eq!((key, v), (ApiKey::Fetch as i16, 17));
+            let fetch = FetchRequest::decode(&mut body, v).unwrap();
+            write_response(&mut s, ApiKey::Fetch, v, corr, &FetchResponse::default());
+            fetch
+        });
+        let mut client = Client::connect(&addr, Duration::from_secs(5)).unwrap();
+        let partition = kafka_protocol::messages::fetch_request::FetchPartition::default()
+            .with_high_watermark(42);
+        let request = FetchRequest::default().with_topics(vec![
+            kafka_protocol::messages::fetch_request::FetchTopic::default()
+                .with_partitions(vec![partition]),
+        ]);
+        let answer = client
+            .peer_request(&Message::FetchRequest(request))
+            .unwrap();
+        assert!(matches!(answer, Message::FetchResponse(_)));
+        let sent = peer.join().unwrap();
+        assert_eq!(sent.topics[0].partitions[0].high_watermark, i64::MAX);
+    }
+
+    /// A peer that does not serve the request's API gets nothing; the error names the API.
+    #[test]
+    fn a_request_the_peer_does_not_serve_is_refused_before_sending() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let peer = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let (_, v, corr, _) = read_request(&mut s);
+            write_response(
+                &mut s,
+                ApiKey::ApiVersions,
+                v,
+                corr,
+                &ApiVersionsResponse::default(),
+            );
+            let mut rest = Vec::new();
+            s.read_to_end(&mut rest).unwrap();
+            rest
+        });
+        let mut client = Client::connect(&addr, Duration::from_secs(5)).unwrap();
+        let err = client
+            .peer_request(&Message::FetchRequest(FetchRequest::default()))
+            .unwrap_err();
+        assert!(err.to_string().contains("does not serve Fetch"), "{err}");
+        drop(client);
+        assert!(peer.join().unwrap().is_empty());
+    }
 }

@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use kafka_protocol::messages::ApiKey;
 
 use super::peer::PeerLinks;
-use super::store::{Done, Job, Store};
+use super::store::{Done, Job, SnapshotOutcome, Store};
 use super::ServerError;
 use crate::node::{ClientId, ClientRequest, ClientResponse, Message, Millis, Node, Output, Role};
-use crate::storage::StorageError;
+use crate::storage::{SnapshotReader, StorageError};
 use crate::voter_set::Endpoint;
 use crate::wire::describe_quorum::DescribeQuorumResponse;
 
@@ -67,6 +67,8 @@ pub struct Driver {
     /// every request once, one requester's requests of one API in the order they came (a Fetch possibly
     /// in a later output: long poll).
     pub reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
+    /// The metadata log directory: FetchSnapshot chunks are read from its snapshot files.
+    pub snapshot_dir: std::path::PathBuf,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -181,6 +183,17 @@ impl Driver {
                 self.route(out, clients);
             }
         }
+        // A download installed (or refused) and a snapshot of our own written (or not): back to the core.
+        for outcome in done.snapshots {
+            let now = self.now();
+            let out = match outcome {
+                SnapshotOutcome::Loaded { id, result } => {
+                    self.node.snapshot_loaded(now, id, result)
+                }
+                SnapshotOutcome::Taken { id, result } => self.node.snapshot_taken(now, id, result),
+            };
+            self.apply(out, clients);
+        }
         Ok(())
     }
 
@@ -225,10 +238,31 @@ impl Driver {
             if self.reply_waiters.get(&key).is_some_and(VecDeque::is_empty) {
                 self.reply_waiters.remove(&key);
             }
-            match waiter {
+            match (waiter, message) {
+                // The core names the chunk of a FetchSnapshot response; its bytes come from the file,
+                // read off the runtime's workers.
+                (Some(reply), Message::FetchSnapshotResponse(mut resp)) => {
+                    let Some(chunk) = crate::node::snapshot_chunk(&resp) else {
+                        drop(reply.send(Message::FetchSnapshotResponse(resp)));
+                        continue;
+                    };
+                    let dir = self.snapshot_dir.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let read = SnapshotReader::open(&dir, chunk.id)
+                            .and_then(|r| r.chunk(chunk.position, chunk.len as usize));
+                        match read {
+                            Ok(bytes) => {
+                                crate::node::fill_snapshot_chunk(&mut resp, bytes);
+                                drop(reply.send(Message::FetchSnapshotResponse(resp)));
+                            }
+                            // Deleted meanwhile (the log start moved): the requester asks again.
+                            Err(e) => tracing::warn!(to, "FetchSnapshot not answered: {e}"),
+                        }
+                    });
+                }
                 // A requester that hung up meanwhile: nothing to write.
-                Some(reply) => drop(reply.send(message)),
-                None => tracing::warn!(to, "dropping a response with no matching request"),
+                (Some(reply), message) => drop(reply.send(message)),
+                (None, _) => tracing::warn!(to, "dropping a response with no matching request"),
             }
         }
         for (to, message) in out.requests {
@@ -278,7 +312,7 @@ mod tests {
     use crate::log::MemoryLog;
     use crate::node::{Bootstrap, NodeConfig};
     use crate::node::{ClientRequest, Timer};
-    use crate::storage::{read_quorum_state, FileLog};
+    use crate::storage::read_quorum_state;
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
     use std::path::PathBuf;
     use tokio::io::AsyncReadExt;
@@ -323,7 +357,7 @@ mod tests {
         let (status, status_rx) = watch::channel(Status::default());
         let peers = PeerLinks::new(1, events_tx, super::super::LinkConfig::default(), None);
         let (stored_tx, stored) = mpsc::unbounded_channel();
-        let log = FileLog::open(dir).unwrap();
+        let log = crate::storage::MetadataLog::open(dir).unwrap();
         let store = Store::spawn(log, quorum_state_path, stored_tx).unwrap();
         let driver = Driver {
             node,
@@ -339,6 +373,7 @@ mod tests {
             wall_base_ms: 0,
             last_state: None,
             reply_waiters: HashMap::new(),
+            snapshot_dir: dir.to_path_buf(),
         };
         (driver, status_rx)
     }

@@ -346,6 +346,12 @@ impl FileLog {
     /// (CRC-checked), all of it durable. The node's shell then keeps this log equal to the view by
     /// applying the core's log effects.
     pub fn load_view(&self) -> Result<MemoryLog, LogError> {
+        self.load_view_after(0)
+    }
+
+    /// As [`load_view`](Self::load_view) for a log that starts after a snapshot of epoch `start_epoch`
+    /// (the view's last epoch while it holds no batch).
+    pub fn load_view_after(&self, start_epoch: i32) -> Result<MemoryLog, LogError> {
         let mut batches = Vec::with_capacity(self.index.len());
         for entry in &self.index {
             let bytes = self.read_entry_bytes(entry)?;
@@ -359,7 +365,7 @@ impl FileLog {
                 bytes: Some(raw),
             }));
         }
-        let mut view = MemoryLog::new();
+        let mut view = MemoryLog::starting_at(self.start, start_epoch);
         view.append_replicated(batches)?;
         view.flush()?;
         Ok(view)

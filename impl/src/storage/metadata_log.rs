@@ -37,6 +37,14 @@ impl MetadataLog {
         Self::with_log(dir, FileLog::open(dir)?)
     }
 
+    /// As [`open`](Self::open), starting a new segment once the active one reaches `segment_bytes`.
+    pub fn open_with_segment_bytes(
+        dir: &Path,
+        segment_bytes: u64,
+    ) -> Result<MetadataLog, StorageError> {
+        Self::with_log(dir, FileLog::open_with_segment_bytes(dir, segment_bytes)?)
+    }
+
     /// As [`open`](Self::open), with a log already opened on `dir`.
     pub fn with_log(dir: &Path, log: FileLog) -> Result<MetadataLog, StorageError> {
         let start = log.start_offset();
@@ -95,6 +103,11 @@ impl MetadataLog {
             .map_or(0, |s| s.id.epoch)
     }
 
+    /// The core's view of the log (see [`FileLog::load_view`]), starting at the log start.
+    pub fn load_view(&self) -> Result<crate::log::MemoryLog, crate::log::LogError> {
+        self.log.load_view_after(self.start_epoch())
+    }
+
     /// Kafka's `truncateToLatestSnapshot`: when the latest snapshot is newer than the log, the log is
     /// truncated fully to it and the older snapshots are deleted. Returns whether it truncated.
     pub fn truncate_to_latest_snapshot(&mut self) -> Result<bool, StorageError> {
@@ -128,6 +141,7 @@ impl MetadataLog {
         bytes: &[u8],
     ) -> Result<(), SnapshotError> {
         if position == 0 {
+            tracing::info!(snapshot = %id, "snapshot download started");
             if let Some(old) = self.download.take() {
                 old.abandon()?;
             }
@@ -308,7 +322,12 @@ impl MetadataLog {
         if offset <= self.log.start_offset() {
             return Ok(());
         }
-        self.log.advance_start(offset)?;
+        let deleted = self.log.advance_start(offset)?;
+        tracing::info!(
+            log_start = offset,
+            segments_deleted = deleted,
+            "log start moved to a snapshot's end"
+        );
         self.forget_snapshots_before(id)
     }
 

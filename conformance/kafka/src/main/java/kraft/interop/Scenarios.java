@@ -20,7 +20,8 @@ import org.apache.kafka.common.Uuid;
  * (d) byte-level agreement ({@link WireScenario}), (e, f) TLS, (g) one quorum of both kinds ({@link MixedScenario}),
  * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}), (m) a Kafka controller on a
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
- * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}). One Kafka quorum serves
+ * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
+ * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}). One Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
@@ -117,6 +118,16 @@ final class Scenarios {
                 + " Kafka's add-controller and votes");
             try {
                 new NoInitialControllersScenario(report, tools, work.resolve("no-initial"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("r")) {
+            report.scenario("r: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
+                + " an observer: an add-controller uncommitted then committed, a remove-controller truncated after"
+                + " kill -9 of the leader, --watch throughout, and the same set a kraft leader serves in v3");
+            try {
+                new ObserverScenario(report, tools, work.resolve("observer"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
@@ -300,10 +311,17 @@ final class Scenarios {
         compareReplication("describe --replication --human-readable via Kafka controller 1", kafka.address(1),
             kafka.address(1), true);
         Procs.Result ours = tools.kraft("describe", "--bootstrap-controller", kafka.address(2), "--status");
-        report.equal("CommittedVoters is [] against Kafka (DescribeQuorum v2)", "[]",
-            Tools.statusFields(ours.out()).get("CommittedVoters"));
-        report.check("the CLI says why CommittedVoters is empty", ours.err().contains("DescribeQuorum v2")
-            && ours.err().contains("no committed voter set"), ours.err());
+        Map<String, String> computed = Tools.statusFields(ours.out());
+        report.equal("CommittedVoters computed from the log against Kafka (DescribeQuorum v2) = CurrentVoters",
+            computed.get("CurrentVoters"), computed.get("CommittedVoters"));
+        report.check("the CLI marks CommittedVoters as computed", computed.getOrDefault("CommittedVotersSource", "")
+            .startsWith("computed by kraft from the metadata log"), ours.toString());
+        Procs.Result served = tools.kraft("describe", "--bootstrap-controller", kafka.address(2), "--status",
+            "--served-only");
+        report.equal("--served-only: CommittedVoters is [] against Kafka", "[]",
+            Tools.statusFields(served.out()).get("CommittedVoters"));
+        report.check("--served-only: the CLI says why CommittedVoters is empty", served.err().contains("DescribeQuorum v2")
+            && served.err().contains("no committed voter set"), served.err());
 
         kafka.startObserver(4);
         Uuid dir4 = kafka.directoryIds.get(4);
@@ -389,6 +407,7 @@ final class Scenarios {
             Map<String, String> ours = comparable(all);
             ours.remove("CommittedVoters");
             ours.remove("Reconfiguration");
+            ours.remove("CommittedVotersSource");
             report.equal(label + ": lines and order", List.copyOf(kafka.keySet()), List.copyOf(ours.keySet()));
             for (String key : kafka.keySet()) report.equal(label + ": " + key, kafka.get(key), ours.get(key));
             if (oursIsKraft) {
