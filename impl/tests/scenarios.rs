@@ -208,6 +208,21 @@ fn summary(msg: &Message) -> String {
             s
         }
         Message::ApiVersionsRequest(_) => "ApiVersions".into(),
+        Message::UpdateRaftVoterRequest(r) => {
+            let ports: Vec<String> = r.listeners.iter().map(|l| l.port.to_string()).collect();
+            format!(
+                "UpdateRaftVoter epoch={} voter={} ports=[{}]",
+                r.current_leader_epoch,
+                r.voter_id,
+                ports.join(",")
+            )
+        }
+        Message::UpdateRaftVoterResponse(r) => format!(
+            "UpdateRaftVoterResponse {} epoch={} leader={}",
+            code_name(r.error_code),
+            r.current_leader.leader_epoch,
+            leader_id(r.current_leader.leader_id)
+        ),
         Message::ApiVersionsResponse(r) => {
             let range = r
                 .supported_features

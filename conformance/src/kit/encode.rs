@@ -414,6 +414,8 @@ pub fn name(msg: &Message) -> &'static str {
         Message::FetchSnapshotResponse(_) => "FetchSnapshotResponse",
         Message::ApiVersionsRequest(_) => "ApiVersionsRequest",
         Message::ApiVersionsResponse(_) => "ApiVersionsResponse",
+        Message::UpdateRaftVoterRequest(_) => "UpdateRaftVoterRequest",
+        Message::UpdateRaftVoterResponse(_) => "UpdateRaftVoterResponse",
     }
 }
 

@@ -107,6 +107,7 @@ impl Node {
                     .with_replica_directory_id(self.local.directory_or_nil())])]);
         self.outstanding_fetch = Some(fetch);
         self.next_fetch_at = None;
+        self.maybe_send_update_voter(now, out);
         out.requests.push((to, Message::FetchRequest(req)));
     }
 

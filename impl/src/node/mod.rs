@@ -102,7 +102,9 @@
 //!   loses nothing. Generated ids avoid reserved ids and a leading '-' as Kafka's do.
 //! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
 //!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
-//! - Followers do not send UpdateRaftVoter on their own; the leader serves UpdateRaftVoter requests. A new
+//! - A follower that is a voter sends UpdateRaftVoter when its entry differs (`update_voter.rs`): checked
+//!   as it sends a Fetch, once per 3 × fetch timeout, and sent beside that Fetch, where Kafka sends it in
+//!   place of one. A new
 //!   leader brings its own entry up to date in its start-of-epoch batch (KRaftVersion + Voters after the
 //!   LeaderChange, with its listeners and supported range as configured now) when the latest set is the
 //!   bootstrap checkpoint's or that entry differs, as Kafka 4.4's `appendStartOfEpochControlRecords`.
@@ -174,6 +176,7 @@ mod snapshot_fetch;
 mod snapshot_own;
 mod timers;
 mod types;
+mod update_voter;
 mod view;
 mod vote;
 
@@ -242,6 +245,8 @@ pub struct Node {
     next_fetch_at: Option<Millis>,
     outstanding_fetch: Option<OutstandingFetch>,
     bootstrap_cursor: usize,
+    /// Follower: when it next checks its own voter entry (`update_voter.rs`).
+    update_voter_due: Option<update_voter::UpdateVoterDue>,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,
@@ -363,6 +368,7 @@ impl Node {
             next_fetch_at: None,
             outstanding_fetch: None,
             bootstrap_cursor: 0,
+            update_voter_due: None,
             pending: None,
             add_check: None,
             last_change_reply: None,
@@ -506,6 +512,8 @@ impl Node {
             Message::ApiVersionsResponse(r) => {
                 self.on_api_versions_response(now, from, r, &mut out)
             }
+            Message::UpdateRaftVoterRequest(r) => self.on_peer_update_voter(now, from, r, &mut out),
+            Message::UpdateRaftVoterResponse(r) => self.on_update_voter_response(from, r),
         }
         self.finish(now, &mut out);
         out

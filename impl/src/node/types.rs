@@ -38,6 +38,11 @@ pub enum Message {
     /// decodes one a peer sends as [`ClientRequest::ApiVersions`]; `Node::handle` also answers it.
     ApiVersionsRequest(ApiVersionsRequest),
     ApiVersionsResponse(ApiVersionsResponse),
+    /// A follower that is a voter asks the leader to update its own entry (KIP-853, `update_voter.rs`).
+    /// The shell decodes one a peer sends as [`ClientRequest::UpdateRaftVoter`]; `Node::handle` also
+    /// answers it.
+    UpdateRaftVoterRequest(UpdateRaftVoterRequest),
+    UpdateRaftVoterResponse(UpdateRaftVoterResponse),
 }
 
 impl Message {
@@ -56,6 +61,9 @@ impl Message {
                 ApiKey::FetchSnapshot
             }
             Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => ApiKey::ApiVersions,
+            Message::UpdateRaftVoterRequest(_) | Message::UpdateRaftVoterResponse(_) => {
+                ApiKey::UpdateRaftVoter
+            }
         }
     }
 
@@ -69,6 +77,7 @@ impl Message {
                 | Message::FetchRequest(_)
                 | Message::FetchSnapshotRequest(_)
                 | Message::ApiVersionsRequest(_)
+                | Message::UpdateRaftVoterRequest(_)
         )
     }
 }

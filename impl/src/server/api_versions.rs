@@ -176,6 +176,9 @@ pub fn unsupported_answer(request: &Message) -> Option<Message> {
         Message::ApiVersionsRequest(_) => {
             Message::ApiVersionsResponse(ApiVersionsResponse::default().with_error_code(code))
         }
+        Message::UpdateRaftVoterRequest(_) => Message::UpdateRaftVoterResponse(
+            kafka_protocol::messages::UpdateRaftVoterResponse::default().with_error_code(code),
+        ),
         _ => return None,
     })
 }

@@ -33,6 +33,7 @@ pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::BeginQuorumEpoch
 pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
 pub const FETCH_SNAPSHOT_VERSION: i16 = max_version(ApiKey::FetchSnapshot);
+pub const UPDATE_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::UpdateRaftVoter);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -287,6 +288,7 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
         }
         Message::FetchSnapshotResponse(r) => encode_body("FetchSnapshotResponse", r, v, buf),
         Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
+        Message::UpdateRaftVoterResponse(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
             reason: format!("{other:?} is a request"),
@@ -333,6 +335,9 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
         Message::FetchRequest(_) => (ApiKey::Fetch as i16, FETCH_VERSION),
         Message::FetchSnapshotRequest(_) => (ApiKey::FetchSnapshot as i16, FETCH_SNAPSHOT_VERSION),
         Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
+        Message::UpdateRaftVoterRequest(_) => {
+            (ApiKey::UpdateRaftVoter as i16, UPDATE_RAFT_VOTER_VERSION)
+        }
         _ => return None,
     })
 }
@@ -386,6 +391,7 @@ pub fn peer_request_frame_at(
         Message::FetchRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::FetchSnapshotRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        Message::UpdateRaftVoterRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
             reason: format!("{other:?} is a response"),
@@ -454,6 +460,10 @@ pub fn decode_peer_response(
         Ok(ApiKey::ApiVersions) => Message::ApiVersionsResponse(
             ApiVersionsResponse::decode(&mut body, v)
                 .map_err(|e| malformed("ApiVersionsResponse", e))?,
+        ),
+        Ok(ApiKey::UpdateRaftVoter) => Message::UpdateRaftVoterResponse(
+            UpdateRaftVoterResponse::decode(&mut body, v)
+                .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

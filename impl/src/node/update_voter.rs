@@ -1,0 +1,129 @@
+//! A follower that is a voter brings its own entry of the voter set up to date (KIP-853): when its
+//! listeners or supported `kraft.version` range differ from that entry and `kraft.version` ≥ 1, it sends
+//! UpdateRaftVoter (API 82) to the leader, as Kafka 4.x's `pollFollowerAsVoter` does. Kafka checks once
+//! per update-voter period (3 × fetch timeout) from the moment the replica follows, and sends the
+//! request in place of that poll's Fetch; here the check rides on the follower's next Fetch, and both go.
+
+use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
+use kafka_protocol::messages::{UpdateRaftVoterRequest, UpdateRaftVoterResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::messages::errors;
+use super::types::*;
+use super::{Node, RoleState};
+use crate::voter_set::{SupportedVersions, VoterNode};
+
+/// When this follower next checks its entry: in `epoch`, at `due`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct UpdateVoterDue {
+    epoch: i32,
+    due: Millis,
+}
+
+impl Node {
+    /// Kafka's `updateVoterPeriodMs`: a few rounds of Fetch before the first attempt, and between attempts.
+    fn update_voter_period(&self) -> Millis {
+        self.config.fetch_timeout_ms.saturating_mul(3)
+    }
+
+    /// This node's entry as configured now.
+    fn local_voter_node(&self) -> VoterNode {
+        VoterNode {
+            key: self.local,
+            listeners: self.config.listeners.clone(),
+            supported: SupportedVersions::CURRENT,
+        }
+    }
+
+    /// Called as a follower sends a Fetch: arms the period when it starts following in an epoch, and once
+    /// it has passed sends UpdateRaftVoter if this voter's entry is out of date.
+    pub(super) fn maybe_send_update_voter(&mut self, now: Millis, out: &mut Output) {
+        let RoleState::Follower { leader, .. } = self.role else {
+            self.update_voter_due = None;
+            return;
+        };
+        let epoch = self.election.epoch;
+        match self.update_voter_due {
+            Some(d) if d.epoch == epoch && now < d.due => return,
+            Some(d) if d.epoch == epoch => {}
+            _ => {
+                self.update_voter_due = Some(UpdateVoterDue {
+                    epoch,
+                    due: now.saturating_add(self.update_voter_period()),
+                });
+                return;
+            }
+        }
+        self.update_voter_due = Some(UpdateVoterDue {
+            epoch,
+            due: now.saturating_add(self.update_voter_period()),
+        });
+        let local = self.local_voter_node();
+        if self.kraft_version() < 1 || !self.history.latest().voter_node_needs_update(&local) {
+            return;
+        }
+        let req = UpdateRaftVoterRequest::default()
+            .with_cluster_id(Some(StrBytes::from_string(self.config.cluster_id.clone())))
+            .with_current_leader_epoch(epoch)
+            .with_voter_id(self.local.id)
+            .with_voter_directory_id(self.local.directory_or_nil())
+            .with_listeners(
+                local
+                    .listeners
+                    .iter()
+                    .map(|e| {
+                        Listener::default()
+                            .with_name(StrBytes::from_string(e.name.clone()))
+                            .with_host(StrBytes::from_string(e.host.clone()))
+                            .with_port(e.port)
+                    })
+                    .collect(),
+            )
+            .with_k_raft_version_feature(
+                KRaftVersionFeature::default()
+                    .with_min_supported_version(local.supported.min)
+                    .with_max_supported_version(local.supported.max),
+            );
+        tracing::info!(
+            node = self.local.id,
+            leader,
+            epoch,
+            "own voter entry differs from this node's listeners or kraft.version range; sending UpdateRaftVoter"
+        );
+        out.requests
+            .push((leader, Message::UpdateRaftVoterRequest(req)));
+    }
+
+    /// UpdateRaftVoter from a peer: served as the client request the shell decodes it as, answered to
+    /// the peer.
+    pub(super) fn on_peer_update_voter(
+        &mut self,
+        now: Millis,
+        from: i32,
+        req: UpdateRaftVoterRequest,
+        out: &mut Output,
+    ) {
+        // A client id no shell hands out: the answer is taken back out of the client replies.
+        let id = ClientId(u64::MAX);
+        self.on_update_voter(now, id, req, out);
+        if let Some(i) = out.client_replies.iter().position(|(c, _)| *c == id) {
+            if let (_, ClientResponse::UpdateRaftVoter(resp)) = out.client_replies.remove(i) {
+                out.replies
+                    .push((from, Message::UpdateRaftVoterResponse(resp)));
+            }
+        }
+    }
+
+    /// The leader's answer: logged when refused (the next period retries while the entry differs).
+    pub(super) fn on_update_voter_response(&mut self, from: i32, resp: UpdateRaftVoterResponse) {
+        if resp.error_code != errors::NONE {
+            tracing::info!(
+                node = self.local.id,
+                leader = from,
+                error = resp.error_code,
+                message = crate::node::error_message(resp.error_code).unwrap_or(""),
+                "UpdateRaftVoter refused"
+            );
+        }
+    }
+}
