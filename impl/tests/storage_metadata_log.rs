@@ -197,7 +197,10 @@ fn two_replicas_snapshot_one_id_with_the_same_header_whatever_their_clocks() {
         fill(&mut log, 0, 10);
         let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
         let info = meta.take_snapshot(id(10), 1, None, now_ms).unwrap();
-        (info.last_contained_log_timestamp, meta.snapshot_data(id(10)).unwrap())
+        (
+            info.last_contained_log_timestamp,
+            meta.snapshot_data(id(10)).unwrap(),
+        )
     };
     assert_eq!(take(1_000), take(987_654));
 }
