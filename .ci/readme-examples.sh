@@ -77,6 +77,12 @@ expect 0 "$K" decode snapshot "$tmp/d1/__cluster_metadata-0/00000000000000000000
 has "ILZ5MPTeRWakmJu99uBJCA"
 step "kraft format refuses a formatted directory (exit 6)"
 expect 6 "$K" format --data-dir "$tmp/d1" --cluster-id demo --node-id 1 --initial-controllers "$IC"
+step "kraft format --config controller.properties --standalone (Kafka's file and options)"
+printf '%s\n' process.roles=controller node.id=1 controller.listener.names=CONTROLLER \
+  'listeners=CONTROLLER://127.0.0.1:9095' 'controller.quorum.bootstrap.servers=127.0.0.1:9095' \
+  "log.dirs=$tmp/c1" >"$tmp/c1.properties"
+expect 0 "$K" format --config "$tmp/c1.properties" --cluster-id demo --standalone
+has "as node 1 (initial voter)"
 step "kraft certs"
 expect 0 "$K" certs --dir "$tmp/certs" --node-ids 1,2,3
 test -s "$tmp/certs/admin.properties"

@@ -41,6 +41,7 @@ macro_rules! out_part {
 
 pub mod admin;
 pub mod certs;
+pub mod controller_properties;
 pub mod decode;
 pub mod describe;
 pub mod observe;
@@ -142,32 +143,42 @@ pub struct BenchDescribeArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("voters").required(true).args(["initial_controllers", "no_initial_controllers"])))]
+#[command(group(clap::ArgGroup::new("voters").required(true).args(["initial_controllers", "no_initial_controllers", "standalone"])))]
 pub struct FormatArgs {
-    #[arg(long)]
-    pub data_dir: PathBuf,
-    #[arg(long)]
+    /// A Kafka controller's properties file (`kafka-storage format --config`): node id from `node.id`, the
+    /// data directory from `metadata.log.dir` or the first of `log.dirs`, the endpoint for `--standalone`
+    /// from `advertised.listeners`/`listeners`. Flags win.
+    #[arg(short = 'c', long)]
+    pub config: Option<PathBuf>,
+    #[arg(long, required_unless_present = "config")]
+    pub data_dir: Option<PathBuf>,
+    #[arg(short = 't', long)]
     pub cluster_id: String,
-    #[arg(long)]
-    pub node_id: i32,
+    #[arg(long, required_unless_present = "config")]
+    pub node_id: Option<i32>,
     /// The bootstrap voters: `ID@HOST:PORT:DIRECTORY_ID,...` (directory ids in Kafka's base64 form).
-    #[arg(long)]
+    #[arg(short = 'I', long)]
     pub initial_controllers: Option<String>,
     /// No bootstrap voter set (Kafka's `--no-initial-controllers`): the node starts as an observer, finds
     /// the quorum through `kraft node --bootstrap-servers` and learns the voters from the log.
-    #[arg(long)]
+    #[arg(short = 'N', long)]
     pub no_initial_controllers: bool,
+    /// This node alone is the bootstrap voter set (Kafka's `--standalone`), at its advertised controller
+    /// listener; needs `--config`.
+    #[arg(short = 's', long, requires = "config")]
+    pub standalone: bool,
     /// Directory id of this node when it is not among the initial controllers (default: random).
     #[arg(long)]
     pub directory_id: Option<String>,
     /// Succeed without changes if the directory is already formatted with the same identity.
-    #[arg(long)]
+    #[arg(short = 'g', long)]
     pub ignore_formatted: bool,
 }
 
 #[derive(Args, Debug, Default, Clone)]
 pub struct NodeArgs {
-    /// TOML file with the same keys as the flags (data_dir, listener, election_timeout_ms, ...).
+    /// A Kafka controller's properties file (`controller.properties`, see `cli::controller_properties`),
+    /// or, named `*.toml`, a TOML file with the same keys as the flags (data_dir, listener, ...).
     #[arg(long)]
     pub config: Option<PathBuf>,
     #[arg(long)]
@@ -381,6 +392,12 @@ impl From<crate::server::tls::TlsError> for Failure {
 
 impl From<properties::PropertiesError> for Failure {
     fn from(e: properties::PropertiesError) -> Self {
+        Failure::new(EXIT_STORAGE, e.to_string())
+    }
+}
+
+impl From<controller_properties::ControllerConfigError> for Failure {
+    fn from(e: controller_properties::ControllerConfigError) -> Self {
         Failure::new(EXIT_STORAGE, e.to_string())
     }
 }

@@ -48,6 +48,11 @@ const RESERVED: &str =
 /// Parses `--bootstrap-servers` (Kafka's `controller.quorum.bootstrap.servers`): `HOST:PORT,...`, as
 /// endpoints on this node's listener name; empty: none.
 pub fn parse_bootstrap_servers(text: &str) -> Result<Vec<Endpoint>, Failure> {
+    parse_bootstrap_servers_on(text, LISTENER_NAME)
+}
+
+/// [`parse_bootstrap_servers`] on listener `name`.
+pub fn parse_bootstrap_servers_on(text: &str, name: &str) -> Result<Vec<Endpoint>, Failure> {
     text.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -55,7 +60,7 @@ pub fn parse_bootstrap_servers(text: &str) -> Result<Vec<Endpoint>, Failure> {
             let (host, port) = parse_host_port(item)
                 .map_err(|f| usage(format!("--bootstrap-servers: {}", f.message)))?;
             Ok(Endpoint {
-                name: LISTENER_NAME.into(),
+                name: name.into(),
                 host,
                 port,
             })
@@ -65,6 +70,11 @@ pub fn parse_bootstrap_servers(text: &str) -> Result<Vec<Endpoint>, Failure> {
 
 /// Parses `--initial-controllers`: `ID@HOST:PORT:DIRECTORY_ID,...`, as `kafka-storage format` takes it.
 pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
+    parse_initial_controllers_on(text, LISTENER_NAME)
+}
+
+/// [`parse_initial_controllers`] on listener `name`.
+pub fn parse_initial_controllers_on(text: &str, name: &str) -> Result<VoterSet, Failure> {
     let mut voters = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let bad = |why: &str| {
@@ -89,7 +99,7 @@ pub fn parse_initial_controllers(text: &str) -> Result<VoterSet, Failure> {
         voters.push(VoterNode {
             key: ReplicaKey::new(id, directory),
             listeners: vec![Endpoint {
-                name: LISTENER_NAME.into(),
+                name: name.into(),
                 host,
                 port,
             }],
@@ -169,25 +179,64 @@ pub fn format_dir(
 }
 
 pub fn format(args: &FormatArgs) -> Result<(), Failure> {
-    let voters = match (&args.initial_controllers, args.no_initial_controllers) {
-        (Some(list), false) => Some(parse_initial_controllers(list)?),
-        (None, true) => None,
-        _ => {
-            return Err(usage(
-                "give exactly one of --initial-controllers and --no-initial-controllers",
-            ))
-        }
-    };
-    let directory_id = args
+    let kafka = args
+        .config
+        .as_deref()
+        .map(super::controller_properties::read)
+        .transpose()?;
+    let name = kafka.as_ref().map_or(LISTENER_NAME, |k| &k.listener_name);
+    if kafka.as_ref().is_some_and(|k| k.static_voters) {
+        return Err(usage(format!(
+            "{} is set: static voters (kraft.version 0) are not formatted by this tool; set \
+             controller.quorum.bootstrap.servers instead",
+            super::controller_properties::VOTERS,
+        )));
+    }
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or_else(|| kafka.as_ref().and_then(|k| k.data_dir.clone()))
+        .ok_or_else(|| {
+            usage("--data-dir (or metadata.log.dir / log.dirs in --config) is required")
+        })?;
+    let node_id = args
+        .node_id
+        .or(kafka.as_ref().and_then(|k| k.node_id))
+        .ok_or_else(|| usage("--node-id (or node.id in --config) is required"))?;
+    let mut directory_id = args
         .directory_id
         .as_deref()
         .map(parse_directory_id)
         .transpose()
         .map_err(usage)?;
+    let voters = match (
+        &args.initial_controllers,
+        args.no_initial_controllers,
+        args.standalone,
+    ) {
+        (Some(list), false, false) => Some(parse_initial_controllers_on(list, name)?),
+        (None, true, false) => None,
+        (None, false, true) => {
+            let advertised = kafka
+                .as_ref()
+                .and_then(|k| k.advertised.clone())
+                .ok_or_else(|| {
+                    usage("--standalone needs the controller listener's host and port in --config")
+                })?;
+            let id = *directory_id.get_or_insert_with(new_directory_id);
+            Some(parse_initial_controllers_on(
+                &format!("{node_id}@{advertised}:{}", format_directory_id(id)),
+                name,
+            )?)
+        }
+        _ => return Err(usage(
+            "give exactly one of --standalone, --initial-controllers and --no-initial-controllers",
+        )),
+    };
     let meta = format_dir(
-        &args.data_dir,
+        &data_dir,
         &args.cluster_id,
-        args.node_id,
+        node_id,
         voters.as_ref(),
         directory_id,
         args.ignore_formatted,
@@ -199,7 +248,7 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
     };
     out!(
         "Formatted {} for cluster {} as node {} ({role}), directory id {}, {} bootstrap voter(s)",
-        args.data_dir.display(),
+        data_dir.display(),
         meta.cluster_id,
         meta.node_id,
         format_directory_id(meta.directory_id),
@@ -212,7 +261,12 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
 #[derive(Clone, Debug)]
 pub struct NodeSettings {
     pub data_dir: PathBuf,
+    /// HOST:PORT to bind.
     pub listener: String,
+    /// HOST:PORT to advertise in the voter set (Kafka's `advertised.listeners`); `None`: `listener`.
+    pub advertised: Option<String>,
+    /// The name of this node's listener (Kafka's first `controller.listener.names`).
+    pub listener_name: String,
     /// Kafka's `controller.quorum.bootstrap.servers` (see `NodeConfig::bootstrap_servers`).
     pub bootstrap_servers: Vec<Endpoint>,
     pub node_id: Option<i32>,
@@ -259,12 +313,18 @@ struct FileConfig {
     internal: Option<toml::Table>,
     #[serde(rename = "super")]
     super_: Option<toml::Table>,
+    /// TLS keys of a Kafka controller properties file.
+    #[serde(skip)]
+    kafka_tls: Properties,
+    /// Snapshot keys of a Kafka controller properties file.
+    #[serde(skip)]
+    kafka_snapshots: Properties,
 }
 
 impl FileConfig {
     /// The TLS keys of the file and the flags (flags win), as one property map.
     fn tls_properties(&self, args: &NodeArgs) -> Properties {
-        let mut props = Properties::new();
+        let mut props = self.kafka_tls.clone();
         for (prefix, table) in [
             ("security", &self.security),
             ("ssl", &self.ssl),
@@ -298,7 +358,7 @@ impl FileConfig {
 impl FileConfig {
     /// The snapshot settings of the file and the flags (flags win).
     fn snapshot_settings(&self, args: &NodeArgs) -> Result<SnapshotSettings, Failure> {
-        let mut props = Properties::new();
+        let mut props = self.kafka_snapshots.clone();
         for (prefix, table) in [
             ("metadata", &self.metadata),
             ("controller", &self.controller),
@@ -348,7 +408,28 @@ impl FileConfig {
 
 impl NodeSettings {
     pub fn resolve(args: NodeArgs) -> Result<NodeSettings, Failure> {
+        let mut kafka = None;
         let file = match &args.config {
+            Some(path) if path.extension() != Some(std::ffi::OsStr::new("toml")) => {
+                let k = super::controller_properties::read(path)?;
+                if let Some(line) = k.unused_line() {
+                    tracing::info!("{}: {line}", path.display());
+                }
+                let file = FileConfig {
+                    data_dir: k.data_dir.clone(),
+                    listener: k.listener.clone(),
+                    bootstrap_servers: k.bootstrap_servers.clone(),
+                    node_id: k.node_id,
+                    election_timeout_ms: k.election_timeout_ms,
+                    fetch_timeout_ms: k.fetch_timeout_ms,
+                    request_timeout_ms: k.request_timeout_ms,
+                    kafka_tls: k.tls.clone(),
+                    kafka_snapshots: k.snapshots.clone(),
+                    ..FileConfig::default()
+                };
+                kafka = Some(k);
+                file
+            }
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| Failure::new(EXIT_STORAGE, format!("{}: {e}", path.display())))?;
@@ -371,21 +452,36 @@ impl NodeSettings {
         }
         let defaults = Limits::default();
         let ms = Duration::from_millis;
+        let listener_name = kafka
+            .as_ref()
+            .map_or(LISTENER_NAME.to_string(), |k| k.listener_name.clone());
+        // A --listener flag is also what the node advertises.
+        let advertised = kafka
+            .as_ref()
+            .and_then(|k| k.advertised.clone())
+            .filter(|_| args.listener.is_none());
         let settings = NodeSettings {
+            advertised,
             data_dir: args
                 .data_dir
                 .or(file.data_dir)
-                .ok_or_else(|| usage("--data-dir (or data_dir in --config) is required"))?,
+                .ok_or_else(|| {
+                    usage("--data-dir (or data_dir, or Kafka's metadata.log.dir / log.dirs, in --config) is required")
+                })?,
             listener: args
                 .listener
                 .or(file.listener)
-                .ok_or_else(|| usage("--listener (or listener in --config) is required"))?,
-            bootstrap_servers: parse_bootstrap_servers(
+                .ok_or_else(|| {
+                    usage("--listener (or listener, or Kafka's listeners, in --config) is required")
+                })?,
+            bootstrap_servers: parse_bootstrap_servers_on(
                 args.bootstrap_servers
                     .as_deref()
                     .or(file.bootstrap_servers.as_deref())
                     .unwrap_or(""),
+                &listener_name,
             )?,
+            listener_name,
             node_id: args.node_id.or(file.node_id),
             cluster_id: args.cluster_id.or(file.cluster_id),
             election_timeout_ms: args
@@ -450,6 +546,9 @@ impl NodeSettings {
             ));
         }
         parse_host_port(&settings.listener)?;
+        if let Some(a) = &settings.advertised {
+            parse_host_port(a)?;
+        }
         Ok(settings)
     }
 }
@@ -495,14 +594,18 @@ pub async fn start_node(
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;
     let state = read_quorum_state(&data.quorum_state_path())?;
     let (host, port) = parse_host_port(&settings.listener)?;
+    let (adv_host, adv_port) = match &settings.advertised {
+        Some(a) => parse_host_port(a)?,
+        None => (host.clone(), port),
+    };
     let config = NodeConfig {
         cluster_id: meta.cluster_id.clone(),
         node_id: meta.node_id,
         directory_id: meta.directory_id,
         listeners: vec![Endpoint {
-            name: LISTENER_NAME.into(),
-            host: host.clone(),
-            port,
+            name: settings.listener_name.clone(),
+            host: adv_host.clone(),
+            port: adv_port,
         }],
         bootstrap,
         bootstrap_servers: settings.bootstrap_servers.clone(),
@@ -536,8 +639,8 @@ pub async fn start_node(
     );
     let broker = BrokerInfo {
         node_id: meta.node_id,
-        host,
-        port,
+        host: adv_host,
+        port: adv_port,
         cluster_id: meta.cluster_id,
     };
     server::serve(

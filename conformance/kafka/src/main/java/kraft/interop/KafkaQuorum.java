@@ -145,20 +145,29 @@ final class KafkaQuorum implements AutoCloseable {
     }
 
     private void writeConfig(int id) throws IOException {
+        writeConfig(id, ports.get(id), logDir(id), config(id));
+    }
+
+    /**
+     * Writes to {@code path} the properties this harness gives a Kafka controller {@code id} listening on
+     * {@code port} with {@code logDir} ({@code Properties.store}: escaped ':' and '=', a comment header).
+     */
+    void writeConfig(int id, int port, Path logDir, Path path) throws IOException {
         Properties p = new Properties();
         p.setProperty("process.roles", "controller");
         p.setProperty("node.id", Integer.toString(id));
         p.setProperty("controller.listener.names", "CONTROLLER");
-        p.setProperty("listeners", "CONTROLLER://127.0.0.1:" + ports.get(id));
+        p.setProperty("listeners", "CONTROLLER://127.0.0.1:" + port);
         p.setProperty("listener.security.protocol.map", "CONTROLLER:PLAINTEXT");
         p.setProperty("controller.quorum.bootstrap.servers", bootstrapServers != null ? bootstrapServers
             : bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
-        p.setProperty("log.dirs", logDir(id).toString());
+        p.setProperty("log.dirs", logDir.toString());
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");
         extra.forEach(p::setProperty);
         extraConfig.apply(id).forEach(p::setProperty);
-        try (var out = Files.newBufferedWriter(config(id))) {
+        Files.createDirectories(path.getParent());
+        try (var out = Files.newBufferedWriter(path)) {
             p.store(out, "Apache Kafka controller " + id + " (kraft interop harness)");
         }
     }

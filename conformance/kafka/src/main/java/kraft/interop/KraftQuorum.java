@@ -157,6 +157,23 @@ final class KraftQuorum implements AutoCloseable {
     }
 
     /**
+     * As {@link #startJoinerFormattedByKafka}, with one file for both: Kafka's storage tool formats the directory
+     * with {@code --config kafkaConfig} (a Kafka controller's properties naming this node's port and directory)
+     * and the node runs as {@code kraft node --config kafkaConfig} plus {@code nodeArgs}.
+     */
+    void startFromKafkaConfig(int id, Path kafkaConfig, String clusterId, String initialControllers,
+            String... nodeArgs) throws Exception {
+        reservePort(id);
+        Procs.Result f = Procs.run(Main.javaController("kafka.tools.StorageTool", "format", "--cluster-id", clusterId,
+            "--config", kafkaConfig.toString(), "--initial-controllers", initialControllers), 120);
+        if (f.code() != 0) throw new IOException("kafka-storage format of kraft node " + id + " failed: " + f);
+        List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--config", kafkaConfig.toString()));
+        cmd.addAll(List.of(nodeArgs));
+        nodeCommands.put(id, cmd);
+        restart(id);
+    }
+
+    /**
      * Node {@code id} on a directory Kafka's storage tool formatted with {@code --no-initial-controllers}
      * (meta.properties and a bootstrap snapshot with KRaftVersion 1 and no voters), started with
      * {@code --bootstrap-servers bootstrapServers} and {@code nodeArgs}: an observer that finds the quorum through

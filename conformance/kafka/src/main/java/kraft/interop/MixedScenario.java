@@ -3,6 +3,7 @@ package kraft.interop;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 
 /**
@@ -55,9 +56,17 @@ final class MixedScenario {
         int[] first = m.awaitLeader(-1, "the Kafka controllers elect a leader");
 
         // 1. The kraft node, its directory formatted by Kafka's kafka-storage (Kafka's meta.properties and
-        //    bootstrap snapshot), joins as an observer and fetches Kafka's records.
-        ours.startJoinerFormattedByKafka(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms", "1000",
-            "--fetch-timeout-ms", "5000");
+        //    bootstrap snapshot) from the properties file this harness writes for a Kafka controller, runs from
+        //    that same file (its timeouts given as flags, which win), joins as an observer and fetches Kafka's
+        //    records.
+        Path config = ours.dir.resolve("kafka-controller-" + OURS + ".properties");
+        kafka.writeConfig(OURS, ours.reservePort(OURS), ours.dataDir(OURS), config);
+        ours.startFromKafkaConfig(OURS, config, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms",
+            "1000", "--fetch-timeout-ms", "5000");
+        String unused = java.nio.file.Files.readAllLines(ours.nodeLog(OURS)).stream()
+            .filter(l -> l.contains("not used by this node")).collect(Collectors.joining("\n"));
+        report.check("kraft node --config <Kafka controller properties>: one start-up line lists the unused keys",
+            unused.lines().count() == 1 && unused.contains("metadata.max.idle.interval.ms"), unused);
         m.awaitCaughtUp(kafka.address(first[0]), OURS, "the kraft observer fetches Kafka's log to the leader's end offset");
 
         // 2. Kafka's add-controller, sent to the Kafka leader, makes it a voter (Kafka's leader checks it with
