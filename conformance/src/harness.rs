@@ -9,7 +9,7 @@ use kafka_protocol::messages::ApiKey;
 use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
-    Node, Output, Timer,
+    Node, Output, SnapshotId, SnapshotMeta, Timer,
 };
 use model::types::{Action, ChangeOp, Envelope, Id, Mask, Reply};
 use model::{FetchMode, NetworkKind};
@@ -21,6 +21,18 @@ use crate::refusal::{self, Refused};
 /// on `kraft`'s test-only faults, which only exist when `kraft/faults` is enabled (a dev-dependency
 /// feature of this crate's tests).
 pub type NodeHook = std::sync::Arc<dyn Fn(&mut Node) + Send + Sync>;
+
+/// What the core needs to know of a snapshot file, read with the storage's parser.
+fn snapshot_meta(id: SnapshotId, bytes: &Bytes) -> Result<SnapshotMeta, String> {
+    let s = kraft::records::decode_snapshot(bytes.clone())
+        .map_err(|e| format!("snapshot {id}: {e}"))?;
+    Ok(SnapshotMeta {
+        id,
+        size: bytes.len() as u64,
+        kraft_version: s.kraft_version.unwrap_or(0),
+        voters: s.voters,
+    })
+}
 
 /// A message in flight with its model abstraction.
 #[derive(Debug)]
@@ -51,6 +63,8 @@ pub struct Cluster {
     /// Each node's durable log: its log effects applied in order (a flush completes at once). A restart
     /// starts from it.
     storage: Vec<Arc<MemoryLog>>,
+    /// Each node's snapshot files (in memory, the bootstrap one left out): durable, as its log.
+    files: Vec<Arc<BTreeMap<SnapshotId, Bytes>>>,
     clocks: Vec<Millis>,
     pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
@@ -74,6 +88,7 @@ impl Cluster {
             nodes: Vec::with_capacity(servers),
             persisted: vec![ElectionState::default(); servers],
             storage: (0..servers).map(|_| Arc::new(MemoryLog::new())).collect(),
+            files: vec![Arc::default(); servers],
             clocks: vec![0; servers],
             network: Vec::new(),
             clients: BTreeMap::new(),
@@ -92,7 +107,14 @@ impl Cluster {
 
     fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let cfg = mapping::node_config(i, self.bootstrap, self.seed)?;
-        let mut node = Node::new(cfg, log, state).map_err(|e| format!("Node::new for {i}: {e}"))?;
+        let files = self.files.get(i as usize).map(|f| f.as_ref());
+        let metas = files
+            .into_iter()
+            .flatten()
+            .map(|(id, bytes)| snapshot_meta(*id, bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut node = Node::with_snapshots(cfg, log, state, metas)
+            .map_err(|e| format!("Node::with_snapshots for {i}: {e}"))?;
         if let Some(hook) = &self.hook {
             hook(&mut node);
         }
@@ -118,6 +140,12 @@ impl Cluster {
         request: Option<(i32, ApiKey)>,
         applied: &mut Applied,
     ) -> Result<(), String> {
+        // The shell's answers to snapshot effects, handed to the node after this output.
+        let mut taken = None;
+        let mut loaded = None;
+        // A download's `.checkpoint.part`: the replay's FetchSnapshot answers carry whole snapshots, so a
+        // download never outlives one output.
+        let mut partial: Option<(SnapshotId, Vec<u8>)> = None;
         for e in out.effects {
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
@@ -137,8 +165,73 @@ impl Cluster {
                         ));
                     }
                 }
-                // The model has no snapshots and the harness turns them off.
-                other => return Err(format!("node {i}: unexpected snapshot effect {other:?}")),
+                Effect::TakeSnapshot {
+                    id,
+                    kraft_version,
+                    voters,
+                } => {
+                    let file = kraft::records::SnapshotEncoder::new(
+                        id,
+                        0,
+                        kraft_version,
+                        voters.as_ref(),
+                        0,
+                    )
+                    .and_then(|e| e.finish(0))
+                    .map_err(|e| format!("node {i}: snapshot {id} does not encode: {e}"))?;
+                    let meta = snapshot_meta(id, &file)?;
+                    Arc::make_mut(&mut self.files[i as usize]).insert(id, file);
+                    taken = Some((id, meta));
+                }
+                Effect::MoveLogStart { offset } => {
+                    let files = Arc::make_mut(&mut self.files[i as usize]);
+                    let Some(id) = files.keys().find(|s| s.end_offset == offset).copied() else {
+                        return Err(format!("node {i}: log start {offset} is no snapshot's end"));
+                    };
+                    if !Arc::make_mut(&mut self.storage[i as usize]).advance_start(offset, id.epoch)
+                    {
+                        return Err(format!("node {i}: log start {offset} does not move up"));
+                    }
+                    files.retain(|s, _| *s >= id);
+                }
+                Effect::WriteSnapshotChunk {
+                    id,
+                    position,
+                    bytes,
+                } => {
+                    let part = partial.get_or_insert((id, Vec::new()));
+                    if part.0 != id || part.1.len() as u64 != position {
+                        return Err(format!(
+                            "node {i}: chunk of {id} at {position} does not continue the download"
+                        ));
+                    }
+                    part.1.extend_from_slice(&bytes);
+                }
+                Effect::AbortSnapshotDownload { id } => {
+                    if partial.as_ref().is_some_and(|(p, _)| *p == id) {
+                        partial = None;
+                    }
+                }
+                Effect::CompleteSnapshot { id, size } => {
+                    let Some((part_id, part)) = partial.take() else {
+                        return Err(format!("node {i}: {id} complete without a download"));
+                    };
+                    if (part_id, part.len() as u64) != (id, size) {
+                        return Err(format!(
+                            "node {i}: {id} of {size} bytes complete, {} bytes of {part_id} written",
+                            part.len()
+                        ));
+                    }
+                    let bytes = Bytes::from(part);
+                    let meta = snapshot_meta(id, &bytes)?;
+                    // Kafka's `truncateToLatestSnapshot`: the log starts at the snapshot.
+                    let files = Arc::make_mut(&mut self.files[i as usize]);
+                    files.retain(|held, _| *held > id);
+                    files.insert(id, bytes);
+                    self.storage[i as usize] =
+                        Arc::new(MemoryLog::starting_at(id.end_offset, id.epoch));
+                    loaded = Some((id, meta));
+                }
             }
         }
         // The shell contract: a request is answered once, in the same output (no fetch waits here:
@@ -190,7 +283,23 @@ impl Cluster {
                 }
             }
         }
-        if self.storage[i as usize].batches() != self.nodes[i as usize].log().batches() {
+        if let Some((id, _)) = partial {
+            return Err(format!(
+                "node {i}: the download of {id} did not complete in one answer"
+            ));
+        }
+        if let Some((id, meta)) = taken {
+            let now = self.tick_clock(i);
+            let out = Arc::make_mut(&mut self.nodes[i as usize]).snapshot_taken(now, id, Ok(meta));
+            self.absorb(i, out, None, applied)?;
+        }
+        if let Some((id, meta)) = loaded {
+            let now = self.tick_clock(i);
+            let out = Arc::make_mut(&mut self.nodes[i as usize]).snapshot_loaded(now, id, Ok(meta));
+            self.absorb(i, out, None, applied)?;
+        }
+        let (disk, node) = (&self.storage[i as usize], self.nodes[i as usize].log());
+        if disk.batches() != node.batches() || disk.start_offset() != node.start_offset() {
             return Err(format!("node {i}: its log effects do not rebuild its log"));
         }
         Ok(())
@@ -415,11 +524,22 @@ impl Cluster {
                 let m = self.take(&env)?;
                 self.deliver(m, &mut applied)?;
             }
-            Action::TakeSnapshot(_) | Action::AdvanceLogStart(_) | Action::FetchSnapshot { .. } => {
-                // The replay's bounds have no snapshots (`max_snapshots` 0).
-                return Err(format!(
-                    "{action:?}: snapshot steps are not mapped to the implementation"
-                ));
+            Action::TakeSnapshot(i) => {
+                check(i)?;
+                let now = self.tick_clock(i);
+                let out = Arc::make_mut(&mut self.nodes[i as usize]).take_snapshot_now(now);
+                self.absorb(i, out, None, &mut applied)?;
+            }
+            Action::AdvanceLogStart(i) => {
+                check(i)?;
+                let now = self.tick_clock(i);
+                let out = Arc::make_mut(&mut self.nodes[i as usize]).clean_now(now);
+                self.absorb(i, out, None, &mut applied)?;
+            }
+            Action::FetchSnapshot { replica, leader } => {
+                check(replica)?;
+                check(leader)?;
+                self.fetch_snapshot(replica, leader, &mut applied)?;
             }
             Action::Drop(env) => {
                 let pos = self
@@ -431,6 +551,77 @@ impl Cluster {
             }
         }
         Ok(applied)
+    }
+
+    /// The model's `FetchSnapshot{replica, leader}`: the replica's fetch (`fetch_from`) must be one
+    /// FetchSnapshotRequest to `leader` for the snapshot it downloads, from position 0; the leader's answer
+    /// (its chunk filled from its file, as a shell does) goes back at once; a complete download is
+    /// installed by the shell (`Effect::CompleteSnapshot`, `Node::snapshot_loaded`) within the step.
+    /// Both messages cross the wire codec ([`mapping::through_wire`]).
+    fn fetch_snapshot(
+        &mut self,
+        replica: Id,
+        leader: Id,
+        applied: &mut Applied,
+    ) -> Result<(), String> {
+        let downloading = self.nodes[replica as usize].snapshot_download();
+        let now = self.tick_clock(replica);
+        let mut out =
+            Arc::make_mut(&mut self.nodes[replica as usize]).fetch_from(now, i32::from(leader));
+        let sent = std::mem::take(&mut out.requests);
+        self.absorb(replica, out, None, applied)?;
+        let req = match sent.as_slice() {
+            [(to, Message::FetchSnapshotRequest(r))] if *to == i32::from(leader) => r.clone(),
+            other => {
+                return Err(format!(
+                    "the fetch of {replica} sent {other:?}, expected one FetchSnapshotRequest to {leader}"
+                ))
+            }
+        };
+        let p = req
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or("FetchSnapshotRequest without a partition")?;
+        let asked = SnapshotId {
+            end_offset: p.snapshot_id.end_offset,
+            epoch: p.snapshot_id.epoch,
+        };
+        if downloading != Some((asked, 0)) || p.position != 0 {
+            return Err(format!(
+                "FetchSnapshot of {asked} at {} from {replica}, which downloads {downloading:?}",
+                p.position
+            ));
+        }
+        let req = mapping::through_wire(&Message::FetchSnapshotRequest(req))?;
+        let now = self.tick_clock(leader);
+        let mut out =
+            Arc::make_mut(&mut self.nodes[leader as usize]).handle(now, i32::from(replica), req);
+        let replies = std::mem::take(&mut out.replies);
+        self.absorb(leader, out, None, applied)?;
+        let mut resp = match replies.as_slice() {
+            [(to, Message::FetchSnapshotResponse(r))] if *to == i32::from(replica) => r.clone(),
+            other => {
+                return Err(format!(
+                    "leader {leader} answered {other:?}, expected one FetchSnapshotResponse to {replica}"
+                ))
+            }
+        };
+        if let Some(chunk) = kraft::node::snapshot_chunk(&resp) {
+            let file = self.files[leader as usize]
+                .get(&chunk.id)
+                .ok_or_else(|| format!("leader {leader} serves {} without its file", chunk.id))?;
+            let (start, len) = (chunk.position as usize, chunk.len as usize);
+            if start + len > file.len() {
+                return Err(format!("leader {leader} serves {} past its end", chunk.id));
+            }
+            kraft::node::fill_snapshot_chunk(&mut resp, file.slice(start..start + len));
+        }
+        let resp = mapping::through_wire(&Message::FetchSnapshotResponse(resp))?;
+        let now = self.tick_clock(replica);
+        let out =
+            Arc::make_mut(&mut self.nodes[replica as usize]).handle(now, i32::from(leader), resp);
+        self.absorb(replica, out, None, applied)
     }
 
     /// True if the in-flight envelopes are `model`'s (sorted; a multiset, or a set on a duplicating

@@ -34,6 +34,17 @@
 //!   leader's `handle`, so the model's one `Change` step is the request, the round trip and the reply. The
 //!   round trip's error paths (no answer, an error answer, a range without the finalized `kraft.version`)
 //!   are outside the model and tested in `impl` only. An ApiVersions message anywhere else is an error.
+//! - `TakeSnapshot(i)`: `Node::take_snapshot_now` (own snapshots on, every trigger off:
+//!   [`snapshot_config`]); the harness writes the file in memory (`SnapshotEncoder`, control records only)
+//!   and answers `Node::snapshot_taken`. `AdvanceLogStart(i)`: `Node::clean_now` with a retention limit of
+//!   0 bytes (the log start moves to the latest snapshot, `Effect::MoveLogStart`).
+//! - `FetchSnapshot{replica, leader}`: `Node::fetch_from` must send one FetchSnapshotRequest to `leader`
+//!   naming the snapshot being downloaded, from position 0; it is delivered at once, the leader's
+//!   FetchSnapshotResponse gets its chunk from the leader's file (`fill_snapshot_chunk`, one chunk: the
+//!   whole file) and is delivered back at once, and the shell installs a complete download
+//!   (`Effect::CompleteSnapshot`: file parsed, log truncated fully, `Node::snapshot_loaded`) in the same
+//!   step. Both messages cross the wire codec. A `Restart` rebuilds the node with
+//!   `Node::with_snapshots` from its files.
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
@@ -44,7 +55,8 @@
 //! From `node.view()`: role, epoch, leader, voted-for, the log (offset i = record i, its epoch, its kind;
 //! a VotersRecord as the set of its ids), HW, latest and committed voter sets; at a leader, the epoch
 //! start offset, every other replica's end offset and caught-up flag, and the pending change; the
-//! outstanding fetch. Operator replies are compared per step (the model's `Step::replies`), and the
+//! outstanding fetch; the log start, the snapshots held other than the bootstrap one (end offset, epoch,
+//! voter set) and the snapshot being downloaded. Operator replies are compared per step (the model's `Step::replies`), and the
 //! messages sent are compared as the multiset of in-flight envelopes after every step.
 //!
 //! # Where the model is deliberately more abstract
@@ -74,7 +86,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kraft::node::{
-    Bootstrap, EntryKind, Message, NodeConfig, NodeView, Role as KRole, FETCH_ECHO_TAG,
+    Bootstrap, EntryKind, Message, Node, NodeConfig, NodeView, Role as KRole, SnapshotConfig,
+    SnapshotId as KSnapshotId, FETCH_ECHO_TAG,
 };
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 use model::types::{
@@ -153,8 +166,24 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
         request_timeout_ms: REQUEST_TIMEOUT_MS,
         observer_expiry_ms: NEVER,
         seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        snapshots: Default::default(),
+        snapshots: snapshot_config(),
     })
+}
+
+/// Own snapshots on, every trigger off: a node takes a snapshot only when the model's `TakeSnapshot`
+/// asks (`Node::take_snapshot_now`), and moves its log start only when `AdvanceLogStart` asks
+/// (`Node::clean_now`, with a retention limit of 0 bytes, so the start moves up to the latest snapshot).
+/// A FetchSnapshot answer carries a whole snapshot (one chunk).
+pub fn snapshot_config() -> SnapshotConfig {
+    SnapshotConfig {
+        enabled: true,
+        max_record_bytes_between_snapshots: u64::MAX,
+        max_snapshot_interval_ms: 0,
+        max_retention_bytes: 0,
+        max_retention_ms: -1,
+        clean_interval_ms: NEVER,
+        fetch_snapshot_max_bytes: i32::MAX,
+    }
 }
 
 /// The request for an operator change, as the admin client sends it.
@@ -295,6 +324,12 @@ pub struct Abstract {
     /// Leader only.
     pub pending: Option<PendingChange>,
     pub fetching: Option<FetchKey>,
+    /// Log start offset (0 until a snapshot replaces the prefix).
+    pub log_start: u8,
+    /// The snapshots held other than the bootstrap one, ascending: (end offset, epoch, voter set).
+    pub snapshots: Vec<(u8, u8, Mask)>,
+    /// Follower: the snapshot being downloaded (end offset, epoch).
+    pub fetching_snapshot: Option<(u8, u8)>,
 }
 
 impl Abstract {
@@ -320,6 +355,12 @@ impl Abstract {
             })
             .collect::<Vec<_>>()
             .join(" ");
+        let snapshots = self
+            .snapshots
+            .iter()
+            .map(|(e, p, v)| format!("({e},{p}){}", set(*v)))
+            .collect::<Vec<_>>()
+            .join(" ");
         let end = self
             .end
             .iter()
@@ -343,6 +384,9 @@ impl Abstract {
             ("caught_up", set(self.caught_up)),
             ("pending", format!("{:?}", self.pending)),
             ("fetching", format!("{:?}", self.fetching)),
+            ("log_start", self.log_start.to_string()),
+            ("snapshots", format!("[{snapshots}]")),
+            ("fetching_snapshot", format!("{:?}", self.fetching_snapshot)),
         ]
     }
 }
@@ -378,21 +422,36 @@ pub fn abstract_model(
         caught_up: if leading { s.caught_up & !bit(me) } else { 0 },
         pending: if leading { s.pending } else { None },
         fetching: s.fetching,
+        log_start: s.log.start(),
+        snapshots: {
+            let mut v: Vec<(u8, u8, Mask)> = [s.log.base(), s.snapshot]
+                .into_iter()
+                .flatten()
+                .map(|p| (p.id.end, p.id.epoch, p.voters))
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        },
+        fetching_snapshot: s.fetching_snapshot.map(|i| (i.end, i.epoch)),
     }
 }
 
 /// The implementation side of the projection. `leader_state` gives the epoch start offset.
 pub fn abstract_view(
     me: Id,
+    node: &Node,
     v: &NodeView,
     epoch_start: Option<i64>,
     servers: usize,
 ) -> Result<Abstract, String> {
+    use kraft::log::RaftLog;
     let role = role_of(v.role);
     let leading = role == Role::Leader;
+    let start = node.log().start_offset();
     let mut log = Vec::with_capacity(v.log.len());
     for (i, e) in v.log.iter().enumerate() {
-        if e.offset != i as i64 {
+        if e.offset != start + i as i64 {
             return Err(format!("log record {i} has offset {}", e.offset));
         }
         log.push(Entry {
@@ -400,7 +459,7 @@ pub fn abstract_view(
             kind: kind_of(&e.kind)?,
         });
     }
-    if v.log_end_offset != log.len() as i64 {
+    if v.log_end_offset != start + log.len() as i64 {
         return Err(format!(
             "LEO {} but {} records",
             v.log_end_offset,
@@ -473,6 +532,29 @@ pub fn abstract_view(
         caught_up,
         pending,
         fetching,
+        log_start: small(start, "log start")?,
+        snapshots: node
+            .snapshots()
+            .filter(|m| m.id != KSnapshotId::BOOTSTRAP)
+            .map(|m| {
+                let voters = m
+                    .voters
+                    .as_ref()
+                    .ok_or_else(|| format!("snapshot {} without a voter set", m.id))?;
+                Ok((
+                    small(m.id.end_offset, "snapshot end offset")?,
+                    small(m.id.epoch, "snapshot epoch")?,
+                    mask_of(voters)?,
+                ))
+            })
+            .collect::<Result<_, String>>()?,
+        fetching_snapshot: match node.snapshot_download() {
+            Some((id, _)) => Some((
+                small(id.end_offset, "downloaded snapshot end offset")?,
+                small(id.epoch, "downloaded snapshot epoch")?,
+            )),
+            None => None,
+        },
     })
 }
 
@@ -767,7 +849,7 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
             Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())
         }
         Message::FetchSnapshotRequest(_) | Message::FetchSnapshotResponse(_) => {
-            Err("snapshots are not in the model (the harness turns them off)".into())
+            Err("FetchSnapshot is exchanged within the model's `FetchSnapshot` step, never left in flight".into())
         }
         Message::ApiVersionsRequest(_) | Message::ApiVersionsResponse(_) => {
             Err("the ApiVersions round trip of an add is not in the model (the harness answers it within the `Change` step)".into())

@@ -386,6 +386,7 @@ pub fn compare(
         seen(id, &view);
         let got = mapping::abstract_view(
             id,
+            node,
             &view,
             node.leader_state().map(|l| l.epoch_start_offset),
             n,

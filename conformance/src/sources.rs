@@ -44,6 +44,19 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             max_in_flight: 2,
             ..trace::trace_config(ModelConfig::default())
         },
+        "snapshots" => ModelConfig {
+            voters: 3,
+            joiners: 0,
+            max_epoch: 2,
+            max_log: 4,
+            max_data: 0,
+            max_changes: 1,
+            max_crashes: 0,
+            max_snapshots: 1,
+            max_in_flight: 2,
+            fetch: FetchMode::Sync,
+            ..trace::trace_config(ModelConfig::default())
+        },
         _ => return None,
     };
     Some(cfg)
@@ -51,14 +64,19 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
 
 /// The bounds of a named graph in a few words, for the summary line.
 pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
+    let snapshots = if cfg.max_snapshots > 0 {
+        format!(" max_snapshots={}", cfg.max_snapshots)
+    } else {
+        String::new()
+    };
     format!(
-        "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={} pre_vote={}]",
+        "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
     )
 }
 
 /// Names accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 2] = ["first-election", "membership"];
+pub const GRAPH_BOUNDS: [&str; 3] = ["first-election", "membership", "snapshots"];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.
 pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {

@@ -23,7 +23,7 @@ fn stateright_states(cfg: ModelConfig) -> usize {
         .unique_state_count()
 }
 
-/// Small bounds that still hold an election, a change, refusals and a crash.
+/// Small bounds that still hold an election, a change, refusals, a crash, snapshots and installs.
 fn small() -> Vec<ModelConfig> {
     let fresh = ModelConfig {
         max_epoch: 1,
@@ -37,7 +37,12 @@ fn small() -> Vec<ModelConfig> {
         max_crashes: 1,
         ..sources::graph_config("membership").unwrap()
     };
-    vec![fresh, membership]
+    let snapshots = ModelConfig {
+        max_in_flight: 1,
+        max_crashes: 1,
+        ..sources::graph_config("snapshots").unwrap()
+    };
+    vec![fresh, membership, snapshots]
 }
 
 #[test]

@@ -46,7 +46,8 @@ fn own_snapshots_carry_the_data_forward_and_the_log_start_moves_by_segments() {
     let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
     let first = meta.take_snapshot(id(10), 1, None, 1_000).unwrap();
     assert_eq!(first.data_records, 5, "the NoOps are left out");
-    assert_eq!(first.last_contained_log_timestamp, 1_000);
+    // Kafka's LastContainedLogTimestamp: the last contained batch's timestamp (0 here), never the clock.
+    assert_eq!(first.last_contained_log_timestamp, 0);
     // Not at a batch boundary: refused, nothing written.
     assert!(meta.take_snapshot(id(11), 1, None, 1_000).is_err());
     assert!(!snapshot_path(dir.path(), id(11), SnapshotFileKind::Partial).exists());
@@ -186,4 +187,20 @@ fn a_snapshot_inside_a_metadata_transaction_is_not_taken() {
     let info = meta.take_snapshot(id(6), 1, None, 0).unwrap();
     assert_eq!(info.data_records, 1);
     assert_eq!(meta.snapshot_data(id(6)).unwrap()[0][3], 1);
+}
+
+#[test]
+fn two_replicas_snapshot_one_id_with_the_same_header_whatever_their_clocks() {
+    let take = |now_ms: i64| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = FileLog::open_with_segment_bytes(dir.path(), 200).unwrap();
+        fill(&mut log, 0, 10);
+        let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
+        let info = meta.take_snapshot(id(10), 1, None, now_ms).unwrap();
+        (
+            info.last_contained_log_timestamp,
+            meta.snapshot_data(id(10)).unwrap(),
+        )
+    };
+    assert_eq!(take(1_000), take(987_654));
 }

@@ -48,13 +48,52 @@ impl Node {
         })
     }
 
+    /// Takes a snapshot at the last whole batch at or below the HW now, if that is past the latest
+    /// snapshot and none is being written or installed, whatever the triggers say (a harness hook, as
+    /// [`Node::fire`] is for timers: the conformance replay follows the model's `TakeSnapshot`).
+    pub fn take_snapshot_now(&mut self, now: Millis) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        if let Some(id) = self.snapshot_point() {
+            self.write_snapshot(now, id, 0, false, &mut out);
+        }
+        self.finish(now, &mut out);
+        out
+    }
+
+    /// Runs the retention check now, whatever its interval (a harness hook: the conformance replay
+    /// follows the model's `AdvanceLogStart` with retention limits of 0).
+    pub fn clean_now(&mut self, now: Millis) -> Output {
+        self.start_clock(now);
+        let mut out = Output::default();
+        self.own.next_clean_at = Some(now);
+        self.maybe_clean(now, &mut out);
+        self.finish(now, &mut out);
+        out
+    }
+
+    /// Where a snapshot may be taken now: the committed batch end, past the latest snapshot and the log
+    /// start, while no snapshot is being written or installed.
+    fn snapshot_point(&self) -> Option<SnapshotId> {
+        if self.taking.is_some() || self.installing.is_some() {
+            return None;
+        }
+        let id = self.committed_batch_end()?;
+        let last_end = self
+            .snapshots
+            .latest()
+            .map_or(self.log.start_offset(), |m| m.id.end_offset)
+            .max(self.log.start_offset());
+        (id.end_offset > last_end).then_some(id)
+    }
+
     /// After the HW moved: take a snapshot if a trigger is due.
     pub(super) fn maybe_take_snapshot(&mut self, now: Millis, out: &mut Output) {
         let cfg = &self.config.snapshots;
-        if !cfg.enabled || self.taking.is_some() || self.installing.is_some() {
+        if !cfg.enabled {
             return;
         }
-        let Some(id) = self.committed_batch_end() else {
+        let Some(id) = self.snapshot_point() else {
             return;
         };
         let last_end = self
@@ -62,9 +101,6 @@ impl Node {
             .latest()
             .map_or(self.log.start_offset(), |m| m.id.end_offset)
             .max(self.log.start_offset());
-        if id.end_offset <= last_end {
-            return;
-        }
         let bytes: u64 = self
             .log
             .batches()
@@ -81,6 +117,18 @@ impl Node {
         if !(by_bytes || by_time) {
             return;
         }
+        self.write_snapshot(now, id, bytes, by_time, out);
+    }
+
+    /// Asks the shell to write snapshot `id` with the kraft.version and voter set at its last offset.
+    fn write_snapshot(
+        &mut self,
+        now: Millis,
+        id: SnapshotId,
+        bytes: u64,
+        by_time: bool,
+        out: &mut Output,
+    ) {
         let at = id.end_offset - 1;
         let kraft_version = self
             .kraft_versions
@@ -160,8 +208,10 @@ impl Node {
         tracing::info!(node = self.local.id, %id, "log start moved to a snapshot");
         self.snapshots.forget_before(id);
         self.own.seen_at.retain(|(s, _)| *s >= id);
-        self.history.trim_old_entries(id.end_offset);
-        self.kraft_versions.trim_old_entries(id.end_offset);
+        // Keep the entries in force at the snapshot's last offset: the committed voter set is read at
+        // HW − 1, which may be `end − 1` when the HW is the new log start.
+        self.history.trim_old_entries(id.end_offset - 1);
+        self.kraft_versions.trim_old_entries(id.end_offset - 1);
         out.effects.push(Effect::MoveLogStart {
             offset: id.end_offset,
         });

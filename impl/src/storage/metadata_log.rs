@@ -213,8 +213,9 @@ impl MetadataLog {
 
     /// Writes a snapshot of our own log up to `id.end_offset` (a batch boundary in the log, at most its
     /// end): the previous snapshot's data records and the log's after it, by `DataRule`. `voters` and
-    /// `kraft_version` are those as of `id.end_offset − 1`; `now_ms` (wall clock) stamps the batches and
-    /// stands for the header's LastContainedLogTimestamp when the last contained batch has none.
+    /// `kraft_version` are those as of `id.end_offset − 1`; `now_ms` (wall clock) stamps the batches; the
+    /// header's LastContainedLogTimestamp is the last contained batch's (the previous snapshot's if the log
+    /// no longer holds that batch).
     pub fn take_snapshot(
         &mut self,
         id: SnapshotId,
@@ -240,11 +241,17 @@ impl MetadataLog {
                 "the log holds [{start}, {end}) and the records from {from} are needed"
             )));
         }
+        // Kafka's rule (the loader's lastContainedLogTimeMs): the last contained batch's timestamp, even 0,
+        // so every replica's snapshot of one id holds the same records.
         let last_ts = match id.end_offset {
             0 => None,
             e => self.log.max_timestamp_at(e - 1)?,
         };
-        let last_ts = last_ts.filter(|t| *t > 0).unwrap_or(now_ms);
+        let last_ts = last_ts.unwrap_or_else(|| {
+            previous
+                .and_then(|p| self.snapshots.iter().find(|s| s.id == p))
+                .map_or(0, |s| s.last_contained_log_timestamp)
+        });
         let mut writer =
             SnapshotWriter::create(&self.dir, id, last_ts, kraft_version, voters, now_ms)?;
         let fed = self.feed_snapshot_data(&mut writer, id, previous, from);

@@ -136,7 +136,7 @@ impl Tx<'_> {
     }
 
     /// Leader: start-of-epoch batch (LeaderChange; KRaftVersion + Voters while the latest set is the
-    /// bootstrap one), HW unknown, BeginQuorumEpoch to the other voters.
+    /// bootstrap checkpoint's), HW unknown, BeginQuorumEpoch to the other voters.
     pub(super) fn become_leader(&mut self, i: Id) {
         let epoch = self.server(i).epoch;
         self.enter(i, epoch, Role::Leader);
@@ -147,7 +147,9 @@ impl Tx<'_> {
         s.epoch_start = s.log.len();
         let epoch = s.epoch;
         let voters = latest_voters(bootstrap, &s.log);
-        let needs_voters_record = latest_voters_offset(&s.log).is_none();
+        // Kafka writes them while the voter set comes from the bootstrap checkpoint: a log that starts
+        // at a snapshot has its set at offset `start − 1` (the snapshot's).
+        let needs_voters_record = latest_voters_offset(&s.log).is_none() && s.log.start() == 0;
         self.s.history.leaders[epoch as usize] |= bit(i);
         self.append(i, Kind::LeaderChange);
         if needs_voters_record {

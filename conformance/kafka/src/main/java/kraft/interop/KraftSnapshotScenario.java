@@ -110,7 +110,7 @@ final class KraftSnapshotScenario {
             changes += (add.code() == 0 ? 1 : 0) + (remove.code() == 0 ? 1 : 0);
             keepSnapshots(m, kept, seen);
             int id = leader;
-            moved = seen.stream().filter(s -> s.startsWith(id + "-")).count() >= 2
+            moved = seen.stream().filter(s -> s.startsWith(id + "/")).count() >= 2
                 && SnapshotFiles.logStart(m.metadataDir(id)) > 0;
             Thread.sleep(500); // about two changes a second: a snapshot a second by the time trigger
         }
@@ -173,16 +173,15 @@ final class KraftSnapshotScenario {
         // Kafka's DumpLogSegments on every snapshot file the kraft nodes wrote.
         keepSnapshots(m, kept, seen);
         List<Path> files = new ArrayList<>();
-        try (var s = Files.list(kept)) {
-            files.addAll(s.sorted().toList());
+        try (var s = Files.walk(kept)) {
+            files.addAll(s.filter(Files::isRegularFile).sorted().toList());
         }
         Procs.Result dump = SnapshotFiles.dump(files);
         String bad = "";
         for (Path f : files) {
             String name = f.getFileName().toString();
-            SnapshotFiles.Snapshot snap = new SnapshotFiles.Snapshot(Long.parseLong(name.substring(name.indexOf('-') + 1,
-                name.indexOf('-') + 21)), Integer.parseInt(name.substring(name.indexOf('-') + 22, name.indexOf('-') + 32)),
-                f);
+            SnapshotFiles.Snapshot snap = new SnapshotFiles.Snapshot(Long.parseLong(name.substring(0, 20)),
+                Integer.parseInt(name.substring(21, 31)), f);
             String why = SnapshotFiles.judgeDump(dump.out(), snap);
             if (why != null && bad.isEmpty()) bad = f + ": " + why;
         }
@@ -192,15 +191,17 @@ final class KraftSnapshotScenario {
     }
 
     /**
-     * Copies every snapshot file of the kraft nodes not copied yet into {@code kept} as {@code <node>-<name>}, and
+     * Copies every snapshot file of the kraft nodes not copied yet into {@code kept} as {@code <node>/<name>} (Kafka's
+     * DumpLogSegments reads the end offset and epoch from the file name, so the name stays Kafka's), and
      * records it in {@code seen}: retention deletes old snapshots, and Kafka's dump must read all of them.
      */
     private static void keepSnapshots(MixedQuorum m, Path kept, java.util.Set<String> seen) throws Exception {
         for (int id : m.ours.ports.keySet()) {
             for (SnapshotFiles.Snapshot s : SnapshotFiles.snapshots(m.metadataDir(id))) {
-                String name = id + "-" + s.path().getFileName();
+                String name = id + "/" + s.path().getFileName();
                 if (seen.contains(name)) continue;
                 try {
+                    Files.createDirectories(kept.resolve(Integer.toString(id)));
                     Files.copy(s.path(), kept.resolve(name));
                     seen.add(name);
                 } catch (java.nio.file.NoSuchFileException e) {

@@ -50,12 +50,6 @@ final class Scenarios {
         return false;
     }
 
-    /** Scenarios not yet in the default run: only when named with --only. */
-    private boolean explicitly(String... letters) {
-        for (String l : letters) if (only.contains(l)) return true;
-        return false;
-    }
-
     void runAll() throws Exception {
         if (wants("a", "b", "c", "d", "e", "f")) runSharedQuorums();
         if (wants("g")) {
@@ -133,10 +127,10 @@ final class Scenarios {
             }
         }
         // p's quorum waits for its leader's cleaner (60 s, as Kafka's); that wait overlaps o's.
-        KraftSnapshotScenario p = explicitly("p")
+        KraftSnapshotScenario p = wants("p")
             ? new KraftSnapshotScenario(report, tools, work.resolve("snapshots-kraft"), kraft) : null;
-        if (p != null && explicitly("o", "q")) p.startEarly();
-        if (explicitly("o", "q")) {
+        if (p != null && wants("o", "q")) p.startEarly();
+        if (wants("o", "q")) {
             report.scenario("o: mixed quorum whose log start has moved past 0 (KIP-630): a kraft node joins Apache"
                 + " Kafka controllers through FetchSnapshot, is added with add-controller, is elected, and serves"
                 + " FetchSnapshot to a fresh Kafka controller");
