@@ -47,6 +47,7 @@ pub mod describe;
 pub mod observe;
 pub mod properties;
 pub mod run;
+pub mod snapshot_head;
 pub mod snapshot_settings;
 pub mod watch;
 

@@ -12,17 +12,26 @@
 //!
 //! Memory: data records are emptied before the core sees them (only their offsets and epochs matter to the
 //! voter-set history), so the observer holds control records and per-record bookkeeping, not metadata.
+//!
+//! Snapshots (KIP-630): a leader whose log starts at a snapshot answers the first Fetch with its id; the
+//! observer then fetches it with FetchSnapshot as a follower would (chunks of at most
+//! [`FETCH_SNAPSHOT_MAX_BYTES`]), reads only its leading control batch (KRaftVersion and Voters, see
+//! [`SnapshotHead`]) and drops every data byte as it arrives, installs it in the core with
+//! [`Node::snapshot_loaded`] and goes on fetching from the snapshot's end. Memory for a snapshot of any
+//! size: one chunk plus at most [`MAX_CONTROL_BATCH_BYTES`](super::snapshot_head::MAX_CONTROL_BATCH_BYTES);
+//! the whole snapshot still crosses the network once.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::snapshot_head::SnapshotHead;
 use crate::history::committed_voter_set;
 use crate::log::{Batch, Record};
 use crate::node::{
-    Bootstrap, ElectionState, Message, Millis, Node, NodeConfig, NodeError, Role,
-    ANONYMOUS_OBSERVER_ID,
+    Bootstrap, Effect, ElectionState, Message, Millis, Node, NodeConfig, NodeError, Output, Role,
+    SnapshotConfig, ANONYMOUS_OBSERVER_ID,
 };
 use crate::server::client::{Client, ClientError};
 use crate::server::tls::Tls;
@@ -35,13 +44,11 @@ pub enum ObserveError {
     Node(#[from] NodeError),
     #[error("{0}")]
     Client(#[from] ClientError),
-    /// The leader's log starts at a snapshot: the voter set in force there is only in the snapshot.
-    #[error(
-        "the leader's log starts at a snapshot (end offset {end_offset}, epoch {epoch}); reading the voter \
-         set from a snapshot is not supported yet, so CommittedVoters cannot be computed"
-    )]
-    SnapshotRequired { end_offset: i64, epoch: i32 },
 }
+
+/// The MaxBytes of the observer's FetchSnapshot requests (Kafka's `controller.quorum.fetch.snapshot.max.bytes`
+/// default): the most snapshot bytes it holds at once.
+pub const FETCH_SNAPSHOT_MAX_BYTES: i32 = 1024 * 1024;
 
 /// What the observer knows at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +71,8 @@ pub struct Observer {
     /// The last Fetch answer had no records (the observer was at the leader's end offset then).
     caught_up: bool,
     bootstrap_count: usize,
+    /// The snapshot being fetched, if any.
+    head: Option<SnapshotHead>,
 }
 
 /// `HOST:PORT` for an endpoint (brackets around an IPv6 host).
@@ -114,8 +123,12 @@ impl Observer {
             request_timeout_ms: 2_000,
             observer_expiry_ms: 300_000,
             seed: 0,
-            // No own snapshots: the observer writes nothing.
-            snapshots: Default::default(),
+            // No own snapshots (the observer writes nothing); fetched ones in bounded chunks.
+            snapshots: SnapshotConfig {
+                enabled: false,
+                fetch_snapshot_max_bytes: FETCH_SNAPSHOT_MAX_BYTES,
+                ..Default::default()
+            },
         };
         let bootstrap_count = config.bootstrap_servers.len();
         let node = Node::new(config, Default::default(), ElectionState::default())?;
@@ -127,6 +140,7 @@ impl Observer {
             started: Instant::now(),
             caught_up: false,
             bootstrap_count,
+            head: None,
         })
     }
 
@@ -170,7 +184,8 @@ impl Observer {
     pub fn step(&mut self) -> Result<(), ObserveError> {
         let now = self.now();
         let out = self.node.tick(now);
-        let mut queue: std::collections::VecDeque<(i32, Message)> = out.requests.into();
+        let mut queue = std::collections::VecDeque::new();
+        self.absorb(out, &mut queue);
         if queue.is_empty() {
             let wait = self
                 .node
@@ -186,13 +201,13 @@ impl Observer {
             let now = self.now();
             match answer {
                 Ok(Message::FetchResponse(mut response)) => {
-                    self.caught_up = strip_fetch_response(&mut response)?;
+                    self.caught_up = strip_fetch_response(&mut response);
                     let out = self.node.handle(now, to, Message::FetchResponse(response));
-                    queue.extend(out.requests);
+                    self.absorb(out, &mut queue);
                 }
                 Ok(other) => {
                     let out = self.node.handle(now, to, other);
-                    queue.extend(out.requests);
+                    self.absorb(out, &mut queue);
                 }
                 Err(e) => {
                     if let Some(e) = e {
@@ -207,12 +222,52 @@ impl Observer {
                         let out = self
                             .node
                             .fetch_from(self.now(), crate::node::bootstrap_server_id(next));
-                        queue.extend(out.requests);
+                        self.absorb(out, &mut queue);
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Queues the core's requests and plays the shell for its snapshot download: each chunk goes through
+    /// the snapshot's [`SnapshotHead`] and is dropped; a complete download is installed at once. Other
+    /// effects (log writes) have nothing to do: the core's in-memory log is the observer's only copy.
+    fn absorb(&mut self, out: Output, queue: &mut std::collections::VecDeque<(i32, Message)>) {
+        queue.extend(out.requests);
+        for effect in out.effects {
+            match effect {
+                Effect::WriteSnapshotChunk {
+                    id,
+                    position,
+                    bytes,
+                } => {
+                    if position == 0 || self.head.as_ref().is_none_or(|h| h.id() != id) {
+                        tracing::info!(%id, "fetching snapshot from the leader");
+                        self.head = Some(SnapshotHead::new(id));
+                    }
+                    if let Some(head) = self.head.as_mut() {
+                        head.push(position, &bytes);
+                    }
+                }
+                Effect::AbortSnapshotDownload { .. } => self.head = None,
+                Effect::CompleteSnapshot { id, size } => {
+                    let result = match self.head.take().filter(|h| h.id() == id) {
+                        Some(head) => head.finish(size).map_err(|e| e.to_string()),
+                        None => Err(format!("snapshot {id}: no chunk was received")),
+                    };
+                    match &result {
+                        Ok(meta) => {
+                            tracing::info!(%id, size, voters = ?meta.voters.as_ref().map(|v| v.ids().collect::<Vec<_>>()), "snapshot read")
+                        }
+                        Err(e) => tracing::warn!(%id, error = %e, "snapshot refused"),
+                    }
+                    let out = self.node.snapshot_loaded(self.now(), id, result);
+                    self.absorb(out, queue);
+                }
+                _ => {}
+            }
+        }
     }
 
     fn round_trip(
@@ -237,30 +292,21 @@ impl Observer {
 }
 
 /// Empties the data records of a Fetch answer (offsets, epochs and control records stay) and reports
-/// whether it carried no records at all. A SnapshotId answer is refused (see
-/// [`ObserveError::SnapshotRequired`]).
-fn strip_fetch_response(
-    response: &mut kafka_protocol::messages::FetchResponse,
-) -> Result<bool, ObserveError> {
+/// whether it carried no records at all (an answer naming a snapshot to fetch is not "caught up").
+fn strip_fetch_response(response: &mut kafka_protocol::messages::FetchResponse) -> bool {
     let Some(p) = response
         .responses
         .first_mut()
         .and_then(|t| t.partitions.first_mut())
     else {
-        return Ok(false);
+        return false;
     };
-    if p.error_code == 0 && p.snapshot_id.end_offset >= 0 {
-        return Err(ObserveError::SnapshotRequired {
-            end_offset: p.snapshot_id.end_offset,
-            epoch: p.snapshot_id.epoch,
-        });
-    }
     let Some(records) = p.records.take().filter(|r| !r.is_empty()) else {
         p.records = Some(Bytes::new());
-        return Ok(p.error_code == 0 && p.diverging_epoch.epoch < 0);
+        return p.error_code == 0 && p.diverging_epoch.epoch < 0 && p.snapshot_id.end_offset < 0;
     };
     p.records = Some(strip_data(records));
-    Ok(false)
+    false
 }
 
 /// The batches of `records` with every data record's value emptied, re-encoded; bytes that do not

@@ -17,7 +17,8 @@ import org.apache.kafka.clients.admin.Admin;
  * answered with a SnapshotId), fetches it with FetchSnapshot and installs it (the same bytes as the leader's file,
  * its log starting at the snapshot's end offset), catches up, is added with Kafka's {@code add-controller}, is
  * elected after kill -9 of the Kafka leader, and serves that snapshot to a fresh Kafka controller that joins as an
- * observer (Kafka's copy: the same bytes, its log start at the snapshot's end offset); the end checks.
+ * observer (Kafka's copy: the same bytes, its log start at the snapshot's end offset); the end checks. Before the
+ * add, {@code kraft describe --status} against the Kafka leader computes CommittedVoters through the snapshot.
  * <p>(q) kill -9 of a {@code kraft} node in the middle of a snapshot download, from each kind of leader: a fresh
  * {@code kraft} node fetching with {@code controller.quorum.fetch.snapshot.max.bytes} = {@link #CHUNK} bytes is
  * killed as soon as its {@code .checkpoint.part} appears (checked: the part is shorter than the snapshot and no
@@ -94,6 +95,8 @@ final class SnapshotScenario {
                 installed.endOffset(), SnapshotFiles.logStart(m.metadataDir(OURS)));
         }
 
+        describeComputes(m, first[0]);
+
         // add-controller, kill -9 of the Kafka leader, the kraft node is elected.
         ours.addWithKafkaTool(report, OURS, kafka.address(first[0]), "Kafka's add-controller adds the kraft node");
         m.awaitAllCaughtUp(kafka.address(first[0]), 3, "the kraft voter and the Kafka followers reach the Kafka"
@@ -128,6 +131,25 @@ final class SnapshotScenario {
         }
         m.sample("o: Kafka observer joined", OURS);
         return OURS;
+    }
+
+    /**
+     * {@code kraft describe --status} against Kafka leader {@code leader}, whose log starts at a snapshot: its observer
+     * fetches the snapshot (FetchSnapshot) and the log after it, and prints CommittedVoters computed by kraft, the voter
+     * set at HW - 1 as the Kafka replicas' snapshot and log files hold it.
+     */
+    private void describeComputes(MixedQuorum m, int leader) throws Exception {
+        Procs.Result r = tools.kraft("describe", "--bootstrap-controller", m.kafka.address(leader), "--status",
+            "--timeout-ms", "30000");
+        java.util.Map<String, String> f = r.code() == 0 ? Tools.statusFields(r.out()) : java.util.Map.of();
+        long hw = Long.parseLong(f.getOrDefault("HighWatermark", "-1"));
+        java.util.Map.Entry<Long, List<Integer>> at = hw > 0 ? EndChecks.voterSets(m, hw).floorEntry(hw - 1) : null;
+        List<Integer> committed = Scenarios.ids(f.get("CommittedVoters")).stream().sorted().toList();
+        report.check("kraft describe --status against Kafka leader " + leader + " (log start "
+            + SnapshotFiles.logStart(m.metadataDir(leader)) + "): CommittedVoters " + committed + " computed by kraft"
+            + " from the snapshot and the log after it = the voter set at HW - 1 (HW " + hw + ": " + at + ")",
+            at != null && at.getValue().equals(committed)
+                && f.getOrDefault("CommittedVotersSource", "").startsWith("computed by kraft"), r.toString());
     }
 
     /** (q)'s steps, from the kraft leader {@code leader}. */
