@@ -8,7 +8,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 
 use benches::fixtures::{history, leader, spread_queries, VOTER_COUNTS};
 use kraft::history::committed_voter_set;
-use kraft::node::sim::{self, Sim};
+use kraft_sim::{self as sim, Sim};
 
 /// One lookup per iteration, in one group so the before/after ratio comes from one run:
 /// - `search_*`: the plain binary search every lookup did before the committed entry was kept

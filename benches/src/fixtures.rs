@@ -13,12 +13,12 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::history::VoterSetHistory;
 use kraft::leader::LeaderState;
-use kraft::node::sim;
 use kraft::voter_set::VoterSet;
 use kraft::wire::describe_quorum::{
     DescribeQuorumResponse, Listener, NodeEndpoints, PartitionData, ReplicaState, TopicData,
     METADATA_TOPIC,
 };
+use kraft_sim as sim;
 use uuid::Uuid;
 
 /// Replica counts of the codec benches.

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
-    ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Message, Millis,
-    Node, Output, SnapshotId, SnapshotMeta, Timer,
+    ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Harness,
+    Message, Millis, Node, Output, SnapshotId, SnapshotMeta, Timer,
 };
 use model::types::{Action, ChangeOp, Envelope, Id, Mask, Reply};
 use model::{FetchMode, NetworkKind};

@@ -13,12 +13,12 @@
 //!   On a duplicating network the message stays in flight; `Drop(m)` removes it. A delivered request
 //!   must be answered in that same output (`Output::replies`), once, to its sender; no other input may
 //!   produce a reply.
-//! - `Fetch{replica, leader}` (sync mode): `Node::fetch_from(now, leader)` (the model names the target,
+//! - `Fetch{replica, leader}` (sync mode): `Harness::fetch_from(now, leader)` (the model names the target,
 //!   as an observer's bootstrap choice would); the implementation must send exactly one FetchRequest, to
 //!   `leader`; it is delivered at once, and the FetchResponse the leader
 //!   returns is delivered back at once. Async mode: the request goes into the network like any message.
 //! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
-//!   to that timer's deadline and exactly that timer fires (`Node::fire`); the timer must be armed.
+//!   to that timer's deadline and exactly that timer fires (`Harness::fire`); the timer must be armed.
 //! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its durable log (its `AppendLog` and
 //!   `TruncateLog` effects applied in order, which must rebuild the node's own log after every input) and
 //!   the last election state it asked the shell to persist (`Effect::PersistElectionState`); nothing else
@@ -34,11 +34,11 @@
 //!   leader's `handle`, so the model's one `Change` step is the request, the round trip and the reply. The
 //!   round trip's error paths (no answer, an error answer, a range without the finalized `kraft.version`)
 //!   are outside the model and tested in `impl` only. An ApiVersions message anywhere else is an error.
-//! - `TakeSnapshot(i)`: `Node::take_snapshot_now` (own snapshots on, every trigger off:
+//! - `TakeSnapshot(i)`: `Harness::take_snapshot_now` (own snapshots on, every trigger off:
 //!   [`snapshot_config`]); the harness writes the file in memory (`SnapshotEncoder`, control records only)
-//!   and answers `Node::snapshot_taken`. `AdvanceLogStart(i)`: `Node::clean_now` with a retention limit of
+//!   and answers `Node::snapshot_taken`. `AdvanceLogStart(i)`: `Harness::clean_now` with a retention limit of
 //!   0 bytes (the log start moves to the latest snapshot, `Effect::MoveLogStart`).
-//! - `FetchSnapshot{replica, leader}`: `Node::fetch_from` must send one FetchSnapshotRequest to `leader`
+//! - `FetchSnapshot{replica, leader}`: `Harness::fetch_from` must send one FetchSnapshotRequest to `leader`
 //!   naming the snapshot being downloaded, from position 0; it is delivered at once, the leader's
 //!   FetchSnapshotResponse gets its chunk from the leader's file (`fill_snapshot_chunk`, one chunk: the
 //!   whole file) and is delivered back at once, and the shell installs a complete download
@@ -171,8 +171,8 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
 }
 
 /// Own snapshots on, every trigger off: a node takes a snapshot only when the model's `TakeSnapshot`
-/// asks (`Node::take_snapshot_now`), and moves its log start only when `AdvanceLogStart` asks
-/// (`Node::clean_now`, with a retention limit of 0 bytes, so the start moves up to the latest snapshot).
+/// asks (`Harness::take_snapshot_now`), and moves its log start only when `AdvanceLogStart` asks
+/// (`Harness::clean_now`, with a retention limit of 0 bytes, so the start moves up to the latest snapshot).
 /// A FetchSnapshot answer carries a whole snapshot (one chunk).
 pub fn snapshot_config() -> SnapshotConfig {
     SnapshotConfig {

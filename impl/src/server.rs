@@ -140,24 +140,15 @@ pub async fn serve(
     let snapshot_dir = log.dir().to_path_buf();
     let store = store::Store::spawn(log, quorum_state_path, stored_tx)
         .map_err(ServerError::StorageThread)?;
-    let driver = driver::Driver {
+    let driver = driver::Driver::new(
         node,
         store,
         stored,
-        issued: 0,
-        durable: 0,
-        held: Default::default(),
-        events: events_rx,
+        events_rx,
         peers,
-        start: tokio::time::Instant::now(),
-        status: status_tx,
-        wall_base_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64),
-        last_state: None,
-        reply_waiters: Default::default(),
+        status_tx,
         snapshot_dir,
-    };
+    );
     let ctx = Arc::new(conn::ConnContext {
         events: events_tx,
         limits,

@@ -7,11 +7,11 @@ use kafka_protocol::messages::api_versions_response::SupportedFeatureKey;
 use kafka_protocol::messages::ApiVersionsResponse;
 use kafka_protocol::protocol::StrBytes;
 use kraft::log::RaftLog;
-use kraft::node::sim::{self, Envelope, Sim};
 use kraft::node::{
     errors, ChangeOutcome, ClientId, ClientResponse, InvalidChange, Message, Refusal, Timer,
 };
 use kraft::voter_set::SupportedVersions;
+use kraft_sim::{self as sim, Envelope, Sim};
 
 /// Leader 1 of {1, 2, 3}, observer 4 caught up; an add of 4 sent and held at its ApiVersions request.
 fn held_add(seed: u64) -> (Sim, ClientId) {

@@ -2,9 +2,9 @@
 //! conformance mutation check has something real to catch. Run with `cargo test -p kraft --features faults`.
 #![cfg(feature = "faults")]
 
-use kraft::node::sim::{self, Sim};
 use kraft::node::{Faults, Role, Timer};
 use kraft::voter_set::VoterSet;
+use kraft_sim::{self as sim, Sim};
 
 fn ids(set: Option<&VoterSet>) -> Option<Vec<i32>> {
     set.map(|s| s.ids().collect())

@@ -7,9 +7,9 @@ use kafka_protocol::records::{
     Compression, Record as KafkaRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use kraft::log::{Batch, MemoryLog, RaftLog, Record, Replicated};
-use kraft::node::sim::{Envelope, Sim};
 use kraft::node::{Message, Role, Timer};
 use kraft::storage::FileLog;
+use kraft_sim::{Envelope, Sim};
 
 /// A data batch as Kafka's controller writes one: creation timestamps, keys, headers.
 fn kafka_style_batch(base_offset: i64, epoch: i32, values: &[&[u8]]) -> Bytes {

@@ -5,10 +5,11 @@
 
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kraft::log::RaftLog;
-use kraft::node::sim::{self, Sim};
+use kraft::node::Harness;
 use kraft::node::{
     errors, Bootstrap, Message, Millis, Node, Output, Role, Timer, FETCH_MAX_WAIT_MS,
 };
+use kraft_sim::{self as sim, Sim};
 
 /// A 3-voter cluster (plus `observers`) led by 1, everyone caught up, and the time after which the
 /// leader has no parked fetch left (the followers' last fetches waited and were answered, unread).

@@ -5,10 +5,11 @@
 //! Deterministic: every message is handed over by the test.
 
 use kraft::log::RaftLog;
-use kraft::node::sim::{self, Sim};
+use kraft::node::Harness;
 use kraft::node::{
     bootstrap_server_id, errors, Bootstrap, Message, Millis, NodeError, Output, Role, Timer,
 };
+use kraft_sim::{self as sim, Sim};
 
 const JOINER: i32 = 4;
 

@@ -2,11 +2,12 @@
 //! ApiVersions, timers (restart: `core_restart.rs`).
 
 use kraft::log::{MemoryLog, RaftLog, Record};
-use kraft::node::sim::{self, Sim};
+use kraft::node::Harness;
 use kraft::node::{
     errors, Bootstrap, ClientRequest, ClientResponse, Effect, ElectionState, Message, Node,
     NodeError, Role, Timer,
 };
+use kraft_sim::{self as sim, Sim};
 
 fn vote_code(msg: &Message) -> (i16, bool) {
     match msg {

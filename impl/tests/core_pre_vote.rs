@@ -5,9 +5,10 @@ use kafka_protocol::messages::begin_quorum_epoch_request::LeaderEndpoint;
 use kafka_protocol::messages::VoteResponse;
 use kafka_protocol::protocol::StrBytes;
 use kraft::log::{MemoryLog, RaftLog};
-use kraft::node::sim::{self, Envelope, Sim};
+use kraft::node::Harness;
 use kraft::node::{errors, Bootstrap, ElectionState, Message, Node, Role, Timer};
 use kraft::voter_set::ReplicaKey;
+use kraft_sim::{self as sim, Envelope, Sim};
 
 /// (pre_vote, epoch, last epoch) of a Vote request.
 fn vote_request(msg: &Message) -> (bool, i32, i32) {

@@ -16,9 +16,9 @@ use proptest::prelude::*;
 
 use kraft::history::committed_voter_set;
 use kraft::log::{Batch, RaftLog, Record};
-use kraft::node::sim::{self, Sim};
 use kraft::node::{errors, EntryKind, Message, NodeView, Role, Timer, ALL_TIMERS};
 use kraft::voter_set::{quorums_overlap, VoterSet};
+use kraft_sim::{self as sim, Sim};
 
 #[derive(Clone, Debug)]
 enum Action {

@@ -3,8 +3,8 @@
 //! a voter of the latest set, else Unattached; the voter history rebuilt from the log.
 
 use kraft::log::MemoryLog;
-use kraft::node::sim::{self, Sim};
 use kraft::node::{Bootstrap, ElectionState, Message, Node, Role, Timer};
+use kraft_sim::{self as sim, Sim};
 
 #[test]
 fn restart_rules() {

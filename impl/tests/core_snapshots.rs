@@ -10,8 +10,8 @@ use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::history::committed_voter_set;
 use kraft::log::{RaftLog, SnapshotId};
-use kraft::node::sim::{self, Envelope, Sim};
 use kraft::node::{errors, Message, Role, METADATA_TOPIC};
+use kraft_sim::{self as sim, Envelope, Sim};
 
 /// A valid snapshot file (header, KRaftVersion 1, Voters, footer) with `voters` as its voter set.
 fn snapshot_file(voters: &[i32]) -> Bytes {

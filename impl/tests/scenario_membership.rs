@@ -1,10 +1,10 @@
 //! Scenario tests of the quorum core: each checks leader, epoch, HW, current voters, committed
 //! voters and the DescribeQuorum response at v0–v3 (encoded through the wire codec).
 
-use kraft::node::sim::{self, change_error_code, Sim};
 use kraft::node::{errors, ClientResponse, Role, Timer};
 use kraft::voter_set::VoterSet;
 use kraft::wire::describe_quorum::{DescribeQuorumRequest, PartitionRequest, TopicRequest};
+use kraft_sim::{self as sim, change_error_code, Sim};
 
 fn ids(set: &VoterSet) -> Vec<i32> {
     set.ids().collect()

@@ -65,9 +65,9 @@ use scenario_support::Opts;
 use kafka_protocol::messages::{fetch_response, BrokerId};
 use kafka_protocol::ResponseError;
 use kraft::log::RaftLog;
-use kraft::node::sim::{self, change_error_code, Sim};
 use kraft::node::{ChangeOutcome, ClientRequest, ClientResponse, EntryKind, Message, Timer};
 use kraft::voter_set::VoterSet;
+use kraft_sim::{self as sim, change_error_code, Sim};
 
 fn code_name(code: i16) -> String {
     match ResponseError::try_from_code(code) {

@@ -287,9 +287,9 @@ fn write_seeds() {
 #[test]
 fn write_file_seeds() {
     use kraft::log::{Batch, Record};
-    use kraft::node::sim::{directory_id, key, voter_set};
     use kraft::node::ElectionState;
     use kraft::storage::{write_bootstrap, write_quorum_state, MetaProperties};
+    use kraft_sim::{directory_id, key, voter_set};
 
     let Ok(dir) = std::env::var("KRAFT_WRITE_SEEDS") else {
         return;

@@ -207,29 +207,7 @@ pub fn describe_quorum_json(r: &DescribeQuorumResponse, version: i16) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::sim;
-
-    #[test]
-    fn describe_quorum_json_has_the_fields_of_its_version_only() {
-        let mut cluster = sim::Sim::new(3, 0, 3).unwrap();
-        cluster.elect(1);
-        cluster.replicate(3);
-        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        let v0 = describe_quorum_json(&cluster.describe(1, 0), 0);
-        assert_eq!(keys(&v0), ["errorCode", "topics"]);
-        let voter0 = &v0["topics"][0]["partitions"][0]["currentVoters"][0];
-        assert_eq!(keys(voter0), ["logEndOffset", "replicaId"]);
-        let v2 = describe_quorum_json(&cluster.describe(1, 2), 2);
-        assert_eq!(keys(&v2), ["errorCode", "errorMessage", "nodes", "topics"]);
-        assert_eq!(v2["errorMessage"], "");
-        let voter2 = &v2["topics"][0]["partitions"][0]["currentVoters"][0];
-        assert_eq!(
-            voter2["replicaDirectoryId"],
-            format_directory_id(sim::directory_id(1))
-        );
-        assert!(voter2["lastFetchTimestamp"].is_i64());
-        assert_eq!(v2["nodes"][0]["listeners"][0]["name"], "CONTROLLER");
-    }
+    use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
     #[test]
     fn batch_json_names_control_records_like_the_interop_suite() {
@@ -243,7 +221,18 @@ mod tests {
                     granting_voters: vec![1, 2],
                 },
                 Record::KRaftVersion(1),
-                Record::Voters(sim::voter_set(&[1, 2])),
+                Record::Voters(
+                    VoterSet::new([1, 2].map(|id| VoterNode {
+                        key: ReplicaKey::new(id, uuid::Uuid::from_u128(0x1000 + id as u128)),
+                        listeners: vec![crate::voter_set::Endpoint {
+                            name: "CONTROLLER".into(),
+                            host: "localhost".into(),
+                            port: 9000 + id as u16,
+                        }],
+                        supported: SupportedVersions::CURRENT,
+                    }))
+                    .unwrap(),
+                ),
             ],
         };
         let j = batch_json(&batch);

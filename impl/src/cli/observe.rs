@@ -30,8 +30,8 @@ use super::snapshot_head::SnapshotHead;
 use crate::history::committed_voter_set;
 use crate::log::{Batch, Record};
 use crate::node::{
-    Bootstrap, Effect, ElectionState, Message, Millis, Node, NodeConfig, NodeError, Output, Role,
-    SnapshotConfig, ANONYMOUS_OBSERVER_ID,
+    Bootstrap, Effect, ElectionState, Harness, Message, Millis, Node, NodeConfig, NodeError,
+    Output, Role, SnapshotConfig, ANONYMOUS_OBSERVER_ID,
 };
 use crate::server::client::{Client, ClientError};
 use crate::server::tls::Tls;

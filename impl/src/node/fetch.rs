@@ -21,11 +21,9 @@ impl Node {
         self.send_fetch_to(now, None, out)
     }
 
-    /// Sends a Fetch now, to `to` if given: the leader for a follower; for an observer that knows no
-    /// leader, the bootstrap voter to ask (Kafka picks one at random; a harness picks it here).
-    /// A follower asked to fetch from anyone but its leader does nothing.
-    pub fn fetch_from(&mut self, now: Millis, to: i32) -> Output {
-        self.start_clock(now);
+    /// [`Harness::fetch_from`](super::Harness::fetch_from).
+    pub(super) fn fetch_on_command(&mut self, now: Millis, to: i32) -> Output {
+        self.adopt_clock(now);
         let mut out = Output::default();
         let allowed = match self.role {
             RoleState::Follower { leader, .. } => leader == to,
@@ -142,7 +140,7 @@ impl Node {
 
     /// Where a follower truncates on DivergingEpoch{epoch, end} (Kafka's `truncateToEndOffset`): the
     /// smaller of `end` and its own end offset for `epoch`, never past its LEO.
-    pub fn truncation_offset(&self, diverging_epoch: i32, diverging_end: i64) -> i64 {
+    pub(super) fn truncation_offset(&self, diverging_epoch: i32, diverging_end: i64) -> i64 {
         let (_, local_end) = self.end_offset_for_epoch(diverging_epoch);
         diverging_end.min(local_end).min(self.log.end_offset())
     }

@@ -82,11 +82,6 @@ impl Node {
         });
     }
 
-    /// How many fetches wait for an answer (tests, views).
-    pub fn parked_fetch_count(&self) -> usize {
-        self.parked_fetches.len()
-    }
-
     /// The earliest `MaxWaitMs` deadline of the parked fetches.
     pub(super) fn parked_fetch_deadline(&self) -> Option<Millis> {
         self.parked_fetches.iter().map(|p| p.deadline).min()

@@ -153,7 +153,7 @@ impl Node {
     /// Every precondition of a membership change, in Kafka's order; on success, the new voter set. For an
     /// add, the checks after [`Node::check_request`] are the ones Kafka makes once the new voter's
     /// ApiVersions answer is in (`node.supported` is that answer's range).
-    pub fn check_change(
+    pub(super) fn check_change(
         &self,
         cluster_id: Option<&str>,
         op: &ChangeOp,
@@ -189,7 +189,11 @@ impl Node {
 
     /// The checks of a membership request on arrival: for an add, everything Kafka checks before it
     /// sends ApiVersions to the new voter (an add's `supported` range is not read here).
-    pub fn check_request(&self, cluster_id: Option<&str>, op: &ChangeOp) -> Result<(), Refusal> {
+    pub(super) fn check_request(
+        &self,
+        cluster_id: Option<&str>,
+        op: &ChangeOp,
+    ) -> Result<(), Refusal> {
         if cluster_id.is_some_and(|c| c != self.config.cluster_id) {
             return Err(Refusal::InconsistentClusterId);
         }

@@ -165,12 +165,11 @@ mod commit;
 mod describe_cluster;
 mod fetch;
 mod fetch_wait;
+mod harness;
 mod membership;
 mod messages;
 mod quorum_epoch;
 mod roles;
-#[cfg(any(test, feature = "sim"))]
-pub mod sim;
 mod snapshot;
 mod snapshot_fetch;
 mod snapshot_own;
@@ -182,8 +181,13 @@ mod vote;
 
 pub use add_check::api_versions_request;
 pub use admin::SUPPORTED_APIS;
+pub use describe_cluster::{
+    ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER, MISMATCHED_ENDPOINT_TYPE,
+    UNSUPPORTED_ENDPOINT_TYPE,
+};
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
+pub use harness::Harness;
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
 pub use snapshot::{fill_snapshot_chunk, snapshot_chunk, SnapshotChunk, SNAPSHOT_CHUNK_TAG};
@@ -423,7 +427,7 @@ impl Node {
         }
         node.load_control_records()?;
         // Restart rules. `now` is unknown here: timers are armed relative to 0 and shifted to the
-        // shell's clock by the first input (see `start_clock`).
+        // shell's clock by the first input (see `adopt_clock`).
         let now = 0;
         if persisted.leader_id == Some(local.id) {
             node.role = RoleState::Resigned;
@@ -482,7 +486,7 @@ impl Node {
 impl Node {
     /// A message from peer `from`. Requests are answered in the returned output.
     pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
-        self.start_clock(now);
+        self.adopt_clock(now);
         let mut out = Output::default();
         match msg {
             Message::VoteRequest(r) => self.on_vote_request(now, from, r, &mut out),
@@ -521,7 +525,7 @@ impl Node {
 
     /// A request from an admin client or operator.
     pub fn handle_client(&mut self, now: Millis, id: ClientId, req: ClientRequest) -> Output {
-        self.start_clock(now);
+        self.adopt_clock(now);
         let mut out = Output::default();
         match req {
             ClientRequest::ApiVersions(r) => {
@@ -570,7 +574,7 @@ impl Node {
 
     /// Fires every timer whose deadline is ≤ `now`.
     pub fn tick(&mut self, now: Millis) -> Output {
-        self.start_clock(now);
+        self.adopt_clock(now);
         let mut out = Output::default();
         for t in ALL_TIMERS {
             if self.installing.is_some() && waits_for_install(t) {
@@ -586,10 +590,9 @@ impl Node {
         out
     }
 
-    /// Fires one armed timer now, whatever its deadline (a harness hook to follow a model's timeout
-    /// action exactly). Does nothing if the timer is not armed.
-    pub fn fire(&mut self, now: Millis, timer: Timer) -> Output {
-        self.start_clock(now);
+    /// [`Harness::fire`].
+    pub(super) fn fire_on_command(&mut self, now: Millis, timer: Timer) -> Output {
+        self.adopt_clock(now);
         let mut out = Output::default();
         if self.timers.get(timer).is_some()
             && !(self.installing.is_some() && waits_for_install(timer))

@@ -14,10 +14,10 @@ use super::types::*;
 use super::{Node, RoleState};
 
 impl Node {
-    /// Tells the node the shell's clock once, right after `new`: the deadlines `new` armed relative to 0
-    /// move by `now`, so a restarted node waits a full timeout instead of firing at once. Without this call
-    /// the first input (`handle`, `handle_client`, `tick`, `fire`) does it with its own `now`.
-    pub fn start_clock(&mut self, now: Millis) {
+    /// Learns the shell's clock once, at the first input (or [`Harness::start_clock`](super::Harness::start_clock)): the deadlines `new`
+    /// armed relative to 0 move by `now`, so a restarted node waits a full timeout instead of firing at
+    /// once.
+    pub(super) fn adopt_clock(&mut self, now: Millis) {
         if std::mem::replace(&mut self.clock_started, true) {
             return;
         }

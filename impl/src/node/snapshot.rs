@@ -181,7 +181,7 @@ impl Node {
         id: SnapshotId,
         result: Result<SnapshotMeta, String>,
     ) -> Output {
-        self.start_clock(now);
+        self.adopt_clock(now);
         let mut out = Output::default();
         if self.taking == Some(id) {
             self.taking = None;

@@ -48,11 +48,9 @@ impl Node {
         })
     }
 
-    /// Takes a snapshot at the last whole batch at or below the HW now, if that is past the latest
-    /// snapshot and none is being written or installed, whatever the triggers say (a harness hook, as
-    /// [`Node::fire`] is for timers: the conformance replay follows the model's `TakeSnapshot`).
-    pub fn take_snapshot_now(&mut self, now: Millis) -> Output {
-        self.start_clock(now);
+    /// [`Harness::take_snapshot_now`](super::Harness::take_snapshot_now).
+    pub(super) fn take_snapshot_on_command(&mut self, now: Millis) -> Output {
+        self.adopt_clock(now);
         let mut out = Output::default();
         if let Some(id) = self.snapshot_point() {
             self.write_snapshot(now, id, 0, false, &mut out);
@@ -61,10 +59,9 @@ impl Node {
         out
     }
 
-    /// Runs the retention check now, whatever its interval (a harness hook: the conformance replay
-    /// follows the model's `AdvanceLogStart` with retention limits of 0).
-    pub fn clean_now(&mut self, now: Millis) -> Output {
-        self.start_clock(now);
+    /// [`Harness::clean_now`](super::Harness::clean_now).
+    pub(super) fn clean_on_command(&mut self, now: Millis) -> Output {
+        self.adopt_clock(now);
         let mut out = Output::default();
         self.own.next_clean_at = Some(now);
         self.maybe_clean(now, &mut out);

@@ -46,29 +46,30 @@ pub struct Status {
     pub high_watermark: Option<i64>,
 }
 
+/// The node task's state; [`Driver::new`] builds it, [`Driver::run`] runs it.
 pub struct Driver {
-    pub node: Node,
-    pub store: Store,
+    node: Node,
+    store: Store,
     /// The storage thread's reports, in the order of its jobs.
-    pub stored: mpsc::UnboundedReceiver<Result<Done, StorageError>>,
+    stored: mpsc::UnboundedReceiver<Result<Done, StorageError>>,
     /// Sequence number of the last job handed to the storage thread, and of the last one durable.
-    pub issued: u64,
-    pub durable: u64,
+    issued: u64,
+    durable: u64,
     /// Outputs waiting for the storage thread, with the job they wait for, oldest first.
-    pub held: VecDeque<(u64, Output)>,
-    pub events: mpsc::Receiver<Event>,
-    pub peers: PeerLinks,
-    pub start: Instant,
-    pub status: watch::Sender<Status>,
+    held: VecDeque<(u64, Output)>,
+    events: mpsc::Receiver<Event>,
+    peers: PeerLinks,
+    start: Instant,
+    status: watch::Sender<Status>,
     /// Wall-clock milliseconds at `start`: DescribeQuorum timestamps are reported as epoch milliseconds.
-    pub wall_base_ms: i64,
-    pub last_state: Option<(Role, i32, Option<i32>)>,
+    wall_base_ms: i64,
+    last_state: Option<(Role, i32, Option<i32>)>,
     /// Where the replies to each requester's requests of each API go, oldest first: the core answers
     /// every request once, one requester's requests of one API in the order they came (a Fetch possibly
     /// in a later output: long poll).
-    pub reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
+    reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
     /// The metadata log directory: FetchSnapshot chunks are read from its snapshot files.
-    pub snapshot_dir: std::path::PathBuf,
+    snapshot_dir: std::path::PathBuf,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -96,6 +97,38 @@ fn to_wall_clock(response: &mut DescribeQuorumResponse, base: i64) {
 }
 
 impl Driver {
+    /// The task for `node`: its storage thread (`store`, reporting on `stored`), its event queue, its peer
+    /// links, where its status is published, and the directory its snapshot files are read from. Its
+    /// clock starts now.
+    pub(super) fn new(
+        node: Node,
+        store: Store,
+        stored: mpsc::UnboundedReceiver<Result<Done, StorageError>>,
+        events: mpsc::Receiver<Event>,
+        peers: PeerLinks,
+        status: watch::Sender<Status>,
+        snapshot_dir: std::path::PathBuf,
+    ) -> Driver {
+        Driver {
+            node,
+            store,
+            stored,
+            issued: 0,
+            durable: 0,
+            held: VecDeque::new(),
+            events,
+            peers,
+            start: Instant::now(),
+            status,
+            wall_base_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+            last_state: None,
+            reply_waiters: HashMap::new(),
+            snapshot_dir,
+        }
+    }
+
     fn now(&self) -> Millis {
         self.start.elapsed().as_millis() as Millis
     }
@@ -163,7 +196,7 @@ impl Driver {
 
     /// A storage report: release the outputs that waited for it, in order. The
     /// first storage error stops the node; the outputs held behind it are never sent.
-    pub fn on_stored(
+    fn on_stored(
         &mut self,
         stored: Option<Result<Done, StorageError>>,
         clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
@@ -199,7 +232,7 @@ impl Driver {
 
     /// Persist first, then send (the shell contract of `node`): the effects go to the storage thread and
     /// the output waits for them, and for every earlier output, before it is routed.
-    pub fn apply(
+    fn apply(
         &mut self,
         mut out: Output,
         clients: &mut HashMap<ClientId, oneshot::Sender<ClientResponse>>,
@@ -311,7 +344,7 @@ mod tests {
     use super::*;
     use crate::log::MemoryLog;
     use crate::node::{Bootstrap, NodeConfig};
-    use crate::node::{ClientRequest, Timer};
+    use crate::node::{ClientRequest, Harness, Timer};
     use crate::storage::read_quorum_state;
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
     use std::path::PathBuf;

@@ -20,10 +20,10 @@ use kafka_protocol::messages::{
     RemoveRaftVoterResponse, TopicName, UpdateRaftVoterRequest, UpdateRaftVoterResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kraft::node::sim::{self, Sim};
 use kraft::node::{ClientRequest, ClientResponse, Message, Timer, SUPPORTED_APIS};
 use kraft::server::client::describe_frame;
 use kraft::server::codec::{self, BrokerInfo, CodecError, Reply};
+use kraft_sim::{self as sim, Sim};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

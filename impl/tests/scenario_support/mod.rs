@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::{update_raft_voter_request, BrokerId, UpdateRaftVoterRequest};
 use kafka_protocol::protocol::StrBytes;
-use kraft::node::sim;
 use kraft::node::{ClientRequest, Message};
 use kraft::wire::describe_quorum::{DescribeQuorumRequest, PartitionRequest, TopicRequest};
+use kraft_sim as sim;
 use uuid::Uuid;
 
 /// `key=value` options after the positional arguments.

@@ -1,19 +1,24 @@
 //! A deterministic in-process cluster for tests and benchmarks: N nodes over [`MemoryLog`], a network the
 //! caller controls (deliver, drop, duplicate, in any order), per-node clocks, crash and restart from the
 //! durable state only (log and persisted election state).
+//!
+//! It plays the shell of the core's contract (`kraft::node`) in memory: effects are applied before an
+//! output's messages enter the network, every flush completes at once, snapshot files are byte vectors. It
+//! steps nodes through [`Harness`] (a timer fired on command, a fetch to a chosen peer), which is how the
+//! scenarios and the model's traces pick one schedule among those a real clock and network allow.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::{
+use kraft::log::{MemoryLog, RaftLog, SnapshotId, SnapshotMeta};
+use kraft::node::{
     AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
-    Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
+    Harness, Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
 };
-use crate::log::{MemoryLog, RaftLog, SnapshotId, SnapshotMeta};
-use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
-use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
+use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+use kraft::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
 /// A message in flight.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +46,7 @@ pub struct SimNode {
 
 /// Reads a snapshot file with the storage's parser: what the core needs to know of it.
 pub fn snapshot_meta(id: SnapshotId, bytes: &Bytes) -> Result<SnapshotMeta, String> {
-    let snapshot = crate::records::decode_snapshot(bytes.clone())
+    let snapshot = kraft::records::decode_snapshot(bytes.clone())
         .map_err(|e| format!("snapshot {id}: {e}"))?;
     Ok(SnapshotMeta {
         id,
@@ -308,8 +313,8 @@ impl Sim {
                     // The control records of the snapshot (the data records this cluster appends are
                     // test values, not metadata records a snapshot would keep).
                     let file = match &voters {
-                        Some(set) => crate::records::encode_bootstrap_snapshot(set, 0),
-                        None => crate::records::encode_bootstrap_snapshot_without_voters(0),
+                        Some(set) => kraft::records::encode_bootstrap_snapshot(set, 0),
+                        None => kraft::records::encode_bootstrap_snapshot_without_voters(0),
                     };
                     let result = file.map_err(|e| e.to_string()).and_then(|bytes| {
                         let meta = snapshot_meta(id, &bytes)?;
@@ -337,10 +342,10 @@ impl Sim {
         }
         for (_, msg) in out.replies.iter_mut() {
             if let Message::FetchSnapshotResponse(resp) = msg {
-                if let Some(chunk) = super::snapshot_chunk(resp) {
+                if let Some(chunk) = kraft::node::snapshot_chunk(resp) {
                     let file = &sim_node.snapshot_files[&chunk.id];
                     let (start, len) = (chunk.position as usize, chunk.len as usize);
-                    super::fill_snapshot_chunk(resp, file.slice(start..start + len));
+                    kraft::node::fill_snapshot_chunk(resp, file.slice(start..start + len));
                 }
             }
         }
@@ -648,13 +653,6 @@ impl Sim {
                 break;
             }
         }
-    }
-}
-
-impl Node {
-    /// Whether no fetch is awaiting its response.
-    pub fn outstanding_fetch_is_none(&self) -> bool {
-        self.outstanding_fetch.is_none()
     }
 }
 
