@@ -94,13 +94,6 @@ fn same_replica(stored: &ReplicaKey, seen: &ReplicaKey) -> bool {
     stored.matches(seen) || seen.matches(stored)
 }
 
-/// Test-only seeded fault: count a leader that removed itself in the HW (Kafka's KAFKA-16530 bug).
-#[cfg(feature = "faults")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LeaderFaults {
-    pub hw_counts_removed_leader: bool,
-}
-
 /// The state of a leader in one epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaderState {
@@ -116,7 +109,8 @@ pub struct LeaderState {
     fetched_voters: BTreeSet<i32>,
     pub check_quorum_deadline: Option<Millis>,
     #[cfg(feature = "faults")]
-    pub(crate) faults: LeaderFaults,
+    /// The node's seeded faults (this state reads `hw_counts_removed_leader`).
+    pub(crate) faults: crate::faults::Faults,
 }
 
 impl LeaderState {
@@ -139,7 +133,7 @@ impl LeaderState {
             fetched_voters: BTreeSet::new(),
             check_quorum_deadline: None,
             #[cfg(feature = "faults")]
-            faults: LeaderFaults::default(),
+            faults: Default::default(),
         };
         state.update_voter_set(latest);
         state.reset_check_quorum(now, check_quorum_ms);

@@ -5,6 +5,8 @@
 //! shells ([`storage`], [`server`], [`cli`] and the `kraft` binary) do the I/O around it.
 
 pub mod cli;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod history;
 pub mod leader;
 pub mod log;

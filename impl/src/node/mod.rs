@@ -193,16 +193,9 @@ pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, ME
 pub use snapshot::{fill_snapshot_chunk, snapshot_chunk, SnapshotChunk, SNAPSHOT_CHUNK_TAG};
 pub use types::*;
 
-pub use crate::log::{SnapshotId, SnapshotMeta};
-
-/// Test-only seeded faults; the field and every branch reading it exist only with the `faults` feature.
 #[cfg(feature = "faults")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct ActiveFaults {
-    committed_from_latest: bool,
-    accept_change_while_pending: bool,
-    hw_counts_removed_leader: bool,
-}
+pub use crate::faults::Faults;
+pub use crate::log::{SnapshotId, SnapshotMeta};
 
 #[derive(Clone, Debug)]
 enum RoleState {
@@ -256,7 +249,7 @@ pub struct Node {
     add_check: Option<add_check::AddCheck>,
     last_change_reply: Option<ChangeReply>,
     #[cfg(feature = "faults")]
-    faults: ActiveFaults,
+    faults: Faults,
     /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
     clock_started: bool,
     /// `(epoch, leader, endpoint)` a leader announced for itself (BeginQuorumEpoch `LeaderEndpoints`,
@@ -377,7 +370,7 @@ impl Node {
             add_check: None,
             last_change_reply: None,
             #[cfg(feature = "faults")]
-            faults: ActiveFaults::default(),
+            faults: Faults::default(),
             clock_started: false,
             learned_leader: None,
             parked_fetches: Vec::new(),
@@ -472,13 +465,9 @@ impl Node {
     /// Turns on test-only faults (conformance mutation check).
     #[cfg(feature = "faults")]
     pub fn set_faults(&mut self, faults: Faults) {
-        self.faults = ActiveFaults {
-            committed_from_latest: faults.committed_from_latest,
-            accept_change_while_pending: faults.accept_change_while_pending,
-            hw_counts_removed_leader: faults.hw_counts_removed_leader,
-        };
+        self.faults = faults;
         if let RoleState::Leader(l) = &mut self.role {
-            l.faults.hw_counts_removed_leader = faults.hw_counts_removed_leader;
+            l.faults = faults;
         }
     }
 }

@@ -277,7 +277,7 @@ impl Node {
         #[cfg(feature = "faults")]
         let leader = {
             let mut leader = leader;
-            leader.faults.hw_counts_removed_leader = self.faults.hw_counts_removed_leader;
+            leader.faults = self.faults;
             leader
         };
         self.role = RoleState::Leader(Box::new(leader));

@@ -495,16 +495,3 @@ pub struct NodeView {
     /// Leader only: progress of every tracked replica.
     pub replicas: Vec<ReplicaView>,
 }
-
-/// Test-only seeded faults for the conformance mutation check (cargo feature `faults`).
-#[cfg(feature = "faults")]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Faults {
-    /// The committed voter set is taken from the latest VotersRecord instead of the one below the HW.
-    pub committed_from_latest: bool,
-    /// A membership change is accepted while another one is pending (the pending-change and the
-    /// uncommitted-VotersRecord checks of the gate are skipped).
-    pub accept_change_while_pending: bool,
-    /// The HW counts a leader that removed itself.
-    pub hw_counts_removed_leader: bool,
-}
