@@ -41,7 +41,7 @@ pub fn parse_host_port(text: &str) -> Result<(String, u16), Failure> {
     Ok((host.to_string(), port))
 }
 
-/// Why a reserved directory id is refused at format time (a listed difference: `node/mod.rs`).
+/// Why a reserved directory id is refused at format time (a listed difference: `impl/KAFKA-DIFFERENCES.md`).
 const RESERVED: &str =
     "reserved directory id (Kafka's DirectoryId.reserved: a controller refuses to start on it)";
 

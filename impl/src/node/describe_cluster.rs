@@ -4,7 +4,7 @@
 //! Kafka (`ControllerApis.handleDescribeCluster`, `AuthHelper.computeDescribeClusterResponse`): the
 //! request must ask for endpoint type 2 (controllers); the answer lists the controllers with their
 //! endpoint on the listener the request came in on, and `ControllerId` is the Raft leader when that
-//! leader is in the list, else −1. Differences (listed in `impl/README.md`): Kafka lists the controllers
+//! leader is in the list, else −1. Differences (listed in `impl/KAFKA-DIFFERENCES.md`): Kafka lists the controllers
 //! registered in the metadata log (`ControllerRegistrationRecord`); this node has no metadata log and lists
 //! what its Raft state knows: the voters of its latest voter set and itself, on their default listener.
 

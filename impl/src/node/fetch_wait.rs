@@ -50,12 +50,6 @@ pub(crate) struct ParkedFetch {
 }
 
 impl Node {
-    /// The end of every input: answers the parked fetches that are due, then re-arms the timers.
-    pub(super) fn finish(&mut self, now: Millis, out: &mut Output) {
-        self.settle_parked_fetches(now, out);
-        self.refresh_timers();
-    }
-
     /// Parks a fetch that has nothing to say yet (or answers it at once when too many are parked).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn park_fetch(

@@ -29,124 +29,29 @@
 //!    follower's HW (v18, KIP-1166): encode them at v18. Vote requests may be pre-votes: encode at v2.
 //!    Fetch responses name the leader's endpoint in NodeEndpoints (v16+; strip it for older requesters).
 //!
-//! Protocol choices (Kafka 4.x unless noted):
-//! - Vote and pre-vote (KIP-996, Vote v2) are granted and refused per role exactly as Kafka 4.4's
-//!   `canGrantVote` (`vote.rs`). Elections differ from Kafka 4.x in these ways, all as the model has them so
-//!   that conformance compares the two: a Prospective counts grants only and leaves on its election timeout
-//!   (Kafka also leaves as soon as a majority refused); a Prospective without a known leader that times out
-//!   waits a new election timeout as Unattached (Kafka stands again at once); a Candidate whose election times
-//!   out asks for pre-votes again at once, never backing off (Kafka backs off exponentially after a refused
-//!   election). A Vote response of UNSUPPORTED_VERSION makes a Prospective stand at once, as in Kafka (a peer
-//!   without Vote v2).
-//! - Requests go out at fixed versions (Vote v2, Fetch v18, Begin/EndQuorumEpoch v1) without an
-//!   ApiVersions round trip: Kafka 4.x controllers serve them all; Kafka 3.x ones (Vote v0–1, Fetch ≤ 17)
-//!   would refuse them.
-//! - A restarted replica comes back as Kafka 4.4's `QuorumState.initialize` has it, at its persisted
-//!   epoch: Resigned if it was leader (at its first `tick` it sends EndQuorumEpoch, with no preferred
-//!   successors, to the other voters of its latest set: Kafka's first `pollResigned`), Candidate if it
-//!   voted for itself (at its first `tick` it asks the voters for their votes: the first
-//!   `pollCandidate`), Follower of its persisted leader if that leader is a voter of its latest set (it
-//!   fetches at once), else Unattached. Differences: where the persisted leader is not in the latest set
-//!   Kafka's `UnattachedState` keeps its id (and refuses votes in that epoch) and this node forgets it; a
-//!   Candidate that is not in its latest voter set comes back Unattached, where Kafka's `CandidateState`
-//!   throws and the controller does not start. Kafka also re-sends a Vote request that failed or timed
-//!   out (its `RequestManager` backoff); this node sends each once.
-//! - Fetch long-poll as Kafka's leader (`fetch_wait.rs`): a Fetch with no error, no records, no diverging
-//!   epoch, `MaxWaitMs` > 0 and the follower's HW (Fetch v18) not behind the leader's is parked until the
-//!   log grows past its fetch offset or the HW moves (answered with what the leader has then), or its
-//!   `MaxWaitMs` passes (answered with the answer computed on arrival). Followers send `MaxWaitMs` 500 and
-//!   `MaxBytes` 8 MiB as Kafka's, and fetch again at once after a successful answer. Differences: a
-//!   leader that leaves its role *in any way* answers its parked fetches NOT_LEADER_OR_FOLLOWER at once
-//!   (Kafka does so on resigning and on following a new leader; a leader that turns Unattached on a
-//!   higher epoch leaves them to expire with their original answer); a second fetch from the same
-//!   requester answers its parked one first (Kafka parks both; its muted channel never has two); at most
-//!   [`MAX_PARKED_FETCHES`] wait (Kafka has no bound), more are answered at once. The leader learns a
-//!   replica's progress only from fetch offsets.
-//!   Batches are served byte for byte as the log stores them and a follower stores a replicated batch as
-//!   it arrived, as Kafka does (a Kafka leader's timestamps, keys and headers survive a `kraft` leader);
-//!   only a batch a follower receives cut (its log was truncated inside that batch, which Kafka's
-//!   batch-aligned truncation never does) is re-encoded by the core, with timestamp 0 and value only.
-//! - A replica learns a leader's endpoint from BeginQuorumEpoch `LeaderEndpoints` (on its own listener
-//!   name) and from Fetch `NodeEndpoints`, as Kafka does; Vote, BeginQuorumEpoch and EndQuorumEpoch
-//!   responses' NodeEndpoints are not read (nor sent).
-//! - A Fetch response echoes the request's `(epoch, fetch offset, last fetched epoch)` in the tagged field
-//!   [`FETCH_ECHO_TAG`] of its partition, so a stale or duplicated response is recognised and ignored.
-//!   A response without the tag (a Kafka leader) is matched by sender only: over TCP the shell's
-//!   correlation ids already pair it with the one outstanding request.
-//! - A diverging-epoch reply that would truncate below the follower's HW is ignored (Kafka treats it as
-//!   fatal); it cannot happen in a consistent run.
-//! - Observers that know no leader fetch from their bootstrap servers ([`NodeConfig::bootstrap_servers`],
-//!   Kafka's `controller.quorum.bootstrap.servers`, peers −2, −3, … as Kafka numbers them) in turn, else
-//!   from the voters of their latest set in turn (Kafka picks a ready bootstrap server at random, and
-//!   without bootstrap servers configured its bootstrap list is the voters), and follow the leader the
-//!   reply names (CurrentLeader and NodeEndpoints), as Kafka does. Unattached *voters* do not fetch
-//!   (Kafka 4.4's send a Fetch to a bootstrap server while their election timer runs; the model has no
-//!   such fetch). A TLS link to a bootstrap server checks the certificate's trust and host name but not
-//!   a node identity (its id is unknown until it answers).
-//! - AddRaftVoter makes Kafka's ApiVersions round trip to the new voter (`add_check.rs`, KIP-853): the
-//!   same checks in the same order and error codes, the answered `kraft.version` range recorded in the
-//!   VotersRecord, one deadline (arrival + request timeout) for the whole request. The catch-up rule is
-//!   "fetched up to the leader's end offset at that moment, in this epoch" (Kafka also requires a fetch
-//!   within the last hour).
-//! - The bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`) is Kafka's: `kraft format` writes
-//!   its control records only (no metadata records: a Kafka controller started on such a directory has no
-//!   bootstrap `metadata.version` from it and appends the default one when it first leads). A directory
-//!   formatted with `--no-initial-controllers` (Kafka's or `kraft format`'s: KRaftVersion 1, no Voters)
-//!   starts as [`Bootstrap::NoInitialVoters`]: an observer with an empty voter set until it replicates a
-//!   VotersRecord; it needs bootstrap servers, as Kafka does.
-//! - Reserved directory ids (Kafka's `DirectoryId.reserved`: high 64 bits 0, low 64 bits as a signed long
-//!   below 100): `kraft node` refuses a `meta.properties` holding one, as Kafka's controller does ("Invalid
-//!   reserved directory ID ... found in ..."). `kraft format` refuses one at format time (for
-//!   `--directory-id` and every `--initial-controllers` entry), where Kafka 4.4.0's storage tool writes it
-//!   and only the controller's start fails: no voter with such an id can ever start, so refusing early
-//!   loses nothing. Generated ids avoid reserved ids and a leading '-' as Kafka's do.
-//! - AddRaftVoter v1 (KIP-1186) as Kafka: `AckWhenCommitted=false` is answered (NONE) once the VotersRecord
-//!   is appended and leaves nothing pending; `true` and v0 are answered at the record's commit.
-//! - A follower that is a voter sends UpdateRaftVoter when its entry differs (`update_voter.rs`): checked
-//!   as it sends a Fetch, once per 3 × fetch timeout, and sent beside that Fetch, where Kafka sends it in
-//!   place of one. A new
-//!   leader brings its own entry up to date in its start-of-epoch batch (KRaftVersion + Voters after the
-//!   LeaderChange, with its listeners and supported range as configured now) when the latest set is the
-//!   bootstrap checkpoint's or that entry differs, as Kafka 4.4's `appendStartOfEpochControlRecords`.
-//! - A Fetch with a negative replica id (a reader that is no replica) is served and not tracked, as Kafka
-//!   serves it; one naming the leader's own id is answered INVALID_REQUEST (Kafka's `updateReplicaState`
-//!   throws `IllegalStateException` there).
-//! - A replica without an id ([`ANONYMOUS_OBSERVER_ID`], Kafka's `KafkaRaftClient` with an empty local id)
-//!   is an observer for good: it fetches with replica id −1, which a Kafka or `kraft` leader serves without
-//!   tracking it (no Observers entry, never counted for the HW or check-quorum, never a voter, since a voter
-//!   key needs an id ≥ 0). `kraft describe` runs one in memory to compute CommittedVoters.
-//! - A leader resigns when its own removal is committed, whether or not the RemoveRaftVoter request is
-//!   still pending (Kafka only does so from the pending request's completion).
-//! - EndQuorumEpoch is sent once on resignation (and once after a leader's restart), not resent to the
-//!   voters that have not acknowledged it (Kafka's `pollResigned` resends until each has). Received, it is
-//!   checked as Kafka 4.4's `validateVoterOnlyRequest` (an older epoch FENCED_LEADER_EPOCH, then LeaderId < 0
-//!   INVALID_REQUEST), and only a follower of the resigning leader brings its fetch timeout forward, as
-//!   Kafka's.
-//! - At epoch `i32::MAX` the increment of a new election (or of a removed leader moving on) is refused
-//!   with [`StepError::EpochExhausted`] in [`Output::refused`] and the replica keeps its role; Kafka's
-//!   `QuorumState.transitionToCandidate` computes `epoch() + 1` and wraps to `i32::MIN`. Higher epochs
-//!   are adopted from any peer as in Kafka, so a forged message at `i32::MAX` still ends elections for
-//!   good: only authenticated peers (mutual TLS) prevent it.
-//! - DescribeCluster for controllers (KIP-919, `describe_cluster.rs`) lists the voters of the latest set and
-//!   this node, on their default listener; Kafka lists the controllers registered in its metadata log
-//!   (`ControllerRegistrationRecord`), which this node does not have. Either way the active controller is
-//!   among them, which is what Kafka's admin client needs.
-//! - Snapshots (KIP-630, `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`) follow Kafka 4.4's rules
-//!   with these differences. A FetchSnapshot answer whose id or Position does not continue the download
-//!   (Kafka throws `IllegalStateException` and its raft client stops), whose Size differs from the first
-//!   answer's or whose chunk would overrun Size (Kafka does not check) is ignored and asked again after the
-//!   fetch interval; so is an answer that brings no bytes (Kafka asks again at once). The leader serves at
-//!   most 8 MiB per chunk whatever MaxBytes says, a MaxBytes ≤ 0 gets an empty chunk, and a request with
-//!   no topic or partition INVALID_REQUEST (Kafka's lookup throws there). The shell installs a fetched
-//!   snapshot after the core asked for it ([`Effect::CompleteSnapshot`], then
-//!   [`Node::snapshot_loaded`]); meanwhile the replica sends no Fetch and its election and fetch timers
-//!   wait (Kafka installs within one poll, so no timer fires meanwhile either). Own snapshots: the
-//!   byte trigger and `metadata.max.retention.bytes` count the log's batches by their approximate encoded
-//!   size, and `metadata.max.retention.ms` measures a snapshot's age from when this node took or
-//!   installed it on its own clock (Kafka reads the snapshot's `LastContainedLogTimestamp`, a wall-clock
-//!   time the deterministic core does not have); a snapshot found at start-up is as old as the start.
-//! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
-//!   do not serve Metadata at all.
+//! Where the core differs from Kafka, deliberately, and why: `impl/KAFKA-DIFFERENCES.md`.
+//!
+//! The flow: every input ([`Node::handle`], [`Node::handle_client`], [`Node::append`], [`Node::tick`],
+//! and the shell's snapshot answers [`Node::snapshot_taken`], [`Node::snapshot_loaded`]) works on one
+//! [`Output`] and ends in `finish` (below), which answers the parked fetches that are due and
+//! re-arms the timers. A harness (the simulator, the conformance replay) may also step the node on
+//! command through [`Harness`]; a shell needs none of it.
+//!
+//! Which file holds which rule:
+//! - `types.rs`: inputs, [`Output`], [`Effect`], configuration, errors, [`Timers`], the view.
+//! - `roles.rs`: role transitions (Kafka's `QuorumState`) and the election state persisted first.
+//! - `vote.rs`: (pre-)votes asked and granted; `quorum_epoch.rs`: BeginQuorumEpoch, EndQuorumEpoch.
+//! - `timers.rs`: what each deadline does when it fires, and which deadlines are derived.
+//! - `fetch.rs`: Fetch on both sides; `fetch_wait.rs`: the leader's long poll (parked fetches).
+//! - `commit.rs`: leader appends, the HW, control records read into the voter-set history.
+//! - `membership.rs`: Add/Remove/UpdateRaftVoter at the leader, every precondition in one function;
+//!   `add_check.rs`: the ApiVersions round trip to a voter being added; `update_voter.rs`: a voter's own
+//!   entry brought up to date.
+//! - `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`: snapshots served, fetched, taken and cleaned.
+//! - `admin.rs`, `describe_cluster.rs`: ApiVersions, DescribeQuorum, DescribeCluster.
+//! - `messages.rs`: building and reading the RPCs' structs; `view.rs`: accessors.
+//! - `harness.rs`: the [`Harness`] hooks.
+//! - The leader's replica progress and HW rule: `crate::leader`; voter-set history: `crate::history`.
 
 use std::collections::BTreeSet;
 
@@ -590,5 +495,11 @@ impl Node {
         }
         self.finish(now, &mut out);
         out
+    }
+
+    /// The end of every input: answers the parked fetches that are due, then re-arms the timers.
+    pub(super) fn finish(&mut self, now: Millis, out: &mut Output) {
+        self.settle_parked_fetches(now, out);
+        self.refresh_timers();
     }
 }

@@ -1,4 +1,5 @@
-//! Timers: what each deadline does when it fires.
+//! Timers: what each deadline does when it fires, and the deadlines derived from other state
+//! (see [`Timers`] for which are stored and which derived).
 
 use crate::voter_set::ReplicaKey;
 
@@ -7,6 +8,10 @@ use super::types::*;
 use super::{Node, RoleState};
 
 impl Node {
+    /// Recomputes the derived deadlines of [`Timers`] (`fetch`, `check_quorum`, `pending_change`) from the
+    /// state they belong to; the stored ones (`election`, `fetch_timeout`, `begin_quorum_epoch`,
+    /// `first_poll`) are the transitions' to set, except that leaving the leader role clears
+    /// `begin_quorum_epoch` here.
     pub(super) fn refresh_timers(&mut self) {
         let sent_at = (self.outstanding_fetch.map(|f| f.sent_at))
             .or(self.sent_snapshot_fetch.map(|f| f.sent_at));

@@ -358,6 +358,15 @@ pub enum Timer {
 }
 
 /// Deadlines of the armed timers (milliseconds on the node's clock).
+///
+/// Two kinds. *Stored* deadlines are set by the transition that arms them and cleared when they fire or
+/// the role ends: `election`, `fetch_timeout`, `begin_quorum_epoch`, `first_poll`. *Derived* deadlines
+/// are recomputed at the end of every input (`refresh_timers` in `timers.rs`) from the state they
+/// belong to, so they cannot go stale: `fetch` (the outstanding Fetch's or FetchSnapshot's send time +
+/// the request timeout, else the next fetch time), `check_quorum` (the leader's check-quorum deadline),
+/// `pending_change` (the pending change's or the add check's deadline); off the leader role the last two
+/// and `begin_quorum_epoch` are cleared. [`Node::next_deadline`](super::Node::next_deadline) adds the
+/// deadlines kept outside this struct: parked fetches' `MaxWaitMs` and the own-snapshot cleaner.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Timers {
     pub election: Option<Millis>,
