@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::node::Millis;
+use crate::time::Millis;
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 use crate::wire::describe_quorum::{Listener, NodeEndpoints, ReplicaState};
 

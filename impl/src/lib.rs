@@ -4,6 +4,7 @@
 //! it takes messages, client requests and the current time as inputs and returns messages and effects. The
 //! shells ([`storage`], [`server`], [`cli`] and the `kraft` binary) do the I/O around it.
 
+pub mod batch;
 pub mod cli;
 #[cfg(feature = "faults")]
 pub mod faults;
@@ -14,5 +15,6 @@ pub mod node;
 pub mod records;
 pub mod server;
 pub mod storage;
+pub mod time;
 pub mod voter_set;
 pub mod wire;

@@ -16,7 +16,7 @@ use kafka_protocol::records::{
 };
 use uuid::Uuid;
 
-use crate::log::{Batch, Record};
+use crate::batch::{Batch, Record};
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
 /// Bytes before the batch length field: base offset (8) + length (4).

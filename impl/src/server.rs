@@ -11,6 +11,7 @@ pub mod client;
 pub mod codec;
 mod conn;
 pub mod driver;
+mod event;
 mod peer;
 pub mod store;
 pub mod tls;

@@ -16,8 +16,7 @@ use crate::log::{LogError, Replicated, SnapshotId};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
-/// Milliseconds on the shell's monotonic clock. The core never reads a clock itself.
-pub type Millis = u64;
+pub use crate::time::Millis;
 
 /// Raft messages between voters and observers: kafka-protocol structs, so the shell only frames bytes.
 #[derive(Clone, Debug, PartialEq)]

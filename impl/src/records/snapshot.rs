@@ -19,7 +19,7 @@ use super::{
     check_value, control_key, control_type_of, decode_frame, encode_message, from_kafka_record,
     to_kafka_record, write_run, RecordsError,
 };
-use crate::log::Record;
+use crate::batch::Record;
 use crate::voter_set::VoterSet;
 
 /// The bootstrap snapshot's file name (Kafka's `Snapshots.BOOTSTRAP_SNAPSHOT_ID`, end offset 0, epoch 0).
@@ -107,7 +107,7 @@ fn item(kafka: &kafka_protocol::records::Record, is_control: bool) -> Result<Ite
     }
 }
 
-pub use crate::log::SnapshotId;
+pub use crate::batch::SnapshotId;
 
 /// Which of Kafka's three snapshot file names (`Snapshots.java`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,8 +176,8 @@ pub struct SnapshotInfo {
 
 impl SnapshotInfo {
     /// What the core needs of it.
-    pub fn meta(&self) -> crate::log::SnapshotMeta {
-        crate::log::SnapshotMeta {
+    pub fn meta(&self) -> crate::batch::SnapshotMeta {
+        crate::batch::SnapshotMeta {
             id: self.id,
             size: self.size,
             kraft_version: self.kraft_version,

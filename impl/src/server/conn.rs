@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::auth::{self, Identity};
 use super::codec::{self, BrokerInfo, Incoming, Reply};
-use super::driver::Event;
+use super::event::Event;
 use super::tls::{self, Tls};
 use super::Limits;
 use crate::node::{ClientRequest, ClientResponse};

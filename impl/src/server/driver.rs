@@ -12,30 +12,14 @@ use tokio::time::Instant;
 
 use kafka_protocol::messages::ApiKey;
 
+pub use super::event::Event;
 use super::peer::PeerLinks;
 use super::store::{Done, Job, SnapshotOutcome, Store};
 use super::ServerError;
-use crate::node::{ClientId, ClientRequest, ClientResponse, Message, Millis, Node, Output, Role};
+use crate::node::{ClientId, ClientResponse, Message, Millis, Node, Output, Role};
 use crate::storage::{SnapshotReader, StorageError};
 use crate::voter_set::Endpoint;
 use crate::wire::describe_quorum::DescribeQuorumResponse;
-
-/// Inputs of the node task.
-#[derive(Debug)]
-pub enum Event {
-    /// A peer request; the core's response goes to `reply` (dropped if the core gives none).
-    PeerRequest {
-        from: i32,
-        message: Message,
-        reply: oneshot::Sender<Message>,
-    },
-    /// A response to a request this node sent to `from`.
-    PeerResponse { from: i32, message: Message },
-    Client {
-        request: ClientRequest,
-        reply: oneshot::Sender<ClientResponse>,
-    },
-}
 
 /// A short summary published after every step, for logs and `kraft cluster`: the core's state, which may be
 /// ahead of storage (a leader's HW counts records not flushed yet); peers and clients see only durable state.

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use super::api_versions::{self, PeerVersions};
 use super::codec::{decode_peer_response, peer_request_frame_at, response_body, CodecError};
-use super::driver::Event;
+use super::event::Event;
 use super::tls::{self, Tls};
 use super::LinkConfig;
 use kafka_protocol::messages::ApiVersionsResponse;
