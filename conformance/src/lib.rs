@@ -13,6 +13,7 @@
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
 
 pub mod batch;
+pub mod fingerprint;
 pub mod graph;
 pub mod harness;
 pub mod kit;
