@@ -11,6 +11,7 @@
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
+//! - [`wire_fetch_snapshot`]: FetchSnapshot as kafka-protocol reads it, for the vectors.
 
 pub mod batch;
 pub mod fingerprint;
@@ -25,3 +26,4 @@ pub mod schema;
 pub mod sources;
 pub mod vectors;
 pub mod wire;
+pub mod wire_fetch_snapshot;
