@@ -85,7 +85,6 @@ mod view;
 mod vote;
 
 pub use add_check::api_versions_request;
-pub use admin::SUPPORTED_APIS;
 pub use describe_cluster::{
     ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER, MISMATCHED_ENDPOINT_TYPE,
     UNSUPPORTED_ENDPOINT_TYPE,
@@ -94,7 +93,9 @@ pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use harness::Harness;
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
-pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
+pub use messages::{
+    error_message, errors, FetchEcho, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC,
+};
 pub use snapshot::{fill_snapshot_chunk, snapshot_chunk, SnapshotChunk, SNAPSHOT_CHUNK_TAG};
 pub use types::*;
 
