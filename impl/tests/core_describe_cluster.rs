@@ -1,9 +1,8 @@
 //! DescribeCluster answered by controllers (KIP-919, `node/describe_cluster.rs`).
 
 use kafka_protocol::messages::DescribeClusterRequest;
-use kraft::node::{
-    errors, ENDPOINT_TYPE_CONTROLLER, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE,
-};
+use kraft::node::{errors, ENDPOINT_TYPE_CONTROLLER};
+use kraft::wire::error_codes::{MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE};
 use kraft_sim::Sim;
 
 /// `ClusterAuthorizedOperations` when the client did not ask for them (the schema default).

@@ -85,10 +85,7 @@ mod view;
 mod vote;
 
 pub use add_check::api_versions_request;
-pub use describe_cluster::{
-    ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER, MISMATCHED_ENDPOINT_TYPE,
-    UNSUPPORTED_ENDPOINT_TYPE,
-};
+pub use describe_cluster::{ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER};
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use harness::Harness;
