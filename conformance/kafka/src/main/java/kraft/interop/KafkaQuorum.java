@@ -65,6 +65,17 @@ final class KafkaQuorum implements AutoCloseable {
         start(id);
     }
 
+    /**
+     * Starts a killed controller again on its directory on a new free port: its properties file names the new
+     * listener, its log still lists the old endpoint. Returns the new port.
+     */
+    int restartOnNewPort(int id) throws Exception {
+        ports.put(id, freePort());
+        writeConfig(id);
+        start(id);
+        return ports.get(id);
+    }
+
     boolean running(int id) {
         Process p = processes.get(id);
         return p != null && p.isAlive();

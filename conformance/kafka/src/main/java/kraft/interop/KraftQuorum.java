@@ -250,6 +250,22 @@ final class KraftQuorum implements AutoCloseable {
         Procs.waitForPort(launch(id), ports.get(id), 30_000, nodeLog(id));
     }
 
+    /**
+     * Restarts a killed node on its data directory on a new free port (its {@code --listener} changed, its log
+     * still lists the old endpoint). Returns the new port.
+     */
+    int restartOnNewPort(int id) throws Exception {
+        int port = KafkaQuorum.freePort();
+        ports.put(id, port);
+        List<String> cmd = new ArrayList<>(nodeCommands.get(id));
+        int at = cmd.indexOf("--listener");
+        if (at < 0) throw new IllegalStateException("node " + id + " was not started with --listener: " + cmd);
+        cmd.set(at + 1, address(id));
+        nodeCommands.put(id, cmd);
+        restart(id);
+        return port;
+    }
+
     /** Starts a formatted node without waiting for it to listen (e.g. to kill it early in a download). */
     Process launch(int id) throws IOException {
         Process p = Procs.start(nodeCommands.get(id), nodeLog(id));

@@ -21,7 +21,8 @@ import org.apache.kafka.common.Uuid;
  * (h-k) more mixed quorums, (l) mixed quorums over mutual TLS ({@link TlsMixedScenario}), (m) a Kafka controller on a
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
  * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
- * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}). One Kafka quorum serves
+ * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
+ * ({@link MovedVoterScenario}). One Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
@@ -112,6 +113,16 @@ final class Scenarios {
                 + " Kafka's add-controller and votes");
             try {
                 new NoInitialControllersScenario(report, tools, work.resolve("no-initial"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("s")) {
+            report.scenario("s: mixed quorum: a voter that moves (UpdateRaftVoter): a Kafka voter restarted on a new"
+                + " port is listed there by the kraft leader, a kraft voter restarted on a new port by the Kafka"
+                + " leader (kafka-metadata-quorum describe, Admin describeMetadataQuorum)");
+            try {
+                new MovedVoterScenario(report, tools, work.resolve("moved-voter"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
