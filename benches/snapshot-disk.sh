@@ -6,12 +6,14 @@
 # metadata.max.retention.bytes=2048); node 4 is added and removed again and again with `kraft add-voter` /
 # `remove-voter` (each change a VotersRecord batch); node 5 is an observer with Kafka's default settings (20 MiB
 # between snapshots), so its directory holds the whole log: what the voters would hold without snapshots.
-# Every 10 s it prints the bytes of each node's metadata log directory (segments, snapshots, index files);
-# at the end the largest and last figure of each node. Release build; one process per node on loopback.
+# Every 10 s it prints, per node, the bytes of its metadata log directory (segments, snapshots, index files),
+# its log start (the base offset of its first segment) and how many snapshots it holds (`.checkpoint`, the
+# bootstrap snapshot included while it lasts); at the end the largest and last size of each node and how far
+# each log start moved. Release build; one process per node on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}
-cargo build -q --release -p kraft --bin kraft
+cargo build -q -j 2 --release -p kraft --bin kraft
 K=$PWD/target/release/kraft
 dir=$(mktemp -d "${TMPDIR:-/tmp}/snapshot-disk.XXXXXX")
 pids=()
@@ -37,10 +39,15 @@ boot="127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
 until "$K" describe --bootstrap-controller "$boot" --status --timeout-ms 2000 >/dev/null 2>&1; do sleep 0.5; done
 
 bytes() { du -sb "$dir/n$1/__cluster_metadata-0" 2>/dev/null | cut -f1; }
-files() { ls "$dir/n$1/__cluster_metadata-0" 2>/dev/null | grep -c -E '\.(log|checkpoint)$' || true; }
-declare -A max
+snaps() { ls "$dir/n$1/__cluster_metadata-0" 2>/dev/null | grep -c -E '\.checkpoint$' || true; }
+logstart() {
+    local f
+    f=$(ls "$dir/n$1/__cluster_metadata-0" 2>/dev/null | grep -E '^[0-9]{20}\.log$' | sort | head -n1)
+    [ -n "$f" ] && echo $((10#${f%.log})) || echo -
+}
+declare -A max first_start
 echo "# $(date -u '+%F %T') UTC, commit $(git rev-parse --short HEAD), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $secs s"
-echo "# t_s  changes  n1_bytes n2_bytes n3_bytes n4_bytes n5_bytes(defaults)  n1_files(.log+.checkpoint)  leader_LEO"
+echo "# t_s changes leader_LEO, then per node 1..5 (5: Kafka's default settings): bytes/log_start/snapshots"
 start=$(date +%s)
 changes=0
 next=0
@@ -56,17 +63,19 @@ while :; do
         next=$((now + 10))
         leo=$("$K" describe --bootstrap-controller "$boot" --replication --timeout-ms 2000 2>/dev/null \
             | awk -F'\t' '$7 ~ /Leader/ { gsub(/ /, "", $3); print $3 }')
-        line="$now $changes"
+        line="$now $changes ${leo:-?}"
         for id in 1 2 3 4 5; do
             b=$(bytes "$id")
-            line="$line $b"
+            s=$(logstart "$id")
+            line="$line $b/$s/$(snaps "$id")"
             [ "${max[$id]:-0}" -lt "$b" ] && max[$id]=$b
+            [ -z "${first_start[$id]:-}" ] && first_start[$id]=$s
         done
-        echo "$line $(files 1) ${leo:-?}"
+        echo "$line"
     fi
 done
 echo "# end: $(date -u '+%T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg), $changes voter changes"
 for id in 1 2 3 4 5; do
-    echo "# node $id: largest ${max[$id]} bytes, last $(bytes "$id") bytes, $(ls "$dir/n$id/__cluster_metadata-0" | tr '\n' ' ')"
+    echo "# node $id: largest ${max[$id]} bytes, last $(bytes "$id") bytes, log start ${first_start[$id]} -> $(logstart "$id"), $(snaps "$id") snapshots: $(ls "$dir/n$id/__cluster_metadata-0" | tr '\n' ' ')"
 done
 rm -rf "$dir"

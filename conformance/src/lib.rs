@@ -11,6 +11,7 @@
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
 //! - [`vectors`]: `specs/vectors` checked by the interpreter.
+//! - [`wire_fetch_snapshot`]: FetchSnapshot as kafka-protocol reads it, for the vectors.
 
 pub mod batch;
 pub mod graph;
@@ -24,3 +25,4 @@ pub mod schema;
 pub mod sources;
 pub mod vectors;
 pub mod wire;
+pub mod wire_fetch_snapshot;

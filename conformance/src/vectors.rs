@@ -1,13 +1,16 @@
 //! Golden vectors (`specs/vectors/*.json` with `.body.hex` and `.frame.hex`) checked by the schema
 //! interpreter: the JSON's body, read through the schema (snake_case names of the schema's fields),
 //! encodes at `api_version` to exactly the body bytes and decodes back to the same value; the frame is
-//! the int32 size, the header of `header_version` with the JSON's header fields, then the body. The
-//! `kraft` codec and (v0–2) `kafka-protocol` must decode the body to the same value too.
+//! the int32 size, the header of `header_version` with the JSON's header fields, then the body. For
+//! DescribeQuorum the `kraft` codec and (v0–2) `kafka-protocol` must decode the body to the same value
+//! too; for FetchSnapshot (whose codec in the node is `kafka-protocol`) `kafka-protocol` must decode it to
+//! the same value and re-encode it to the same bytes.
 
 use std::path::Path;
 
 use crate::schema::{FieldType, MessageSchema, StructSchema, StructValue, Value};
 use crate::wire::{diff, kp_to_value, typed_to_value, WireChecker};
+use crate::wire_fetch_snapshot::API_KEY as FETCH_SNAPSHOT;
 
 /// `HighWatermark` → `high_watermark`.
 pub fn snake_case(name: &str) -> String {
@@ -79,11 +82,12 @@ fn json_to_value(ty: &FieldType, j: &serde_json::Value, path: &str) -> Result<Va
         FieldType::Uuid => {
             Value::Uuid(uuid::Uuid::parse_str(j.as_str().ok_or_else(bad)?).map_err(|_| bad())?)
         }
-        FieldType::Bytes => {
-            return Err(format!(
-                "{path}: bytes fields are not used by DescribeQuorum vectors"
-            ))
-        }
+        // Bytes and records: lowercase hex, `null` for a null value.
+        FieldType::Bytes => match j {
+            serde_json::Value::Null => Value::Bytes(None),
+            serde_json::Value::String(h) => Value::Bytes(Some(hex(h, path)?)),
+            _ => return Err(bad()),
+        },
         FieldType::Array(elem) => match j {
             serde_json::Value::Null => Value::Array(None),
             serde_json::Value::Array(items) => Value::Array(Some(
@@ -151,7 +155,11 @@ fn header_bytes(header_version: i64, h: &serde_json::Value) -> Result<Vec<u8>, S
                 out.push(0);
             }
         }
-        v => return Err(format!("header version {v} is not a DescribeQuorum header")),
+        v => {
+            return Err(format!(
+                "header version {v} is not a request or response header"
+            ))
+        }
     }
     Ok(out)
 }
@@ -180,14 +188,26 @@ pub fn check_vector(json_path: &Path, wire: &WireChecker) -> Result<(), String> 
         &name,
     )?;
     let is_request = j.get("header").and_then(|h| h.get("api_key")).is_some();
-    let schema: &MessageSchema = if is_request {
-        wire.request
+    let api_key = int("api_key")? as i16;
+    let schema: &MessageSchema = match (api_key, is_request) {
+        (FETCH_SNAPSHOT, _) => {
+            let (req, resp) = wire
+                .fetch_snapshot
+                .as_ref()
+                .ok_or_else(|| format!("{name}: no FetchSnapshot schemas loaded"))?;
+            if is_request {
+                req
+            } else {
+                resp
+            }
+        }
+        (_, true) => wire
+            .request
             .as_ref()
-            .ok_or_else(|| format!("{name}: no request schema loaded"))?
-    } else {
-        &wire.response
+            .ok_or_else(|| format!("{name}: no request schema loaded"))?,
+        (_, false) => &wire.response,
     };
-    if schema.api_key != Some(int("api_key")? as i16) {
+    if schema.api_key != Some(api_key) {
         return Err(format!("{name}: api_key differs from the schema's"));
     }
     // The JSON's meaning, encoded by the interpreter, is the golden body.
@@ -223,10 +243,27 @@ pub fn check_vector(json_path: &Path, wire: &WireChecker) -> Result<(), String> 
     if frame[4 + header.len()..] != body[..] {
         return Err(format!("{name}: the frame does not end with the body"));
     }
-    if is_request {
-        if be_i16(&frame, 4) != Some(55) || be_i16(&frame, 6) != Some(version) {
-            return Err(format!("{name}: request header key/version"));
+    if is_request && (be_i16(&frame, 4) != Some(api_key) || be_i16(&frame, 6) != Some(version)) {
+        return Err(format!("{name}: request header key/version"));
+    }
+    if api_key == FETCH_SNAPSHOT {
+        let kp = crate::wire_fetch_snapshot::kp_value(&body, version, is_request)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let d = diff(&decoded, &kp);
+        if !d.is_empty() {
+            return Err(format!(
+                "{name}: interpreter and kafka-protocol disagree: {}",
+                d.join("; ")
+            ));
         }
+        if diff(&decoded, &value).is_empty() {
+            return Ok(());
+        }
+        return Err(format!(
+            "{name}: the interpreter decodes the body to another value than the JSON"
+        ));
+    }
+    if is_request {
         let typed = kraft::wire::describe_quorum::DescribeQuorumRequest::decode(&body, version)
             .map_err(|e| format!("{name}: kraft codec: {e}"))?;
         let again = typed

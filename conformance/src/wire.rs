@@ -347,6 +347,8 @@ fn short(v: &Value) -> String {
 pub struct WireChecker {
     pub response: MessageSchema,
     pub request: Option<MessageSchema>,
+    /// FetchSnapshot's request and response schemas, for its golden vectors.
+    pub fetch_snapshot: Option<(MessageSchema, MessageSchema)>,
     /// Distinct encodings that went through every decoder.
     pub checked: u64,
     /// Encodings seen again (byte-identical to one already checked at the same version).
@@ -360,7 +362,8 @@ pub struct WireChecker {
 const CACHE_LIMIT: usize = 20_000;
 
 impl WireChecker {
-    /// Loads `DescribeQuorumResponse.json` (required) and `DescribeQuorumRequest.json` (optional).
+    /// Loads `DescribeQuorumResponse.json` (required), `DescribeQuorumRequest.json` and
+    /// `FetchSnapshot{Request,Response}.json` (optional).
     pub fn load(dir: &Path) -> Result<WireChecker, SchemaError> {
         let response = MessageSchema::from_file(&dir.join("DescribeQuorumResponse.json"))?;
         let req_path = dir.join("DescribeQuorumRequest.json");
@@ -369,13 +372,28 @@ impl WireChecker {
         } else {
             None
         };
-        Ok(WireChecker::new(response, request))
+        let (fs_req, fs_resp) = (
+            dir.join("FetchSnapshotRequest.json"),
+            dir.join("FetchSnapshotResponse.json"),
+        );
+        let fetch_snapshot = if fs_req.exists() && fs_resp.exists() {
+            Some((
+                MessageSchema::from_file(&fs_req)?,
+                MessageSchema::from_file(&fs_resp)?,
+            ))
+        } else {
+            None
+        };
+        let mut checker = WireChecker::new(response, request);
+        checker.fetch_snapshot = fetch_snapshot;
+        Ok(checker)
     }
 
     pub fn new(response: MessageSchema, request: Option<MessageSchema>) -> WireChecker {
         WireChecker {
             response,
             request,
+            fetch_snapshot: None,
             checked: 0,
             reused: 0,
             cache: Default::default(),

@@ -57,5 +57,32 @@ fn every_bug_counterexample_diverges() {
 fn golden_vectors_agree_with_the_interpreter() {
     let mut w = checker();
     let n = vectors::check_dir(&wire::default_vectors_dir(), &mut w).unwrap();
-    assert!(n >= 24);
+    // DescribeQuorum v0-3 (a request and 5 responses each), FetchSnapshot v0-1 (a request and 3 each).
+    assert_eq!(n, 4 * 6 + 2 * 4);
+}
+
+#[test]
+fn a_fetch_snapshot_vector_whose_json_differs_from_its_bytes_is_refused() {
+    let w = checker();
+    let dir = std::env::temp_dir().join(format!("fs-vectors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = "fetch_snapshot_response_v1_chunk";
+    for ext in ["json", "body.hex", "frame.hex"] {
+        let name = format!("{stem}.{ext}");
+        std::fs::copy(wire::default_vectors_dir().join(&name), dir.join(&name)).unwrap();
+    }
+    let json_path = dir.join(format!("{stem}.json"));
+    assert_eq!(vectors::check_vector(&json_path, &w), Ok(()));
+    // One byte of the chunk changed in the JSON only.
+    let text = std::fs::read_to_string(&json_path).unwrap();
+    let changed = text.replacen(
+        "\"unaligned_records\": \"00",
+        "\"unaligned_records\": \"01",
+        1,
+    );
+    assert_ne!(text, changed);
+    std::fs::write(&json_path, changed).unwrap();
+    let err = vectors::check_vector(&json_path, &w).unwrap_err();
+    assert!(err.contains("different bytes"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

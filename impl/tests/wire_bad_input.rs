@@ -93,7 +93,8 @@ fn vectors() -> Vec<(String, i16, Vec<u8>)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if !name.ends_with(".hex") {
+        // The DescribeQuorum vectors (the FetchSnapshot ones are kafka-protocol's to decode).
+        if !name.ends_with(".hex") || !name.starts_with("describe_quorum_") {
             continue;
         }
         let version = name

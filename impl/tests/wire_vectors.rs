@@ -326,11 +326,12 @@ fn generate_or_compare() {
         }
     }
 
-    // No stale vector files: everything but the README is generated.
+    // No stale vector files: everything but the README and the FetchSnapshot vectors
+    // (`wire_vectors_fetch_snapshot.rs`) is generated here.
     let mut on_disk = BTreeSet::new();
     for entry in std::fs::read_dir(vectors_dir()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if name != "README.md" {
+        if name != "README.md" && !name.starts_with("fetch_snapshot_") {
             on_disk.insert(name);
         }
     }
@@ -355,6 +356,9 @@ fn every_vector_on_disk_decodes_to_its_json() {
         let Some(stem) = name.strip_suffix(".json") else {
             continue;
         };
+        if !stem.starts_with("describe_quorum_") {
+            continue;
+        }
         let read = |ext: &str| {
             std::fs::read_to_string(vectors_dir().join(format!("{stem}.{ext}"))).unwrap()
         };

@@ -430,7 +430,8 @@ impl ParseCtx<'_> {
             "string" => Some(FieldType::String),
             "bytes" => Some(FieldType::Bytes),
             "uuid" => Some(FieldType::Uuid),
-            "records" => return Err(malformed(path, "type records is not supported")),
+            // Kafka's generated code frames records as bytes (a length, compact when flexible).
+            "records" => Some(FieldType::Bytes),
             _ => None,
         };
         if let Some(p) = prim {

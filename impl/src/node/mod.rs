@@ -134,8 +134,8 @@
 //! - Snapshots (KIP-630, `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`) follow Kafka 4.4's rules
 //!   with these differences. A FetchSnapshot answer whose id or Position does not continue the download
 //!   (Kafka throws `IllegalStateException` and its raft client stops), whose Size differs from the first
-//!   answer's or whose chunk would overrun Size (Kafka does not check) is ignored and asked again after the
-//!   fetch interval; so is an answer that brings no bytes (Kafka asks again at once). The leader serves at
+//!   answer's, whose chunk would overrun Size or is longer than the MaxBytes asked for (Kafka checks
+//!   neither) is ignored and asked again after the fetch interval; so is an answer that brings no bytes (Kafka asks again at once). The leader serves at
 //!   most 8 MiB per chunk whatever MaxBytes says, a MaxBytes ≤ 0 gets an empty chunk, and a request with
 //!   no topic or partition INVALID_REQUEST (Kafka's lookup throws there). The shell installs a fetched
 //!   snapshot after the core asked for it ([`Effect::CompleteSnapshot`], then
@@ -145,6 +145,23 @@
 //!   size, and `metadata.max.retention.ms` measures a snapshot's age from when this node took or
 //!   installed it on its own clock (Kafka reads the snapshot's `LastContainedLogTimestamp`, a wall-clock
 //!   time the deterministic core does not have); a snapshot found at start-up is as old as the start.
+//!   Storage (the shell, `storage/`, `records/snapshot.rs`): (1) our snapshots carry the log's metadata
+//!   records as history, not a metadata image: `kraft` does not interpret Kafka's records, and replaying
+//!   them yields the image Kafka would build from the log; such a snapshot grows with the records Kafka
+//!   writes (NoOps and membership changes add nothing). (2) Data records are packed record by record into
+//!   batches of at most 8 MiB; Kafka packs groups of up to 1024 records, so only snapshots above 8 MiB can
+//!   differ in batch boundaries. (3) A snapshot whose end falls inside a metadata transaction is not
+//!   written (Kafka snapshots a published image, which never ends inside one). (4) SnapshotHeader's
+//!   LastContainedLogTimestamp is, as Kafka's, the last contained batch's timestamp, which is 0 for
+//!   batches a `kraft` leader writes (the core has no clock); Kafka's time-based retention
+//!   (`metadata.max.retention.ms`) therefore finds such snapshots old at once, on Kafka controllers too.
+//!   (5) A snapshot that fails its check at start-up stops the node with an error naming it (kept for
+//!   inspection); `.checkpoint.part` files are deleted at start-up as Kafka does, so a download cut by a
+//!   crash starts again. (6) The log start after a restart is the first segment's base offset, as Kafka's
+//!   metadata log (no checkpoint file); segments roll by size only (default 8 MiB,
+//!   `internal.metadata.log.segment.bytes`; Kafka: 1 GiB and `metadata.log.segment.ms`, not
+//!   implemented). (7) Kafka deletes the bootstrap snapshot once its log start passes 0; `kraft node`
+//!   keeps it (it reads it at every start; 0.4 KB).
 //! - Metadata (served by the shell for older clients) names this node as the only broker; Kafka controllers
 //!   do not serve Metadata at all.
 

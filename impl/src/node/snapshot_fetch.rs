@@ -49,6 +49,8 @@ enum ChunkRefused {
     Size { got: i64, size: Option<u64> },
     #[error("a chunk of {len} bytes at {written} overruns the size {size}")]
     Overrun { len: u64, written: u64, size: u64 },
+    #[error("a chunk of {len} bytes is longer than the MaxBytes {max} asked for")]
+    TooLong { len: u64, max: i32 },
 }
 
 impl Node {
@@ -229,6 +231,10 @@ impl Node {
             }
         };
         let len = bytes.len() as u64;
+        let max = self.config.snapshots.fetch_snapshot_max_bytes;
+        if len > u64::try_from(max).unwrap_or(0) {
+            return Err(ChunkRefused::TooLong { len, max });
+        }
         if d.written + len > size {
             return Err(ChunkRefused::Overrun {
                 len,

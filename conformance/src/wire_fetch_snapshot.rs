@@ -1,0 +1,194 @@
+//! FetchSnapshot (API key 59) read by `kafka-protocol`, the decoder the `kraft` node uses for it, as a
+//! generic value in the schema's field names, so that the golden vectors compare it with the schema
+//! interpreter field by field.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{FetchSnapshotRequest, FetchSnapshotResponse};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::schema::{StructValue, Value};
+
+/// The API key of FetchSnapshot.
+pub const API_KEY: i16 = 59;
+
+fn int(i: impl Into<i64>) -> Value {
+    Value::Int(i.into())
+}
+
+fn tags(t: &BTreeMap<i32, Bytes>) -> BTreeMap<u32, Vec<u8>> {
+    t.iter()
+        .filter_map(|(k, v)| u32::try_from(*k).ok().map(|k| (k, v.to_vec())))
+        .collect()
+}
+
+fn strukt(fields: Vec<(&str, Value)>, unknown: &BTreeMap<i32, Bytes>) -> StructValue {
+    StructValue {
+        fields: fields
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+        unknown_tagged: tags(unknown),
+    }
+}
+
+fn array(items: impl Iterator<Item = StructValue>) -> Value {
+    Value::Array(Some(items.map(Value::Struct).collect()))
+}
+
+fn string(s: &str) -> Value {
+    Value::String(Some(s.to_owned()))
+}
+
+/// A request's generic value.
+pub fn request_value(r: &FetchSnapshotRequest) -> StructValue {
+    let topics = r.topics.iter().map(|t| {
+        let partitions = t.partitions.iter().map(|p| {
+            let id = strukt(
+                vec![
+                    ("EndOffset", int(p.snapshot_id.end_offset)),
+                    ("Epoch", int(p.snapshot_id.epoch)),
+                ],
+                &p.snapshot_id.unknown_tagged_fields,
+            );
+            strukt(
+                vec![
+                    ("Partition", int(p.partition)),
+                    ("CurrentLeaderEpoch", int(p.current_leader_epoch)),
+                    ("SnapshotId", Value::Struct(id)),
+                    ("Position", int(p.position)),
+                    ("ReplicaDirectoryId", Value::Uuid(p.replica_directory_id)),
+                ],
+                &p.unknown_tagged_fields,
+            )
+        });
+        strukt(
+            vec![
+                ("Name", string(&t.name.0)),
+                ("Partitions", array(partitions)),
+            ],
+            &t.unknown_tagged_fields,
+        )
+    });
+    strukt(
+        vec![
+            (
+                "ClusterId",
+                Value::String(r.cluster_id.as_ref().map(|c| c.to_string())),
+            ),
+            ("ReplicaId", int(r.replica_id.0)),
+            ("MaxBytes", int(r.max_bytes)),
+            ("Topics", array(topics)),
+        ],
+        &r.unknown_tagged_fields,
+    )
+}
+
+/// A response's generic value.
+pub fn response_value(r: &FetchSnapshotResponse) -> StructValue {
+    let topics = r.topics.iter().map(|t| {
+        let partitions = t.partitions.iter().map(|p| {
+            let id = strukt(
+                vec![
+                    ("EndOffset", int(p.snapshot_id.end_offset)),
+                    ("Epoch", int(p.snapshot_id.epoch)),
+                ],
+                &p.snapshot_id.unknown_tagged_fields,
+            );
+            let leader = strukt(
+                vec![
+                    ("LeaderId", int(p.current_leader.leader_id.0)),
+                    ("LeaderEpoch", int(p.current_leader.leader_epoch)),
+                ],
+                &p.current_leader.unknown_tagged_fields,
+            );
+            strukt(
+                vec![
+                    ("Index", int(p.index)),
+                    ("ErrorCode", int(p.error_code)),
+                    ("SnapshotId", Value::Struct(id)),
+                    ("CurrentLeader", Value::Struct(leader)),
+                    ("Size", int(p.size)),
+                    ("Position", int(p.position)),
+                    (
+                        "UnalignedRecords",
+                        Value::Bytes(Some(p.unaligned_records.to_vec())),
+                    ),
+                ],
+                &p.unknown_tagged_fields,
+            )
+        });
+        strukt(
+            vec![
+                ("Name", string(&t.name.0)),
+                ("Partitions", array(partitions)),
+            ],
+            &t.unknown_tagged_fields,
+        )
+    });
+    let nodes = r.node_endpoints.iter().map(|n| {
+        strukt(
+            vec![
+                ("NodeId", int(n.node_id.0)),
+                ("Host", string(&n.host)),
+                ("Port", int(n.port)),
+            ],
+            &n.unknown_tagged_fields,
+        )
+    });
+    strukt(
+        vec![
+            ("ThrottleTimeMs", int(r.throttle_time_ms)),
+            ("ErrorCode", int(r.error_code)),
+            ("Topics", array(topics)),
+            ("NodeEndpoints", array(nodes)),
+        ],
+        &r.unknown_tagged_fields,
+    )
+}
+
+fn reencode<T: Encodable>(value: &T, version: i16, body: &[u8]) -> Result<(), String> {
+    let mut out = bytes::BytesMut::new();
+    value
+        .encode(&mut out, version)
+        .map_err(|e| format!("kafka-protocol encode: {e}"))?;
+    if out[..] != body[..] {
+        return Err(format!(
+            "kafka-protocol re-encodes to different bytes ({} vs {} bytes)",
+            out.len(),
+            body.len()
+        ));
+    }
+    Ok(())
+}
+
+fn trailing(rest: &Bytes) -> Result<(), String> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "kafka-protocol leaves {} bytes undecoded",
+            rest.len()
+        ))
+    }
+}
+
+/// Decodes a FetchSnapshot body with kafka-protocol, requires that it re-encodes to the same bytes,
+/// and returns its generic value.
+pub fn kp_value(body: &[u8], version: i16, request: bool) -> Result<StructValue, String> {
+    let mut bytes = Bytes::copy_from_slice(body);
+    if request {
+        let r = FetchSnapshotRequest::decode(&mut bytes, version)
+            .map_err(|e| format!("kafka-protocol decode: {e}"))?;
+        trailing(&bytes)?;
+        reencode(&r, version, body)?;
+        Ok(request_value(&r))
+    } else {
+        let r = FetchSnapshotResponse::decode(&mut bytes, version)
+            .map_err(|e| format!("kafka-protocol decode: {e}"))?;
+        trailing(&bytes)?;
+        reencode(&r, version, body)?;
+        Ok(response_value(&r))
+    }
+}

@@ -1,0 +1,358 @@
+//! Forged FetchSnapshot traffic (KIP-630) against the quorum core, both ways.
+//!
+//! Requests to a leader that holds a snapshot get Kafka's error codes (`handleFetchSnapshotRequest`) and
+//! a chunk bounded by MaxBytes and by this node's own bound ([`MAX_FETCH_BYTES`]), whatever the request
+//! claims. Responses to a follower in the middle of a download that do not continue it (a stale or
+//! forged position or snapshot id, a Size that lies or changes, a chunk longer than the MaxBytes asked
+//! for or than the Size, a sender that is not the leader fetched from, an older leader epoch) write no
+//! byte and complete nothing; the download then finishes from the real leader and installs. The core
+//! holds no snapshot bytes (a chunk goes to the shell as an effect), so memory is bounded by the frame
+//! limit of the shell (`wire_bounds.rs`).
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_snapshot_request::{
+    PartitionSnapshot, SnapshotId as WireId, TopicSnapshot,
+};
+use kafka_protocol::messages::fetch_snapshot_response::{
+    LeaderIdAndEpoch, PartitionSnapshot as RespPartition, SnapshotId as RespId,
+    TopicSnapshot as RespTopic,
+};
+use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, FetchSnapshotResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kraft::log::{RaftLog, SnapshotId};
+use kraft::node::sim::{self, Envelope, Sim};
+use kraft::node::{errors, Effect, Message, Output, Role, Timer, MAX_FETCH_BYTES, METADATA_TOPIC};
+
+fn snapshot_file(voters: &[i32]) -> Bytes {
+    kraft::records::encode_bootstrap_snapshot(&sim::voter_set(voters), 0).unwrap()
+}
+
+fn topic() -> TopicName {
+    TopicName(StrBytes::from_static_str(METADATA_TOPIC))
+}
+
+/// Leader 1 (the only voter) with `n` records committed and a snapshot at its HW; observer 2 crashed
+/// before it fetched anything.
+fn leader_with_snapshot(n: usize) -> (Sim, SnapshotId) {
+    let mut cluster = Sim::new(1, 1, 7).unwrap();
+    cluster.crash(2);
+    cluster.elect(1);
+    for i in 0..n {
+        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
+    }
+    cluster.replicate(3);
+    let id = SnapshotId {
+        end_offset: cluster.node(1).high_watermark().unwrap(),
+        epoch: cluster.node(1).epoch(),
+    };
+    cluster.store_snapshot(1, id, snapshot_file(&[1]));
+    (cluster, id)
+}
+
+fn request(epoch: i32, id: SnapshotId, position: i64, max_bytes: i32) -> FetchSnapshotRequest {
+    FetchSnapshotRequest::default()
+        .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
+        .with_replica_id(BrokerId(2))
+        .with_max_bytes(max_bytes)
+        .with_topics(vec![TopicSnapshot::default()
+            .with_name(topic())
+            .with_partitions(vec![PartitionSnapshot::default()
+                .with_current_leader_epoch(epoch)
+                .with_snapshot_id(
+                    WireId::default()
+                        .with_end_offset(id.end_offset)
+                        .with_epoch(id.epoch),
+                )
+                .with_position(position)])])
+}
+
+/// The leader's answer to a forged request from `from`: the error code (partition or top level) and
+/// the length of the chunk it asks the shell to send.
+fn ask(cluster: &mut Sim, from: i32, req: FetchSnapshotRequest) -> (i16, Option<u64>) {
+    let now = cluster.clock(1);
+    let out = cluster
+        .node_mut(1)
+        .handle(now, from, Message::FetchSnapshotRequest(req));
+    let [(to, Message::FetchSnapshotResponse(resp))] = out.replies.as_slice() else {
+        panic!("one FetchSnapshot response: {:?}", out.replies);
+    };
+    assert_eq!(*to, from);
+    let code = match resp.topics.first().and_then(|t| t.partitions.first()) {
+        Some(p) if resp.error_code == 0 => p.error_code,
+        _ => resp.error_code,
+    };
+    (code, kraft::node::snapshot_chunk(resp).map(|c| c.len))
+}
+
+#[test]
+fn forged_requests_get_kafkas_error_codes_and_bounded_chunks() {
+    let (mut cluster, id) = leader_with_snapshot(4);
+    let epoch = cluster.node(1).epoch();
+    let size = snapshot_file(&[1]).len() as u64;
+    let hw = cluster.node(1).high_watermark();
+    // Positions far out: POSITION_OUT_OF_RANGE, never an overflow.
+    for position in [i64::MIN, -1, size as i64, i64::MAX] {
+        assert_eq!(
+            ask(&mut cluster, 2, request(epoch, id, position, 10)).0,
+            errors::POSITION_OUT_OF_RANGE,
+            "position {position}"
+        );
+    }
+    // MaxBytes is honoured and capped by this node's bound; zero or negative asks for nothing.
+    assert_eq!(
+        ask(&mut cluster, 2, request(epoch, id, 0, i32::MAX)),
+        (0, Some(size.min(MAX_FETCH_BYTES as u64)))
+    );
+    assert_eq!(ask(&mut cluster, 2, request(epoch, id, 1, 3)), (0, Some(3)));
+    for max in [0, -1, i32::MIN] {
+        assert_eq!(
+            ask(&mut cluster, 2, request(epoch, id, 0, max)),
+            (0, Some(0)),
+            "max {max}"
+        );
+    }
+    // Snapshot ids it does not hold, with extreme values.
+    for (end_offset, snap_epoch) in [
+        (id.end_offset + 1, id.epoch),
+        (i64::MAX, i32::MAX),
+        (-1, -1),
+        (0, 0),
+    ] {
+        let other = SnapshotId {
+            end_offset,
+            epoch: snap_epoch,
+        };
+        assert_eq!(
+            ask(&mut cluster, 2, request(epoch, other, 0, 10)).0,
+            errors::SNAPSHOT_NOT_FOUND,
+            "{other}"
+        );
+    }
+    // Epoch fencing and a foreign cluster.
+    for (e, code) in [
+        (epoch - 1, errors::FENCED_LEADER_EPOCH),
+        (i32::MIN, errors::FENCED_LEADER_EPOCH),
+        (epoch + 1, errors::UNKNOWN_LEADER_EPOCH),
+        (i32::MAX, errors::UNKNOWN_LEADER_EPOCH),
+    ] {
+        assert_eq!(
+            ask(&mut cluster, 2, request(e, id, 0, 10)).0,
+            code,
+            "epoch {e}"
+        );
+    }
+    let foreign = request(epoch, id, 0, 10).with_cluster_id(Some(StrBytes::from_static_str("x")));
+    assert_eq!(
+        ask(&mut cluster, 2, foreign).0,
+        errors::INCONSISTENT_CLUSTER_ID
+    );
+    // Many topics and partitions (none the metadata partition), and a replica id that is no member.
+    let mut many = request(epoch, id, 0, 10);
+    many.topics = (0..1000)
+        .map(|i| {
+            TopicSnapshot::default()
+                .with_name(TopicName(StrBytes::from_string(format!("t{i}"))))
+                .with_partitions(vec![PartitionSnapshot::default(); 3])
+        })
+        .collect();
+    assert_eq!(ask(&mut cluster, 2, many).0, errors::INVALID_REQUEST);
+    assert_eq!(
+        ask(&mut cluster, -7, request(epoch, id, 0, 10)),
+        (0, Some(10))
+    );
+    // Nothing moved: same leader, epoch and HW, and it still commits.
+    assert_eq!(cluster.node(1).role(), Role::Leader);
+    assert_eq!(cluster.node(1).epoch(), epoch);
+    assert_eq!(cluster.node(1).high_watermark(), hw);
+    cluster.append(1, &[b"after"]).unwrap();
+    cluster.replicate(3);
+    assert!(cluster.node(1).high_watermark() > hw);
+}
+
+/// Observer 2 restarted and fetching: runs the exchange until its first FetchSnapshot request is in
+/// flight to the leader (left there).
+fn follower_waiting_for_a_chunk(cluster: &mut Sim) -> FetchSnapshotRequest {
+    cluster.restart(2).unwrap();
+    cluster.fire(2, Timer::Fetch);
+    for _ in 0..50 {
+        let pending = cluster.network.iter().find_map(|e| match e {
+            Envelope {
+                from: 2,
+                msg: Message::FetchSnapshotRequest(req),
+                ..
+            } => Some(req.clone()),
+            _ => None,
+        });
+        if let Some(req) = pending {
+            return req;
+        }
+        if cluster.network.is_empty() {
+            cluster.fire(2, Timer::Fetch);
+        } else {
+            cluster.deliver(0);
+        }
+    }
+    panic!("the follower never asked for a chunk");
+}
+
+fn chunk(
+    id: SnapshotId,
+    leader_epoch: i32,
+    size: i64,
+    position: i64,
+    bytes: &[u8],
+) -> FetchSnapshotResponse {
+    FetchSnapshotResponse::default().with_topics(vec![RespTopic::default()
+        .with_name(topic())
+        .with_partitions(vec![RespPartition::default()
+            .with_snapshot_id(
+                RespId::default()
+                    .with_end_offset(id.end_offset)
+                    .with_epoch(id.epoch),
+            )
+            .with_current_leader(
+                LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(1))
+                    .with_leader_epoch(leader_epoch),
+            )
+            .with_size(size)
+            .with_position(position)
+            .with_unaligned_records(Bytes::copy_from_slice(bytes))])])
+}
+
+fn snapshot_effects(out: &Output) -> usize {
+    out.effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Effect::WriteSnapshotChunk { .. } | Effect::CompleteSnapshot { .. }
+            )
+        })
+        .count()
+}
+
+#[test]
+fn forged_responses_write_nothing_and_the_download_then_completes() {
+    let (mut cluster, id) = leader_with_snapshot(5);
+    let file = snapshot_file(&[1]);
+    let size = file.len() as i64;
+    let req = follower_waiting_for_a_chunk(&mut cluster);
+    let epoch = cluster.node(1).epoch();
+    assert_eq!(req.topics[0].partitions[0].position, 0);
+    assert_eq!(cluster.node(2).snapshot_download(), Some((id, 0)));
+    // Each forgery is the answer to that request in flight, on a copy of the follower.
+    let waiting = cluster.node(2).clone();
+    let now = cluster.clock(2);
+    let other = SnapshotId {
+        end_offset: id.end_offset + 10,
+        epoch: id.epoch,
+    };
+    let oversized = vec![0u8; req.max_bytes as usize + 1];
+    let mut top_level = chunk(id, epoch, size, 0, &file[..4]);
+    top_level.error_code = errors::INCONSISTENT_CLUSTER_ID;
+    let forged: Vec<(&str, i32, FetchSnapshotResponse)> = vec![
+        (
+            "a position that does not continue the .part",
+            1,
+            chunk(id, epoch, size, 4, &file[4..8]),
+        ),
+        (
+            "negative position",
+            1,
+            chunk(id, epoch, size, -1, &file[..4]),
+        ),
+        (
+            "position i64::MAX",
+            1,
+            chunk(id, epoch, size, i64::MAX, &file[..4]),
+        ),
+        ("size 0", 1, chunk(id, epoch, 0, 0, &file[..4])),
+        ("negative size", 1, chunk(id, epoch, -5, 0, &file[..4])),
+        (
+            "a chunk longer than the size",
+            1,
+            chunk(id, epoch, 2, 0, &file[..4]),
+        ),
+        (
+            "a chunk longer than MaxBytes",
+            1,
+            chunk(id, epoch, i64::MAX, 0, &oversized),
+        ),
+        (
+            "a snapshot not being fetched",
+            1,
+            chunk(other, epoch, size, 0, &file[..4]),
+        ),
+        (
+            "a sender that is not the leader",
+            3,
+            chunk(id, epoch, size, 0, &file[..4]),
+        ),
+        (
+            "an older leader epoch",
+            1,
+            chunk(id, epoch - 1, size, 0, &file[..4]),
+        ),
+        ("a top-level error", 1, top_level),
+        ("no partition", 1, FetchSnapshotResponse::default()),
+    ];
+    for (what, from, resp) in forged {
+        let mut node = waiting.clone();
+        let out = node.handle(now, from, Message::FetchSnapshotResponse(resp));
+        assert_eq!(snapshot_effects(&out), 0, "{what}: {:?}", out.effects);
+        assert_eq!(node.snapshot_download(), Some((id, 0)), "{what}");
+        assert_eq!(node.installing_snapshot(), None, "{what}");
+        assert_eq!(node.log().start_offset(), 0, "{what}");
+        assert_eq!(
+            (node.role(), node.epoch()),
+            (Role::Follower, epoch),
+            "{what}"
+        );
+    }
+    // A real first chunk, then a forged second one whose Size differs from the first answer's.
+    let mut node = waiting.clone();
+    let out = node.handle(
+        now,
+        1,
+        Message::FetchSnapshotResponse(chunk(id, epoch, size, 0, &file[..4])),
+    );
+    assert_eq!(snapshot_effects(&out), 1);
+    assert_eq!(node.snapshot_download(), Some((id, 4)));
+    let next = node.tick(now);
+    assert!(
+        next.requests
+            .iter()
+            .any(|(to, m)| *to == 1 && matches!(m, Message::FetchSnapshotRequest(r) if r.topics[0].partitions[0].position == 4)),
+        "it asks for the next chunk: {:?}",
+        next.requests
+    );
+    let out = node.handle(
+        now,
+        1,
+        Message::FetchSnapshotResponse(chunk(id, epoch, size + 1, 4, &file[4..8])),
+    );
+    assert_eq!(snapshot_effects(&out), 0, "a Size that changed");
+    assert_eq!(node.snapshot_download(), Some((id, 4)));
+    // The real follower goes on with the real leader: installed, its log starting at the snapshot's end.
+    for _ in 0..200 {
+        if cluster.node(2).log().start_offset() == id.end_offset
+            && cluster.node(2).log().end_offset() == cluster.node(1).log().end_offset()
+        {
+            break;
+        }
+        if cluster.network.is_empty() {
+            cluster.advance(50);
+        } else {
+            cluster.deliver(0);
+        }
+    }
+    let follower = cluster.node(2);
+    assert_eq!(follower.log().start_offset(), id.end_offset);
+    assert!(follower.snapshots().any(|m| m.id == id));
+    assert_eq!(follower.snapshot_download(), None);
+    assert_eq!(
+        follower.log().end_offset(),
+        cluster.node(1).log().end_offset()
+    );
+}
