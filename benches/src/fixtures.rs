@@ -7,10 +7,6 @@
 //! converts the same message to `kafka-protocol`'s types, so both codecs encode byte-identical bodies
 //! (checked in `tests/codec.rs`).
 
-use bytes::Bytes;
-use kafka_protocol::messages::describe_quorum_response as kp;
-use kafka_protocol::messages::{BrokerId, TopicName};
-use kafka_protocol::protocol::StrBytes;
 use kraft::history::VoterSetHistory;
 use kraft::leader::LeaderState;
 use kraft::node::sim;
@@ -100,83 +96,9 @@ pub fn describe_response(n: usize, version: i16) -> DescribeQuorumResponse {
     }
 }
 
-fn kp_str(s: &str) -> StrBytes {
-    StrBytes::from_string(s.to_owned())
-}
-
-fn kp_tags(tags: &kraft::wire::UnknownTaggedFields) -> std::collections::BTreeMap<i32, Bytes> {
-    tags.iter()
-        .map(|(&k, v)| (i32::try_from(k).unwrap_or(i32::MAX), v.clone()))
-        .collect()
-}
-
-fn kp_replica(r: &ReplicaState) -> kp::ReplicaState {
-    kp::ReplicaState::default()
-        .with_replica_id(BrokerId(r.replica_id))
-        .with_replica_directory_id(r.replica_directory_id)
-        .with_log_end_offset(r.log_end_offset)
-        .with_last_fetch_timestamp(r.last_fetch_timestamp)
-        .with_last_caught_up_timestamp(r.last_caught_up_timestamp)
-        .with_unknown_tagged_fields(kp_tags(&r.unknown_tagged_fields))
-}
-
 /// The same message in `kafka-protocol`'s types (it has no `CommittedVoters`: compare at v0–2 only).
 pub fn to_kafka(r: &DescribeQuorumResponse) -> kafka_protocol::messages::DescribeQuorumResponse {
-    let topics = r
-        .topics
-        .iter()
-        .map(|t| {
-            kp::TopicData::default()
-                .with_topic_name(TopicName(kp_str(&t.topic_name)))
-                .with_partitions(
-                    t.partitions
-                        .iter()
-                        .map(|p| {
-                            kp::PartitionData::default()
-                                .with_partition_index(p.partition_index)
-                                .with_error_code(p.error_code)
-                                .with_error_message(p.error_message.as_deref().map(kp_str))
-                                .with_leader_id(BrokerId(p.leader_id))
-                                .with_leader_epoch(p.leader_epoch)
-                                .with_high_watermark(p.high_watermark)
-                                .with_current_voters(
-                                    p.current_voters.iter().map(kp_replica).collect(),
-                                )
-                                .with_observers(p.observers.iter().map(kp_replica).collect())
-                                .with_unknown_tagged_fields(kp_tags(&p.unknown_tagged_fields))
-                        })
-                        .collect(),
-                )
-                .with_unknown_tagged_fields(kp_tags(&t.unknown_tagged_fields))
-        })
-        .collect();
-    let nodes = r
-        .nodes
-        .iter()
-        .map(|n| {
-            kp::Node::default()
-                .with_node_id(BrokerId(n.node_id))
-                .with_listeners(
-                    n.listeners
-                        .iter()
-                        .map(|l| {
-                            kp::Listener::default()
-                                .with_name(kp_str(&l.name))
-                                .with_host(kp_str(&l.host))
-                                .with_port(l.port)
-                                .with_unknown_tagged_fields(kp_tags(&l.unknown_tagged_fields))
-                        })
-                        .collect(),
-                )
-                .with_unknown_tagged_fields(kp_tags(&n.unknown_tagged_fields))
-        })
-        .collect();
-    kafka_protocol::messages::DescribeQuorumResponse::default()
-        .with_error_code(r.error_code)
-        .with_error_message(r.error_message.as_deref().map(kp_str))
-        .with_topics(topics)
-        .with_nodes(nodes)
-        .with_unknown_tagged_fields(kp_tags(&r.unknown_tagged_fields))
+    r.into()
 }
 
 /// Voters `1..=n` as the simulated cluster names them (directory ids, one listener each).

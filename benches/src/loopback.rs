@@ -2,7 +2,7 @@
 //! and a small blocking client that speaks Kafka's framing: DescribeQuorum through our `wire` codec,
 //! AddRaftVoter/RemoveRaftVoter through kafka-protocol's message types.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ use kraft::storage::format_directory_id;
 use kraft::wire::describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumResponse, REQUEST_HEADER_VERSION, RESPONSE_HEADER_VERSION,
 };
+use kraft::wire::frame::read_frame_blocking;
 use kraft::wire::{Reader, RequestHeader, ResponseHeader};
 use uuid::Uuid;
 
@@ -79,14 +80,7 @@ impl Client {
     /// response header v1, checking the correlation id.
     fn round_trip(&mut self) -> Result<Bytes, LoopbackError> {
         self.stream.write_all(&self.frame).map_err(err)?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).map_err(err)?;
-        let size = usize::try_from(i32::from_be_bytes(size))
-            .ok()
-            .filter(|&s| s <= MAX_FRAME)
-            .ok_or_else(|| err("response frame size out of range"))?;
-        let mut payload = vec![0u8; size];
-        self.stream.read_exact(&mut payload).map_err(err)?;
+        let payload = read_frame_blocking(&mut self.stream, MAX_FRAME).map_err(err)?;
         let mut r = Reader::new(&payload);
         let header = ResponseHeader::decode_from(&mut r, RESPONSE_HEADER_VERSION).map_err(err)?;
         if header.correlation_id != self.correlation {
@@ -96,7 +90,7 @@ impl Client {
             )));
         }
         let body = r.position();
-        Ok(Bytes::from(payload).slice(body..))
+        Ok(payload.slice(body..))
     }
 
     /// Writes size prefix, request header v2 and `body` into the frame buffer.

@@ -37,6 +37,7 @@ use model::types::{Action, Id, State, MAX_SERVERS};
 use model::{KraftModel, ModelConfig};
 use stateright::Model;
 
+use crate::fingerprint::{hasher, model_fingerprint};
 use crate::harness::{Cluster, NodeHook};
 use crate::refusal;
 use crate::replay::{self, After, Counts, Divergence, DivergenceKind, TraceSpec};
@@ -108,20 +109,6 @@ impl GraphOutcome {
     pub fn per_second(&self) -> f64 {
         self.transitions as f64 / self.seconds.max(1e-9)
     }
-}
-
-/// A fast hasher with fixed seeds (the same fingerprints for the whole run; not a security boundary).
-pub fn hasher() -> ahash::AHasher {
-    use std::hash::BuildHasher;
-    ahash::RandomState::with_seeds(0x6b72, 0x6166, 0x7431, 0x3135).build_hasher()
-}
-
-/// The model's fingerprint of a state (its `Hash`, as stateright fingerprints it, with a fixed-seed
-/// hasher).
-pub fn model_fingerprint(s: &State) -> u64 {
-    let mut h = hasher();
-    s.hash(&mut h);
-    h.finish()
 }
 
 /// The implementation fingerprint of one node (see the module doc for what it leaves out).

@@ -14,6 +14,7 @@
 //! - [`wire_fetch_snapshot`]: FetchSnapshot as kafka-protocol reads it, for the vectors.
 
 pub mod batch;
+pub mod fingerprint;
 pub mod graph;
 pub mod harness;
 pub mod kit;

@@ -86,8 +86,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kraft::node::{
-    Bootstrap, EntryKind, Message, Node, NodeConfig, NodeView, Role as KRole, SnapshotConfig,
-    SnapshotId as KSnapshotId, FETCH_ECHO_TAG,
+    errors, Bootstrap, EntryKind, FetchEcho, Message, Node, NodeConfig, NodeView, Role as KRole,
+    SnapshotConfig, SnapshotId as KSnapshotId, FETCH_ECHO_TAG,
 };
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 use model::types::{
@@ -248,19 +248,35 @@ pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
     }
 }
 
+/// The model's error codes and Kafka's: the one correspondence between them.
+const ERROR_CODES: [(ErrorCode, i16); 8] = [
+    (ErrorCode::None, errors::NONE),
+    (
+        ErrorCode::NotLeaderOrFollower,
+        errors::NOT_LEADER_OR_FOLLOWER,
+    ),
+    (ErrorCode::RequestTimedOut, errors::REQUEST_TIMED_OUT),
+    (ErrorCode::UnsupportedVersion, errors::UNSUPPORTED_VERSION),
+    (ErrorCode::FencedLeaderEpoch, errors::FENCED_LEADER_EPOCH),
+    (ErrorCode::UnknownLeaderEpoch, errors::UNKNOWN_LEADER_EPOCH),
+    (ErrorCode::DuplicateVoter, errors::DUPLICATE_VOTER),
+    (ErrorCode::VoterNotFound, errors::VOTER_NOT_FOUND),
+];
+
 /// Kafka error code → the model's, `None` for a code the model does not know.
 pub fn error_code(code: i16) -> Option<ErrorCode> {
-    Some(match code {
-        0 => ErrorCode::None,
-        6 => ErrorCode::NotLeaderOrFollower,
-        7 => ErrorCode::RequestTimedOut,
-        35 => ErrorCode::UnsupportedVersion,
-        74 => ErrorCode::FencedLeaderEpoch,
-        75 => ErrorCode::UnknownLeaderEpoch,
-        126 => ErrorCode::DuplicateVoter,
-        127 => ErrorCode::VoterNotFound,
-        _ => return None,
-    })
+    ERROR_CODES
+        .iter()
+        .find(|(_, k)| *k == code)
+        .map(|(m, _)| *m)
+}
+
+/// The model's error code → Kafka's.
+pub fn kafka_code(e: ErrorCode) -> i16 {
+    ERROR_CODES
+        .iter()
+        .find(|(m, _)| *m == e)
+        .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, k)| *k)
 }
 
 fn small<T: TryInto<u8> + Copy + std::fmt::Debug>(v: T, what: &str) -> Result<u8, String> {
@@ -361,26 +377,8 @@ pub struct Abstract {
 impl Abstract {
     /// Field-by-field rendering, for side-by-side reports.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
-        let set = |m: Mask| {
-            format!(
-                "{{{}}}",
-                ids(m).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
-            )
-        };
-        let log = self
-            .log
-            .iter()
-            .map(|e| {
-                let k = match e.kind {
-                    Kind::Data => "D".to_string(),
-                    Kind::LeaderChange => "LC".to_string(),
-                    Kind::KRaftVersion => "KV".to_string(),
-                    Kind::Voters(m) => format!("V{}", set(m)),
-                };
-                format!("{k}@{}", e.epoch)
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
+        use model::story::{entries, set};
+        let log = entries(&self.log);
         let snapshots = self
             .snapshots
             .iter()
@@ -623,7 +621,7 @@ pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
     use bytes::BytesMut;
     use kafka_protocol::protocol::{Decodable, Encodable};
     use std::hash::{Hash, Hasher};
-    let mut digest = crate::graph::hasher();
+    let mut digest = crate::fingerprint::hasher();
     let mut rt = |m: &dyn Fn(&mut BytesMut) -> Result<(), String>| -> Result<bytes::Bytes, String> {
         let mut buf = BytesMut::with_capacity(256);
         m(&mut buf)?;
@@ -818,15 +816,12 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
         .unknown_tagged_fields
         .get(&FETCH_ECHO_TAG)
         .ok_or("FetchResponse without the request echo")?;
-    if echo.len() != 16 {
-        return Err(format!("FetchResponse echo of {} bytes", echo.len()));
-    }
-    let be_i32 = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    let be_i64 = |b: &[u8]| i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+    let echo = FetchEcho::decode(echo.clone())
+        .ok_or_else(|| format!("FetchResponse echo of {} bytes", echo.len()))?;
     let request = FetchKey {
-        epoch: small(be_i32(&echo[0..4]), "echoed epoch")?,
-        fetch_offset: small(be_i64(&echo[4..12]), "echoed fetch offset")?,
-        last_fetched_epoch: small(be_i32(&echo[12..16]), "echoed last fetched epoch")?,
+        epoch: small(echo.epoch, "echoed epoch")?,
+        fetch_offset: small(echo.fetch_offset, "echoed fetch offset")?,
+        last_fetched_epoch: small(echo.last_fetched_epoch, "echoed last fetched epoch")?,
     };
     let d = &p.diverging_epoch;
     let diverging = if d.epoch >= 0 && d.end_offset >= 0 {
@@ -853,7 +848,7 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
             Some(small(p.high_watermark, "Fetch HW")?)
         },
         diverging,
-        records: records_of(p.records.as_ref(), be_i64(&echo[4..12]))?,
+        records: records_of(p.records.as_ref(), echo.fetch_offset)?,
         snapshot_id: if p.snapshot_id.end_offset >= 0 && p.snapshot_id.epoch >= 0 {
             Some(model::types::SnapshotId {
                 end: small(p.snapshot_id.end_offset, "snapshot end offset")?,
@@ -920,7 +915,7 @@ mod tests {
             ErrorCode::DuplicateVoter,
             ErrorCode::VoterNotFound,
         ] {
-            assert_eq!(error_code(c.code()), Some(c));
+            assert_eq!(error_code(kafka_code(c)), Some(c));
         }
         assert_eq!(error_code(42), None);
     }

@@ -84,7 +84,11 @@ mod tests {
                 .iter()
                 .find(|i| reason(**i) == Ok(m))
                 .unwrap_or_else(|| panic!("{m:?} has no implementation reason"));
-            assert_eq!(i.error_code(), m.error().code(), "{m:?}");
+            assert_eq!(
+                i.error_code(),
+                crate::mapping::kafka_code(m.error()),
+                "{m:?}"
+            );
         }
         assert!(reason(Impl::InconsistentClusterId).is_err());
         assert!(reason(Impl::FencedLeaderEpoch).is_err());

@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::describe_quorum_response as kp;
 use kafka_protocol::protocol::{Decodable, Encodable};
 use kraft::wire::describe_quorum as dq;
 
@@ -161,99 +160,9 @@ fn typed_replica(s: &dq::ReplicaState) -> Value {
 }
 
 /// Generic value of a `kafka-protocol` response (v0–2: it has no `CommittedVoters`, which reads as the
-/// schema default, an empty list).
+/// schema default, an empty list), through `kraft`'s conversion from kafka-protocol's types.
 pub fn kp_to_value(r: &kafka_protocol::messages::DescribeQuorumResponse) -> StructValue {
-    let str_opt = |s: &Option<kafka_protocol::protocol::StrBytes>| {
-        Value::String(s.as_ref().map(|s| s.to_string()))
-    };
-    let topics = r
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    strukt(
-                        vec![
-                            ("PartitionIndex", int(p.partition_index)),
-                            ("ErrorCode", int(p.error_code)),
-                            ("ErrorMessage", str_opt(&p.error_message)),
-                            ("LeaderId", int(p.leader_id.0)),
-                            ("LeaderEpoch", int(p.leader_epoch)),
-                            ("HighWatermark", int(p.high_watermark)),
-                            (
-                                "CurrentVoters",
-                                array(p.current_voters.iter().map(kp_replica)),
-                            ),
-                            ("CommittedVoters", Value::Array(Some(Vec::new()))),
-                            ("Observers", array(p.observers.iter().map(kp_replica))),
-                        ],
-                        tags_i32(&p.unknown_tagged_fields),
-                    )
-                })
-                .collect::<Vec<_>>();
-            strukt(
-                vec![
-                    ("TopicName", Value::String(Some(t.topic_name.0.to_string()))),
-                    ("Partitions", Value::Array(Some(partitions))),
-                ],
-                tags_i32(&t.unknown_tagged_fields),
-            )
-        })
-        .collect::<Vec<_>>();
-    let nodes = r
-        .nodes
-        .iter()
-        .map(|n| {
-            let listeners = n
-                .listeners
-                .iter()
-                .map(|l| {
-                    strukt(
-                        vec![
-                            ("Name", Value::String(Some(l.name.to_string()))),
-                            ("Host", Value::String(Some(l.host.to_string()))),
-                            ("Port", int(l.port)),
-                        ],
-                        tags_i32(&l.unknown_tagged_fields),
-                    )
-                })
-                .collect::<Vec<_>>();
-            strukt(
-                vec![
-                    ("NodeId", int(n.node_id.0)),
-                    ("Listeners", Value::Array(Some(listeners))),
-                ],
-                tags_i32(&n.unknown_tagged_fields),
-            )
-        })
-        .collect::<Vec<_>>();
-    match strukt(
-        vec![
-            ("ErrorCode", int(r.error_code)),
-            ("ErrorMessage", str_opt(&r.error_message)),
-            ("Topics", Value::Array(Some(topics))),
-            ("Nodes", Value::Array(Some(nodes))),
-        ],
-        tags_i32(&r.unknown_tagged_fields),
-    ) {
-        Value::Struct(s) => s,
-        _ => unreachable!("strukt builds a struct"),
-    }
-}
-
-fn kp_replica(s: &kp::ReplicaState) -> Value {
-    strukt(
-        vec![
-            ("ReplicaId", int(s.replica_id.0)),
-            ("ReplicaDirectoryId", Value::Uuid(s.replica_directory_id)),
-            ("LogEndOffset", int(s.log_end_offset)),
-            ("LastFetchTimestamp", int(s.last_fetch_timestamp)),
-            ("LastCaughtUpTimestamp", int(s.last_caught_up_timestamp)),
-        ],
-        tags_i32(&s.unknown_tagged_fields),
-    )
+    typed_to_value(&dq::DescribeQuorumResponse::from(r))
 }
 
 fn int(i: impl Into<i64>) -> Value {
@@ -279,14 +188,6 @@ fn strukt(
 
 fn tags_u32(t: &kraft::wire::UnknownTaggedFields) -> std::collections::BTreeMap<u32, Vec<u8>> {
     t.iter().map(|(k, v)| (*k, v.to_vec())).collect()
-}
-
-fn tags_i32(
-    t: &std::collections::BTreeMap<i32, Bytes>,
-) -> std::collections::BTreeMap<u32, Vec<u8>> {
-    t.iter()
-        .filter_map(|(k, v)| u32::try_from(*k).ok().map(|k| (k, v.to_vec())))
-        .collect()
 }
 
 /// Differences between two values, as `path: left ≠ right`, comparing struct fields by name (a field
@@ -419,7 +320,7 @@ impl WireChecker {
             }
             .to_string()
         })?;
-        let mut h = crate::graph::hasher();
+        let mut h = crate::fingerprint::hasher();
         (version, &bytes[..], key).hash(&mut h);
         let digest = h.finish();
         if self.passed.contains(&digest) {
@@ -529,30 +430,11 @@ impl WireChecker {
             }
         }
         if version <= 2 {
-            let kpv = kafka_protocol::messages::DescribeQuorumResponse::decode(
-                &mut bytes.clone(),
+            let kpv: kafka_protocol::messages::DescribeQuorumResponse = kp_round_trip(
+                &bytes,
                 version,
-            )
-            .map_err(|e| WireFailure::Decode {
-                decoder: "kafka-protocol",
-                version,
-                reason: e.to_string(),
-            })?;
-            let mut buf = BytesMut::new();
-            kpv.encode(&mut buf, version)
-                .map_err(|e| WireFailure::Decode {
-                    decoder: "kafka-protocol (encode)",
-                    version,
-                    reason: e.to_string(),
-                })?;
-            if buf[..] != bytes[..] {
-                return Err(WireFailure::Reencode {
-                    encoder: "kafka-protocol",
-                    version,
-                    got: buf.len(),
-                    want: bytes.len(),
-                });
-            }
+                ("kafka-protocol", "kafka-protocol (encode)"),
+            )?;
             disagree(
                 "kafka-protocol",
                 "schema interpreter",
@@ -599,31 +481,48 @@ impl WireChecker {
             }
         }
         if version <= 2 {
-            use kafka_protocol::messages::DescribeQuorumRequest as KpReq;
-            let kpv =
-                KpReq::decode(&mut bytes.clone(), version).map_err(|e| WireFailure::Decode {
-                    decoder: "kafka-protocol (request)",
-                    version,
-                    reason: e.to_string(),
-                })?;
-            let mut buf = BytesMut::new();
-            kpv.encode(&mut buf, version)
-                .map_err(|e| WireFailure::Decode {
-                    decoder: "kafka-protocol (request encode)",
-                    version,
-                    reason: e.to_string(),
-                })?;
-            if buf[..] != bytes[..] {
-                return Err(WireFailure::Reencode {
-                    encoder: "kafka-protocol (request)",
-                    version,
-                    got: buf.len(),
-                    want: bytes.len(),
-                });
-            }
+            kp_round_trip::<kafka_protocol::messages::DescribeQuorumRequest>(
+                &bytes,
+                version,
+                (
+                    "kafka-protocol (request)",
+                    "kafka-protocol (request encode)",
+                ),
+            )?;
         }
         Ok(())
     }
+}
+
+/// Decodes `bytes` with kafka-protocol and requires that it re-encodes them exactly; `names` are the
+/// decoder's and the encoder's names in failures.
+fn kp_round_trip<T: Decodable + Encodable>(
+    bytes: &Bytes,
+    version: i16,
+    names: (&'static str, &'static str),
+) -> Result<T, WireFailure> {
+    let value = T::decode(&mut bytes.clone(), version).map_err(|e| WireFailure::Decode {
+        decoder: names.0,
+        version,
+        reason: e.to_string(),
+    })?;
+    let mut buf = BytesMut::new();
+    value
+        .encode(&mut buf, version)
+        .map_err(|e| WireFailure::Decode {
+            decoder: names.1,
+            version,
+            reason: e.to_string(),
+        })?;
+    if buf[..] != bytes[..] {
+        return Err(WireFailure::Reencode {
+            encoder: names.0,
+            version,
+            got: buf.len(),
+            want: bytes.len(),
+        });
+    }
+    Ok(value)
 }
 
 fn disagree(

@@ -212,7 +212,10 @@ fn the_epoch_overflow_vote_changes_nothing_without_the_voters_certificate() {
         let payload = client.round_trip_raw(&hostile_vote(claimed)).unwrap();
         let (_, mut body) = response_body(payload, ApiKey::Vote as i16, 1).unwrap();
         let response = VoteResponse::decode(&mut body, 1).unwrap();
-        assert_eq!(response.error_code, 31, "CLUSTER_AUTHORIZATION_FAILED");
+        assert_eq!(
+            response.error_code,
+            kraft::wire::error_codes::CLUSTER_AUTHORIZATION_FAILED
+        );
     }
 
     // Nothing moved: same leader, same epoch, on every node.

@@ -677,13 +677,14 @@ fn to_message(g: &Garbage, sim: &Sim, target: i32) -> Message {
                         .with_records(Some(Bytes::from(junk.clone()))),
                 ]),
             ]);
-            let mut echo = Vec::with_capacity(16);
-            echo.extend_from_slice(&epoch.to_be_bytes());
-            echo.extend_from_slice(&offset.to_be_bytes());
-            echo.extend_from_slice(&last.to_be_bytes());
+            let echo = kraft::node::FetchEcho {
+                epoch,
+                fetch_offset: offset,
+                last_fetched_epoch: last,
+            };
             resp.responses[0].partitions[0]
                 .unknown_tagged_fields
-                .insert(kraft::node::FETCH_ECHO_TAG, Bytes::from(echo));
+                .insert(kraft::node::FETCH_ECHO_TAG, echo.encode());
             Message::FetchResponse(resp)
         }
     }

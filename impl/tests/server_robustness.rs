@@ -15,6 +15,7 @@ use kafka_protocol::protocol::Decodable;
 use kraft::server::client::{describe_frame, Client};
 use kraft::server::codec::{request_frame, response_body};
 use kraft::wire::describe_quorum::DescribeQuorumRequest;
+use kraft::wire::frame::{read_frame_blocking, FrameReadError, DEFAULT_MAX_FRAME_SIZE};
 use rand::{Rng, SeedableRng};
 
 const LIMITS: &[&str] = &[
@@ -38,12 +39,8 @@ fn single_node() -> Cluster {
     c
 }
 
-fn read_response(stream: &mut TcpStream) -> std::io::Result<Bytes> {
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size)?;
-    let mut payload = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut payload)?;
-    Ok(Bytes::from(payload))
+fn read_response(stream: &mut TcpStream) -> Result<Bytes, FrameReadError> {
+    read_frame_blocking(stream, DEFAULT_MAX_FRAME_SIZE)
 }
 
 fn connect(c: &Cluster) -> TcpStream {

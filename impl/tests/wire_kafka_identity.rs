@@ -41,7 +41,7 @@ proptest! {
     #[test]
     fn response_bytes_match_kafka_protocol((value, version) in response_case()) {
         let ours = value.to_bytes(version);
-        let theirs = kp_encode(&to_kp_response(&value), version);
+        let theirs = kp_encode(&kresp::DescribeQuorumResponse::from(&value), version);
         match (&ours, &theirs) {
             (Ok(ours), Some(theirs)) => {
                 prop_assert_eq!(ours.as_ref(), theirs.as_slice());
@@ -50,7 +50,7 @@ proptest! {
                 let mut buf = bytes::Bytes::copy_from_slice(theirs);
                 let decoded_by_them = kresp::DescribeQuorumResponse::decode(&mut buf, version).unwrap();
                 prop_assert!(buf.is_empty());
-                prop_assert_eq!(&decoded_by_us, &from_kp_response(&decoded_by_them));
+                prop_assert_eq!(&decoded_by_us, &DescribeQuorumResponse::from(&decoded_by_them));
                 prop_assert_eq!(decoded_by_us, project(value, version));
             }
             (Err(WireError::FieldNotAvailable { .. }), None) => {}
@@ -62,7 +62,7 @@ proptest! {
     /// and re-encode byte for byte.
     #[test]
     fn kafka_protocol_bytes_decode_with_ours((value, version) in response_case()) {
-        let kp = to_kp_response(&value);
+        let kp = kresp::DescribeQuorumResponse::from(&value);
         if let Some(theirs) = kp_encode(&kp, version) {
             let decoded = DescribeQuorumResponse::decode(&theirs, version).unwrap();
             prop_assert_eq!(&decoded, &project(value, version));
@@ -75,11 +75,11 @@ proptest! {
     #[test]
     fn request_bytes_match_kafka_protocol(value in arb_request(), version in 0i16..=2) {
         let ours = value.to_bytes(version).unwrap();
-        let theirs = kp_encode(&to_kp_request(&value), version).unwrap();
+        let theirs = kp_encode(&kreq::DescribeQuorumRequest::from(&value), version).unwrap();
         prop_assert_eq!(ours.as_ref(), theirs.as_slice());
         let mut buf = bytes::Bytes::copy_from_slice(&theirs);
         let decoded_by_them = kreq::DescribeQuorumRequest::decode(&mut buf, version).unwrap();
-        prop_assert_eq!(&from_kp_request(&decoded_by_them), &value);
+        prop_assert_eq!(&DescribeQuorumRequest::from(&decoded_by_them), &value);
         prop_assert_eq!(DescribeQuorumRequest::decode(&theirs, version).unwrap(), value.clone());
         prop_assert_eq!(value.to_bytes(3).unwrap(), ours);
     }
@@ -118,7 +118,7 @@ proptest! {
             let theirs = kresp::DescribeQuorumResponse::decode(&mut buf, version);
             prop_assert!(theirs.is_ok(), "kafka-protocol refused bytes we accepted: {:?}", theirs);
             prop_assert!(buf.is_empty());
-            prop_assert_eq!(ours, from_kp_response(&theirs.unwrap()));
+            prop_assert_eq!(ours, DescribeQuorumResponse::from(&theirs.unwrap()));
         }
     }
 }
@@ -173,7 +173,7 @@ fn writing_rule_matches_kafka_protocol() {
             ("ignorable", &ignorable, false),
         ] {
             let ours = v.to_bytes(version);
-            let theirs = kp_encode(&to_kp_response(v), version);
+            let theirs = kp_encode(&kresp::DescribeQuorumResponse::from(v), version);
             assert_eq!(ours.is_err(), fails, "{name} v{version}: {ours:?}");
             assert_eq!(theirs.is_none(), fails, "{name} v{version}: kafka-protocol");
             if let (Ok(ours), Some(theirs)) = (ours, theirs) {
@@ -204,7 +204,7 @@ fn writing_rule_matches_kafka_protocol() {
 #[test]
 fn version_ranges() {
     let value = DescribeQuorumResponse::default();
-    assert!(kp_encode(&to_kp_response(&value), 3).is_none());
+    assert!(kp_encode(&kresp::DescribeQuorumResponse::from(&value), 3).is_none());
     assert!(value.to_bytes(3).is_ok());
     assert!(matches!(
         value.to_bytes(4),

@@ -13,13 +13,14 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::Decodable;
 use kraft::wire::describe_quorum::{API_KEY, MAX_VERSION, METADATA_TOPIC};
+use kraft::wire::error_codes::{NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION};
 use kraft::wire::frame::{self, DEFAULT_MAX_FRAME_SIZE};
 use kraft::wire::{
     DescribeQuorumRequest, DescribeQuorumResponse, Listener, NodeEndpoints, PartitionData,
     ReplicaState, RequestHeader, ResponseHeader, TopicData,
 };
 use uuid::Uuid;
-use wire_support::{from_kp_request, from_kp_response, project};
+use wire_support::project;
 
 const CORRELATION_ID: i32 = 7;
 const CLIENT_ID: &str = "probe";
@@ -32,9 +33,6 @@ const CASES: [&str; 5] = [
     "not_leader",
     "unknown_partition",
 ];
-
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 /// A vector's `.json`: what the frame holds, decoded.
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -391,7 +389,11 @@ fn every_vector_on_disk_decodes_to_its_json() {
                     v.api_version,
                 )
                 .unwrap();
-                assert_eq!(from_kp_request(&theirs), v.body, "{stem}: kafka-protocol");
+                assert_eq!(
+                    DescribeQuorumRequest::from(&theirs),
+                    v.body,
+                    "{stem}: kafka-protocol"
+                );
             }
         } else {
             let v: Vector<ResponseHeader, DescribeQuorumResponse> =
@@ -412,7 +414,11 @@ fn every_vector_on_disk_decodes_to_its_json() {
                     v.api_version,
                 )
                 .unwrap();
-                assert_eq!(from_kp_response(&theirs), v.body, "{stem}: kafka-protocol");
+                assert_eq!(
+                    DescribeQuorumResponse::from(&theirs),
+                    v.body,
+                    "{stem}: kafka-protocol"
+                );
             }
         }
         checked += 1;

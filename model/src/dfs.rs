@@ -112,16 +112,6 @@ impl Shard {
 
 const SHARDS: usize = 256;
 
-/// The hasher of fingerprints: ahash with fixed seeds (as Stateright's own).
-pub fn hasher() -> ahash::RandomState {
-    ahash::RandomState::with_seeds(11, 22, 33, 44)
-}
-
-/// A state's fingerprint.
-pub fn fingerprint(s: &State) -> u64 {
-    hasher().hash_one(s)
-}
-
 /// Limits of a search.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Limits {

@@ -3,7 +3,7 @@
 use crate::config::ModelConfig;
 use crate::spec::{committed_voters, latest_voters};
 use crate::types::{
-    ids, Action, ChangeOp, Envelope, ErrorCode, Kind, Log, Mask, Msg, Reply, Snapshot, State,
+    ids, Action, ChangeOp, Entry, Envelope, ErrorCode, Kind, Log, Mask, Msg, Reply, Snapshot, State,
 };
 use std::fmt::Write;
 
@@ -23,8 +23,12 @@ pub fn log(l: &Log) -> String {
             if l.is_empty() { "" } else { " " }
         )
     });
-    let v: Vec<String> = l
-        .as_slice()
+    format!("[{base}{}]", entries(l.as_slice()))
+}
+
+/// `LC@1 KV@1 V{0,1,2}@1 D@2`: log entries, kind @ epoch.
+pub fn entries(es: &[Entry]) -> String {
+    let v: Vec<String> = es
         .iter()
         .map(|e| {
             let k = match e.kind {
@@ -36,7 +40,7 @@ pub fn log(l: &Log) -> String {
             format!("{k}@{}", e.epoch)
         })
         .collect();
-    format!("[{base}{}]", v.join(" "))
+    v.join(" ")
 }
 
 /// `4@2 {0,1,2}`: a snapshot's end offset, epoch and voter set.
@@ -147,11 +151,10 @@ pub fn action(a: &Action) -> String {
 /// A reply in words.
 pub fn reply(r: &Reply) -> String {
     format!(
-        "server {} answers {} with {:?} ({})",
+        "server {} answers {} with {}",
         r.server,
         op(&r.op),
-        r.error,
-        r.error.code()
+        error_name(r.error)
     )
 }
 
@@ -205,6 +208,12 @@ pub fn state_with(bootstrap: Mask, s: &State) -> String {
         let _ = writeln!(out, "    in flight: {}", envelope(e));
     }
     out
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&state_with(self.bootstrap, self))
+    }
 }
 
 /// A numbered story: the initial state, then each action with the state after it.

@@ -203,12 +203,12 @@ fn message_digest(env: &Envelope) -> u64 {
 }
 
 /// The fingerprint of `s` renamed by `perm` (old id → new id): equal to
-/// `crate::dfs::fingerprint(&permute(s, perm))`, computed without building the renamed state (no
+/// `crate::fingerprint::fingerprint(&permute(s, perm))`, computed without building the renamed state (no
 /// allocation while the network holds at most 16 messages). It feeds the derived `Hash` of
 /// [`State`] the same values in the same order: bootstrap, servers, network, history.
 fn permuted_fingerprint(s: &State, perm: &[Id]) -> u64 {
     use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = crate::dfs::hasher().build_hasher();
+    let mut h = crate::fingerprint::hasher().build_hasher();
     map_mask(perm, s.bootstrap).hash(&mut h);
     let n = s.servers.len();
     let mut servers = [Server::default(); MAX_SERVERS];
@@ -311,7 +311,7 @@ pub fn canonical(s: &State) -> ([Id; MAX_SERVERS], u64) {
     loop {
         let perm = to_perm(&candidate);
         let fp = if identity(&perm[..n]) {
-            crate::dfs::fingerprint(s)
+            crate::fingerprint::fingerprint(s)
         } else {
             permuted_fingerprint(s, &perm[..n])
         };
@@ -442,7 +442,7 @@ mod tests {
             let mut next = Vec::new();
             for s in &layer {
                 let fp = canonical(s).1;
-                assert_eq!(fp, crate::dfs::fingerprint(&s.representative()));
+                assert_eq!(fp, crate::fingerprint::fingerprint(&s.representative()));
                 for p in &perms {
                     assert_eq!(canonical(&permute(s, p)).1, fp);
                 }

@@ -26,41 +26,26 @@ pub fn ids(mask: Mask) -> impl Iterator<Item = Id> {
     (0..8u8).filter(move |i| mask & bit(*i) != 0)
 }
 
-/// Kafka error codes used by the model, with Kafka's numbers.
+/// The Kafka errors the model answers with, by name; their numbers are Kafka's business (the
+/// conformance mapping pairs each with the implementation's code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ErrorCode {
-    /// 0
+    /// NONE.
     None,
-    /// 6: the receiver is not the leader.
+    /// NOT_LEADER_OR_FOLLOWER: the receiver is not the leader.
     NotLeaderOrFollower,
-    /// 7: a membership precondition is not met yet, or a pending change timed out.
+    /// REQUEST_TIMED_OUT: a membership precondition is not met yet, or a pending change timed out.
     RequestTimedOut,
-    /// 35: `kraft.version` < 1 (never reached: the model always runs kraft.version 1).
+    /// UNSUPPORTED_VERSION: `kraft.version` < 1 (never reached: the model always runs kraft.version 1).
     UnsupportedVersion,
-    /// 74: the request's epoch is older than the receiver's.
+    /// FENCED_LEADER_EPOCH: the request's epoch is older than the receiver's.
     FencedLeaderEpoch,
-    /// 75: the request's epoch is newer than the receiver's.
+    /// UNKNOWN_LEADER_EPOCH: the request's epoch is newer than the receiver's.
     UnknownLeaderEpoch,
-    /// 126: AddVoter of an id that is already a voter.
+    /// DUPLICATE_VOTER: AddVoter of an id that is already a voter.
     DuplicateVoter,
-    /// 127: RemoveVoter of a non-voter, or of the last voter.
+    /// VOTER_NOT_FOUND: RemoveVoter of a non-voter, or of the last voter.
     VoterNotFound,
-}
-
-impl ErrorCode {
-    /// Kafka's numeric error code.
-    pub fn code(self) -> i16 {
-        match self {
-            ErrorCode::None => 0,
-            ErrorCode::NotLeaderOrFollower => 6,
-            ErrorCode::RequestTimedOut => 7,
-            ErrorCode::UnsupportedVersion => 35,
-            ErrorCode::FencedLeaderEpoch => 74,
-            ErrorCode::UnknownLeaderEpoch => 75,
-            ErrorCode::DuplicateVoter => 126,
-            ErrorCode::VoterNotFound => 127,
-        }
-    }
 }
 
 /// What a log entry (one record) is. Data carries no payload: its identity is (offset, epoch).
@@ -897,7 +882,8 @@ impl TryFrom<Vec<(Entry, u8)>> for CommittedLog {
 }
 
 /// The whole model state: servers, the network (a sorted multiset of envelopes) and history.
-/// `Debug` prints it the way the counterexample story does (the Explorer shows states with `{:#?}`).
+/// `Debug` (implemented in `story.rs`) prints it the way the counterexample story does (the Explorer
+/// shows states with `{:#?}`).
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct State {
     /// The bootstrap voter set (offset −1); constant, kept here so symmetry knows which ids may be
@@ -909,10 +895,4 @@ pub struct State {
     pub network: Vec<Envelope>,
     /// Ghost variables for the properties.
     pub history: History,
-}
-
-impl std::fmt::Debug for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::story::state_with(self.bootstrap, self))
-    }
 }

@@ -84,6 +84,9 @@ fn refusals_are_steps_with_kafka_error_codes_in_traces() {
         }],
     )
     .unwrap();
-    assert_eq!(t.steps[0].replies[0].error.code(), 6);
+    assert_eq!(
+        t.steps[0].replies[0].error,
+        model::types::ErrorCode::NotLeaderOrFollower
+    );
     assert_eq!(t.steps[0].state, t.init);
 }

@@ -668,7 +668,7 @@ impl Kit {
 /// the `kraft.version` range a voter supports (a Kafka leader asks a joining voter for it before it
 /// adds it).
 fn api_versions() -> kafka_protocol::messages::ApiVersionsResponse {
-    use kafka_protocol::messages::api_versions_response::{ApiVersion, SupportedFeatureKey};
+    use kafka_protocol::messages::api_versions_response::SupportedFeatureKey;
     let supported = kraft::voter_set::SupportedVersions::CURRENT;
     kafka_protocol::messages::ApiVersionsResponse::default()
         .with_supported_features(vec![SupportedFeatureKey::default()
@@ -677,15 +677,5 @@ fn api_versions() -> kafka_protocol::messages::ApiVersionsResponse {
             ))
             .with_min_version(supported.min)
             .with_max_version(supported.max)])
-        .with_api_keys(
-            kraft::wire::apis::SERVED_APIS
-                .iter()
-                .map(|a| {
-                    ApiVersion::default()
-                        .with_api_key(a.key as i16)
-                        .with_min_version(a.min)
-                        .with_max_version(a.max)
-                })
-                .collect(),
-        )
+        .with_api_keys(kraft::wire::apis::api_versions())
 }

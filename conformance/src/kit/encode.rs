@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kraft::log::{Batch, Record};
-use kraft::node::{Message, FETCH_ECHO_TAG};
+use kraft::node::{FetchEcho, Message, FETCH_ECHO_TAG};
 use kraft::voter_set::{Endpoint, SupportedVersions, VoterNode, VoterSet};
 use model::types::{ids, Entry, FetchKey, Id, Kind, Log, Mask, Msg};
 
@@ -283,7 +283,7 @@ pub fn response(
                 .with_topic_name(topic())
                 .with_partitions(vec![vote_response::PartitionData::default()
                     .with_partition_index(0)
-                    .with_error_code(error.code())
+                    .with_error_code(mapping::kafka_code(*error))
                     .with_leader_id(leader_id(*leader))
                     .with_leader_epoch(i32::from(*epoch))
                     .with_vote_granted(*granted)])],
@@ -291,7 +291,7 @@ pub fn response(
         (Message::FetchRequest(_), Some(Msg::FetchResponse(r))) => {
             let mut p = fetch_response::PartitionData::default()
                 .with_partition_index(0)
-                .with_error_code(r.error.code())
+                .with_error_code(mapping::kafka_code(r.error))
                 .with_high_watermark(r.high_watermark.map_or(-1, i64::from))
                 .with_log_start_offset(0)
                 .with_current_leader(
@@ -374,12 +374,13 @@ pub fn abstract_message(
             let mut records = None;
             for t in &mut r.responses {
                 for p in &mut t.partitions {
-                    let mut echo = Vec::with_capacity(16);
-                    echo.extend_from_slice(&i32::from(k.epoch).to_be_bytes());
-                    echo.extend_from_slice(&i64::from(k.fetch_offset).to_be_bytes());
-                    echo.extend_from_slice(&i32::from(k.last_fetched_epoch).to_be_bytes());
+                    let echo = FetchEcho {
+                        epoch: i32::from(k.epoch),
+                        fetch_offset: i64::from(k.fetch_offset),
+                        last_fetched_epoch: i32::from(k.last_fetched_epoch),
+                    };
                     p.unknown_tagged_fields
-                        .insert(FETCH_ECHO_TAG, Bytes::from(echo));
+                        .insert(FETCH_ECHO_TAG, echo.encode());
                     if records.is_none() {
                         records = Some(eps.records_of(p.records.as_ref())?);
                     }

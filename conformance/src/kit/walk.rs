@@ -34,7 +34,7 @@ use super::encode::Endpoints;
 use super::net::Listeners;
 use super::report::Report;
 use super::{scenarios, start_node, wait_listening_for, KitArgs, NUT};
-use crate::graph::model_fingerprint;
+use crate::fingerprint::model_fingerprint;
 use crate::schema::MessageSchema;
 use crate::sources::graph_config;
 

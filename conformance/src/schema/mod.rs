@@ -53,60 +53,8 @@ pub enum SchemaError {
     Io { path: String, reason: String },
 }
 
-/// An inclusive version range as written in Kafka schemas: `"0+"`, `"1-3"`, `"2"`, `"none"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Versions {
-    pub min: i16,
-    /// `i16::MAX` for an open range.
-    pub max: i16,
-}
-
-impl Versions {
-    pub const NONE: Versions = Versions { min: 1, max: 0 };
-
-    pub fn parse(text: &str) -> Result<Versions, String> {
-        let text = text.trim();
-        if text == "none" {
-            return Ok(Versions::NONE);
-        }
-        let num = |s: &str| {
-            s.trim()
-                .parse::<i16>()
-                .map_err(|e| format!("bad version {s:?}: {e}"))
-        };
-        if let Some(min) = text.strip_suffix('+') {
-            return Ok(Versions {
-                min: num(min)?,
-                max: i16::MAX,
-            });
-        }
-        if let Some((lo, hi)) = text.split_once('-') {
-            let (min, max) = (num(lo)?, num(hi)?);
-            if min > max {
-                return Err(format!("empty version range {text:?}"));
-            }
-            return Ok(Versions { min, max });
-        }
-        let v = num(text)?;
-        Ok(Versions { min: v, max: v })
-    }
-
-    pub fn contains(&self, v: i16) -> bool {
-        self.min <= v && v <= self.max
-    }
-}
-
-impl std::fmt::Display for Versions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.min > self.max {
-            write!(f, "none")
-        } else if self.max == i16::MAX {
-            write!(f, "{}+", self.min)
-        } else {
-            write!(f, "{}-{}", self.min, self.max)
-        }
-    }
-}
+/// Version ranges are parsed by the one parser of Kafka's notation, `kraft`'s.
+pub use kraft::wire::schema::Versions;
 
 /// A primitive or composite field type.
 #[derive(Clone, Debug, PartialEq)]

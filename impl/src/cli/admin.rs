@@ -17,11 +17,10 @@ use crate::server::client::Client;
 use crate::server::tls::Tls;
 use crate::storage::{format_directory_id, parse_directory_id, DataDir};
 use crate::wire::describe_quorum::MAX_VERSION;
+use crate::wire::error_codes::{
+    DUPLICATE_VOTER, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, VOTER_NOT_FOUND,
+};
 
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const REQUEST_TIMED_OUT: i16 = 7;
-const DUPLICATE_VOTER: i16 = 126;
-const VOTER_NOT_FOUND: i16 = 127;
 /// Metadata version used to read the cluster id.
 const METADATA_VERSION: i16 = 12;
 

@@ -17,17 +17,9 @@ impl Node {
     /// Features are only visible to clients at ApiVersions v3+ (v4 for a feature whose min is 0).
     pub fn api_versions(&self, _req: &ApiVersionsRequest) -> ApiVersionsResponse {
         use kafka_protocol::messages::api_versions_response::{
-            ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+            FinalizedFeatureKey, SupportedFeatureKey,
         };
-        let apis = SUPPORTED_APIS
-            .iter()
-            .map(|api| {
-                ApiVersion::default()
-                    .with_api_key(api.key as i16)
-                    .with_min_version(api.min)
-                    .with_max_version(api.max)
-            })
-            .collect();
+        let apis = crate::wire::apis::api_versions();
         let level = self.kraft_version();
         ApiVersionsResponse::default()
             .with_api_keys(apis)
@@ -124,6 +116,3 @@ impl Node {
         )
     }
 }
-
-/// APIs served by a KRaft node (the one table, `wire::apis`).
-pub use crate::wire::apis::SERVED_APIS as SUPPORTED_APIS;

@@ -16,13 +16,11 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{errors, Node};
 use crate::voter_set::Endpoint;
+use crate::wire::error_codes::{MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE};
 
 /// `EndpointType` values of DescribeCluster v1+ (`EndpointType.java`).
 pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
-/// Kafka's `UNSUPPORTED_ENDPOINT_TYPE` and `MISMATCHED_ENDPOINT_TYPE` (KIP-919).
-pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
-pub const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
 
 /// `ClusterAuthorizedOperations` when the client did not ask for them (the schema default).
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;

@@ -19,46 +19,7 @@ pub const METADATA_PARTITION: i32 = 0;
 /// last fetched epoch i32)`, big-endian. Kafka peers skip unknown tags.
 pub const FETCH_ECHO_TAG: i32 = 0x4b52;
 
-/// Kafka error codes used by the core (`Errors.java`).
-pub mod errors {
-    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-    pub const NONE: i16 = 0;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const REQUEST_TIMED_OUT: i16 = 7;
-    pub const BROKER_NOT_AVAILABLE: i16 = 8;
-    pub const UNSUPPORTED_VERSION: i16 = 35;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const FENCED_LEADER_EPOCH: i16 = 74;
-    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
-    pub const SNAPSHOT_NOT_FOUND: i16 = 98;
-    pub const POSITION_OUT_OF_RANGE: i16 = 99;
-    pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
-    pub const INVALID_VOTER_KEY: i16 = 125;
-    pub const DUPLICATE_VOTER: i16 = 126;
-    pub const VOTER_NOT_FOUND: i16 = 127;
-}
-
-/// Kafka's default message for an error code (`Errors.message()`); `None` for NONE.
-pub fn error_message(code: i16) -> Option<&'static str> {
-    Some(match code {
-        errors::NONE => return None,
-        errors::UNKNOWN_TOPIC_OR_PARTITION => "This server does not host this topic-partition.",
-        errors::NOT_LEADER_OR_FOLLOWER => "For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition.",
-        errors::REQUEST_TIMED_OUT => "The request timed out.",
-        errors::UNSUPPORTED_VERSION => "The version of API is not supported.",
-        errors::INVALID_REQUEST => "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
-        errors::FENCED_LEADER_EPOCH => "The leader epoch in the request is older than the epoch on the broker.",
-        errors::UNKNOWN_LEADER_EPOCH => "The leader epoch in the request is newer than the epoch on the broker.",
-        errors::SNAPSHOT_NOT_FOUND => "Requested snapshot was not found.",
-        errors::POSITION_OUT_OF_RANGE => "Requested position is not greater than or equal to zero, and less than the size of the snapshot.",
-        errors::INCONSISTENT_CLUSTER_ID => "The clusterId in the request does not match that found on the server",
-        errors::INVALID_VOTER_KEY => "The voter key doesn't match the receiving replica's key.",
-        errors::DUPLICATE_VOTER => "The voter is already part of the set of voters.",
-        errors::VOTER_NOT_FOUND => "The voter is not part of the set of voters.",
-        _ => "Unexpected error.",
-    })
-}
+pub use crate::wire::error_codes::{self as errors, error_message};
 
 /// Kafka's topic id of `__cluster_metadata` (`Uuid.METADATA_TOPIC_ID`): Fetch v13+ carries the id, not the name.
 pub const METADATA_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(1);
@@ -303,7 +264,7 @@ pub(crate) fn end_response(
             ])])
 }
 
-/// The identity of a fetch request, echoed in its response.
+/// The identity of a fetch request, echoed in its response under [`FETCH_ECHO_TAG`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FetchEcho {
     pub epoch: i32,
@@ -312,7 +273,7 @@ pub struct FetchEcho {
 }
 
 impl FetchEcho {
-    pub(crate) fn encode(&self) -> Bytes {
+    pub fn encode(&self) -> Bytes {
         let mut b = BytesMut::with_capacity(16);
         b.put_i32(self.epoch);
         b.put_i64(self.fetch_offset);
@@ -320,7 +281,8 @@ impl FetchEcho {
         b.freeze()
     }
 
-    pub(crate) fn decode(mut bytes: Bytes) -> Option<FetchEcho> {
+    /// `None` unless `bytes` is exactly an encoded echo.
+    pub fn decode(mut bytes: Bytes) -> Option<FetchEcho> {
         if bytes.len() != 16 {
             return None;
         }

@@ -198,11 +198,12 @@ mod view;
 mod vote;
 
 pub use add_check::api_versions_request;
-pub use admin::SUPPORTED_APIS;
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
-pub use messages::{error_message, errors, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC};
+pub use messages::{
+    error_message, errors, FetchEcho, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC,
+};
 pub use snapshot::{fill_snapshot_chunk, snapshot_chunk, SnapshotChunk, SNAPSHOT_CHUNK_TAG};
 pub use types::*;
 

@@ -14,9 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::codec::Incoming;
 use super::tls::Tls;
 use crate::node::{ClientRequest, ClientResponse, Message};
-
-/// Kafka's CLUSTER_AUTHORIZATION_FAILED.
-pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+use crate::wire::error_codes::CLUSTER_AUTHORIZATION_FAILED;
 
 /// Who is on the other end of a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]

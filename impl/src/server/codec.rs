@@ -1,7 +1,7 @@
 //! Requests and responses as bytes: what the shell reads from and writes to sockets.
 //!
-//! Headers go through kafka-protocol; DescribeQuorum bodies through our own `wire` codec (it has v3); every
-//! other body through kafka-protocol's generated structs. Frames carry the int32 size prefix.
+//! Headers go through kafka-protocol; which codec writes which body is the table in [`crate::wire`].
+//! Frames carry the int32 size prefix.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;

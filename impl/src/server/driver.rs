@@ -315,7 +315,6 @@ mod tests {
     use crate::storage::read_quorum_state;
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
     use std::path::PathBuf;
-    use tokio::io::AsyncReadExt;
     use uuid::Uuid;
 
     /// Node 1 of {1, 2}, with node 2 at `port`: node 1 times out, votes for itself and asks node 2. Its
@@ -387,22 +386,12 @@ mod tests {
         use crate::node::{ClientRequest, ClientResponse};
         use tokio::io::AsyncWriteExt;
         loop {
-            let mut size = [0u8; 4];
-            conn.read_exact(&mut size).await.unwrap();
-            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-            conn.read_exact(&mut frame).await.unwrap();
-            match decode_request(frame.into()).unwrap() {
+            let frame =
+                crate::wire::frame::read_frame(conn, crate::wire::frame::DEFAULT_MAX_FRAME_SIZE);
+            match decode_request(frame.await.unwrap()).unwrap() {
                 (reply, Incoming::Peer { message, .. }) => return (reply, message),
                 (reply, Incoming::Client(ClientRequest::ApiVersions(_))) => {
-                    let keys = crate::wire::apis::SERVED_APIS
-                        .iter()
-                        .map(|a| {
-                            kafka_protocol::messages::api_versions_response::ApiVersion::default()
-                                .with_api_key(a.key as i16)
-                                .with_min_version(a.min)
-                                .with_max_version(a.max)
-                        })
-                        .collect();
+                    let keys = crate::wire::apis::api_versions();
                     let answer = kafka_protocol::messages::ApiVersionsResponse::default()
                         .with_api_keys(keys);
                     let bytes =

@@ -50,6 +50,19 @@ pub fn supports(key: i16, version: i16) -> bool {
     served(key).is_some_and(|a| (a.min..=a.max).contains(&version))
 }
 
+/// The served APIs as an ApiVersions answer lists them.
+pub fn api_versions() -> Vec<kafka_protocol::messages::api_versions_response::ApiVersion> {
+    SERVED_APIS
+        .iter()
+        .map(|a| {
+            kafka_protocol::messages::api_versions_response::ApiVersion::default()
+                .with_api_key(a.key as i16)
+                .with_min_version(a.min)
+                .with_max_version(a.max)
+        })
+        .collect()
+}
+
 /// The highest version in both inclusive ranges, if they meet: the version a client sends when the server
 /// lists `theirs` for an API of which it speaks `ours` (Kafka's `NetworkClient` rule).
 pub fn common_version(theirs: (i16, i16), ours: (i16, i16)) -> Option<i16> {

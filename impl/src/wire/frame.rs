@@ -64,22 +64,56 @@ fn next_capacity(have: usize, size: usize) -> usize {
     size.min(have.saturating_mul(2).max(FIRST_CHUNK))
 }
 
-/// Makes room in `buf` for the next read and returns the zero-filled window to read into.
-fn window(buf: &mut Vec<u8>, size: usize) -> std::ops::Range<usize> {
-    let start = buf.len();
-    if start == buf.capacity() {
-        buf.reserve_exact(next_capacity(start, size) - start);
-    }
-    let end = buf.capacity().min(size);
-    buf.resize(end, 0);
-    start..end
+/// A payload of `size` bytes being read, by the async and the blocking reader alike: each read goes
+/// into [`Payload::window`] and is recorded by [`Payload::filled`].
+struct Payload {
+    buf: Vec<u8>,
+    size: usize,
+    /// Where the current window starts (the bytes before it have arrived).
+    start: usize,
 }
 
-fn eof(size: usize, got: usize) -> FrameReadError {
-    FrameReadError::Io(std::io::Error::new(
-        std::io::ErrorKind::UnexpectedEof,
-        format!("frame of {size} bytes ends after {got}"),
-    ))
+impl Payload {
+    fn new(size: usize) -> Payload {
+        Payload {
+            buf: Vec::new(),
+            size,
+            start: 0,
+        }
+    }
+
+    /// The zero-filled window to read into next, with room made for it; `None` once the payload is
+    /// complete.
+    fn window(&mut self) -> Option<&mut [u8]> {
+        let start = self.buf.len();
+        if start == self.size {
+            return None;
+        }
+        if start == self.buf.capacity() {
+            self.buf
+                .reserve_exact(next_capacity(start, self.size) - start);
+        }
+        let end = self.buf.capacity().min(self.size);
+        self.buf.resize(end, 0);
+        self.start = start;
+        Some(&mut self.buf[start..end])
+    }
+
+    /// Records that the last read put `n` bytes at the start of the window; 0 is a premature end.
+    fn filled(&mut self, n: usize) -> Result<(), FrameReadError> {
+        self.buf.truncate(self.start + n);
+        if n == 0 {
+            return Err(FrameReadError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("frame of {} bytes ends after {}", self.size, self.start),
+            )));
+        }
+        Ok(())
+    }
+
+    fn into_bytes(self) -> Bytes {
+        Bytes::from(self.buf)
+    }
 }
 
 /// Reads a payload of `size` bytes from an async stream.
@@ -88,17 +122,12 @@ where
     R: tokio::io::AsyncRead + Unpin,
 {
     use tokio::io::AsyncReadExt;
-    let mut buf = Vec::new();
-    while buf.len() < size {
-        let w = window(&mut buf, size);
-        let start = w.start;
-        let n = r.read(&mut buf[w]).await?;
-        buf.truncate(start + n);
-        if n == 0 {
-            return Err(eof(size, start));
-        }
+    let mut p = Payload::new(size);
+    while let Some(w) = p.window() {
+        let n = r.read(w).await?;
+        p.filled(n)?;
     }
-    Ok(Bytes::from(buf))
+    Ok(p.into_bytes())
 }
 
 /// Reads one whole frame from an async stream: its payload (size prefix checked by [`frame_size`]).
@@ -138,18 +167,12 @@ pub fn read_frame_blocking<R: std::io::Read>(
         return Err(FrameReadError::Closed);
     }
     r.read_exact(&mut prefix[1..])?;
-    let size = frame_size(prefix, max)?;
-    let mut buf = Vec::new();
-    while buf.len() < size {
-        let w = window(&mut buf, size);
-        let start = w.start;
-        let n = r.read(&mut buf[w])?;
-        buf.truncate(start + n);
-        if n == 0 {
-            return Err(eof(size, start));
-        }
+    let mut p = Payload::new(frame_size(prefix, max)?);
+    while let Some(w) = p.window() {
+        let n = r.read(w)?;
+        p.filled(n)?;
     }
-    Ok(Bytes::from(buf))
+    Ok(p.into_bytes())
 }
 
 /// Starts a frame whose body is written after it: a size placeholder, filled by [`finish_frame`].

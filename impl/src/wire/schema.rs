@@ -17,17 +17,18 @@ use std::sync::OnceLock;
 use super::codec::Reader;
 use super::error::WireError;
 
-/// An inclusive version range (`"0+"`, `"1-3"`, `"2"`, `"none"`).
+/// An inclusive version range as written in Kafka schemas: `"0+"`, `"1-3"`, `"2"`, `"none"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Versions {
     pub min: i16,
+    /// `i16::MAX` for an open range.
     pub max: i16,
 }
 
 impl Versions {
     pub const NONE: Versions = Versions { min: 1, max: 0 };
 
-    fn parse(text: &str) -> Result<Versions, String> {
+    pub fn parse(text: &str) -> Result<Versions, String> {
         let num = |s: &str| {
             s.trim()
                 .parse::<i16>()
@@ -42,10 +43,11 @@ impl Versions {
                 max: i16::MAX,
             }
         } else if let Some((a, b)) = text.split_once('-') {
-            Versions {
-                min: num(a)?,
-                max: num(b)?,
+            let (min, max) = (num(a)?, num(b)?);
+            if min > max {
+                return Err(format!("empty version range {text:?}"));
             }
+            Versions { min, max }
         } else {
             let v = num(text)?;
             Versions { min: v, max: v }
@@ -54,6 +56,18 @@ impl Versions {
 
     pub fn contains(self, v: i16) -> bool {
         self.min <= v && v <= self.max
+    }
+}
+
+impl std::fmt::Display for Versions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.min > self.max {
+            write!(f, "none")
+        } else if self.max == i16::MAX {
+            write!(f, "{}+", self.min)
+        } else {
+            write!(f, "{}-{}", self.min, self.max)
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kraft::node::sim::{self, Sim};
-use kraft::node::{ClientRequest, ClientResponse, Message, Timer, SUPPORTED_APIS};
+use kraft::node::{ClientRequest, ClientResponse, Message, Timer};
 use kraft::server::client::describe_frame;
 use kraft::server::codec::{self, BrokerInfo, CodecError, Reply};
 
@@ -71,7 +71,7 @@ impl Sample {
 
 /// (api key, min, max) of every API the node serves, Metadata included.
 pub fn served() -> Vec<(i16, i16, i16)> {
-    SUPPORTED_APIS
+    kraft::wire::apis::SERVED_APIS
         .iter()
         .map(|a| (a.key as i16, a.min, a.max))
         .collect()

@@ -156,7 +156,7 @@ impl Kit {
         self.report
             .cover(format!("node→kit {:?}Response error {code}", p.key));
         line.observed = format!("{:?}", crate::mapping::error_code(code));
-        if code != r.error.code() {
+        if code != crate::mapping::kafka_code(r.error) {
             let d = Divergence::Mismatch {
                 expected: line.expected.clone(),
                 observed: format!("error code {code}"),

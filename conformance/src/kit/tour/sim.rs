@@ -27,7 +27,7 @@ pub fn vertex_key(state: &State, held: &[Envelope]) -> u64 {
     let mut by_conn = held.to_vec();
     by_conn.sort_by_key(|e| e.dst);
     let mut h = std::hash::DefaultHasher::new();
-    crate::graph::model_fingerprint(state).hash(&mut h);
+    crate::fingerprint::model_fingerprint(state).hash(&mut h);
     by_conn.hash(&mut h);
     h.finish()
 }

@@ -25,6 +25,7 @@ use super::codec::{
 };
 use super::error::WireError;
 
+mod kafka;
 mod replica;
 mod serde_str;
 use replica::{
