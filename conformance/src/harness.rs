@@ -263,6 +263,7 @@ impl Cluster {
             let code = match resp {
                 ClientResponse::AddRaftVoter(r) => r.error_code,
                 ClientResponse::RemoveRaftVoter(r) => r.error_code,
+                ClientResponse::UpdateRaftVoter(r) => r.error_code,
                 other => return Err(format!("unexpected client reply {other:?}")),
             };
             let error = mapping::error_code(code)
@@ -460,6 +461,9 @@ impl Cluster {
                         ack_when_committed: true,
                     },
                     ChangeRequest::Remove(r) => ClientRequest::RemoveRaftVoter(r),
+                    ChangeRequest::Update(r) => ClientRequest::UpdateRaftVoter(
+                        r.with_current_leader_epoch(self.nodes[server as usize].epoch()),
+                    ),
                 };
                 let now = self.tick_clock(server);
                 let mut out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(

@@ -82,7 +82,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-    FetchResponse, RemoveRaftVoterRequest, VoteRequest, VoteResponse,
+    FetchResponse, RemoveRaftVoterRequest, UpdateRaftVoterRequest, VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kraft::node::{
@@ -190,6 +190,9 @@ pub fn snapshot_config() -> SnapshotConfig {
 pub enum ChangeRequest {
     Add(AddRaftVoterRequest),
     Remove(RemoveRaftVoterRequest),
+    /// As the voter sends it, with `CurrentLeaderEpoch` still 0: the sender sets the receiver's
+    /// epoch (the model's update is never fenced).
+    Update(UpdateRaftVoterRequest),
 }
 
 /// `op` as a request; `None` for the swap bug, which has no Kafka request.
@@ -218,6 +221,29 @@ pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
                 .with_voter_id(i32::from(j))
                 .with_voter_directory_id(directory_id(j)),
         )),
+        ChangeOp::Update(j) => {
+            use kafka_protocol::messages::update_raft_voter_request::{
+                KRaftVersionFeature, Listener,
+            };
+            let e = endpoint(j);
+            let listener = Listener::default()
+                .with_name(StrBytes::from_string(e.name))
+                .with_host(StrBytes::from_string(e.host))
+                .with_port(e.port);
+            let v = SupportedVersions::CURRENT;
+            Some(ChangeRequest::Update(
+                UpdateRaftVoterRequest::default()
+                    .with_cluster_id(cluster)
+                    .with_voter_id(i32::from(j))
+                    .with_voter_directory_id(directory_id(j))
+                    .with_listeners(vec![listener])
+                    .with_k_raft_version_feature(
+                        KRaftVersionFeature::default()
+                            .with_min_supported_version(v.min)
+                            .with_max_supported_version(v.max),
+                    ),
+            ))
+        }
         ChangeOp::Swap { .. } => None,
     }
 }
@@ -496,6 +522,9 @@ pub fn abstract_view(
             let op = match p.kind {
                 kraft::node::ChangeKind::Add => ChangeOp::Add(j),
                 kraft::node::ChangeKind::Remove => ChangeOp::Remove(j),
+                kraft::node::ChangeKind::Update => {
+                    return Err(format!("an UpdateRaftVoter of {j} is pending"))
+                }
             };
             Some(PendingChange {
                 op,

@@ -57,6 +57,20 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..trace::trace_config(ModelConfig::default())
         },
+        // UpdateRaftVoter beside AddVoter/RemoveVoter: an update, then a change held back by it or
+        // following it once committed; refusals as steps.
+        "updates" => ModelConfig {
+            voters: 3,
+            joiners: 0,
+            max_epoch: 2,
+            max_log: 5,
+            max_data: 0,
+            max_changes: 1,
+            max_crashes: 0,
+            max_in_flight: 2,
+            updates: true,
+            ..trace::trace_config(ModelConfig::default())
+        },
         _ => return None,
     };
     Some(cfg)
@@ -64,11 +78,14 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
 
 /// The bounds of a named graph in a few words, for the summary line.
 pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
-    let snapshots = if cfg.max_snapshots > 0 {
+    let mut snapshots = if cfg.max_snapshots > 0 {
         format!(" max_snapshots={}", cfg.max_snapshots)
     } else {
         String::new()
     };
+    if cfg.updates {
+        snapshots += " updates=true";
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -76,7 +93,7 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 }
 
 /// Names accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 3] = ["first-election", "membership", "snapshots"];
+pub const GRAPH_BOUNDS: [&str; 4] = ["first-election", "membership", "snapshots", "updates"];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.
 pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {

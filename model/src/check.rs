@@ -524,6 +524,16 @@ pub fn snapshot_bounds() -> ModelConfig {
     }
 }
 
+/// `check --preset updates`: UpdateRaftVoter requests beside AddVoter and RemoveVoter, one change and
+/// a crash (model/README.md, "UpdateRaftVoter"); with two changes it does not fit in a minute.
+pub fn update_bounds() -> ModelConfig {
+    ModelConfig {
+        updates: true,
+        max_changes: 1,
+        ..default_bounds()
+    }
+}
+
 /// The first-election check: a fresh cluster, small bounds, so the start that `check` skips is
 /// covered too.
 pub fn first_election_bounds() -> ModelConfig {

@@ -225,6 +225,10 @@ pub struct ModelConfig {
     /// server that restarts. Not a pure reduction: the restart part restricts the model to what Kafka's
     /// connections allow (`step/network.rs`, the restart in `step/mod.rs`); conformance replays with it off.
     pub gc: bool,
+    /// UpdateRaftVoter requests (a voter's endpoints changed) are tried at every server, each one a
+    /// membership change within `max_changes`. Absent in older trace files, which had none.
+    #[serde(default)]
+    pub updates: bool,
 }
 
 impl Default for ModelConfig {
@@ -251,6 +255,7 @@ impl Default for ModelConfig {
             pre_vote: true,
             refusal_steps: false,
             gc: true,
+            updates: false,
         }
     }
 }
@@ -327,6 +332,10 @@ impl fmt::Display for ModelConfig {
             self.check_quorum,
             self.pre_vote,
             self.bug.map_or("none", Bug::name)
-        )
+        )?;
+        if self.updates {
+            f.write_str(" updates=true")?;
+        }
+        Ok(())
     }
 }

@@ -49,6 +49,7 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
             match op {
                 ChangeOp::Add(j) => format!("AddVoter({j})"),
                 ChangeOp::Remove(j) => format!("RemoveVoter({j})"),
+                ChangeOp::Update(j) => format!("UpdateVoter({j})"),
                 ChangeOp::Swap { out, add } => format!("Swap(-{out} +{add})"),
             },
         ),

@@ -153,7 +153,7 @@ struct CheckArgs {
     json: bool,
     /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
     /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
-    /// moves and installs).
+    /// moves and installs), or `updates` (UpdateRaftVoter requests).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -176,6 +176,8 @@ enum Preset {
     Deep,
     /// Snapshots, log-start moves and installs (model/README.md, "Snapshots").
     Snapshots,
+    /// UpdateRaftVoter requests beside AddVoter and RemoveVoter (model/README.md, "UpdateRaftVoter").
+    Updates,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -229,6 +231,10 @@ struct Bounds {
     /// KIP-996 pre-vote (default: on; `traces` follows the implementation, which has it too).
     #[arg(long)]
     pre_vote: Option<bool>,
+    /// UpdateRaftVoter requests from voters (endpoint changes), each one of --max-changes
+    /// (default: off).
+    #[arg(long)]
+    updates: Option<bool>,
 }
 
 impl Bounds {
@@ -250,6 +256,7 @@ impl Bounds {
             bug: self.bug.or(base.bug),
             check_quorum: self.check_quorum.unwrap_or(base.check_quorum),
             pre_vote: self.pre_vote.unwrap_or(base.pre_vote),
+            updates: self.updates.unwrap_or(base.updates),
             ..base
         }
     }
@@ -302,6 +309,9 @@ fn explore_command(cfg: &ModelConfig) -> String {
     );
     if let Some(bug) = cfg.bug {
         cmd += &format!(" --bug {}", name(bug));
+    }
+    if cfg.updates {
+        cmd += " --updates true";
     }
     cmd
 }
@@ -399,6 +409,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (Some(bug), _) => check::bug_bounds(bug, a.bounds.fetch.unwrap_or(FetchMode::Sync)),
         (None, Some(Preset::Deep)) => check::deep_bounds(),
         (None, Some(Preset::Snapshots)) => check::snapshot_bounds(),
+        (None, Some(Preset::Updates)) => check::update_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);

@@ -382,6 +382,23 @@ pub fn add_committed(m: &KraftModel, s: &State) -> bool {
         .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if set & !before != 0))
 }
 
+/// An UpdateVoter committed: a VotersRecord with the voters of the one before it, not the one a
+/// first leader writes after its KRaftVersion record.
+pub fn voter_update_committed(m: &KraftModel, s: &State) -> bool {
+    let mut before = m.cfg.bootstrap();
+    let mut prev = None;
+    for (e, _) in s.history.committed.iter() {
+        if let Kind::Voters(set) = e.kind {
+            if set == before && prev != Some(Kind::KRaftVersion) {
+                return true;
+            }
+            before = set;
+        }
+        prev = Some(e.kind);
+    }
+    false
+}
+
 /// A RemoveVoter committed.
 pub fn removal_committed(m: &KraftModel, s: &State) -> bool {
     committed_changes(m, s)
@@ -557,6 +574,8 @@ pub enum Needs {
     SnapshotsAndCrash,
     /// Snapshots and membership changes.
     SnapshotsAndMembership,
+    /// UpdateRaftVoter requests and membership changes.
+    Updates,
 }
 
 /// A property's condition.
@@ -564,7 +583,7 @@ pub type Condition = fn(&KraftModel, &State) -> bool;
 
 /// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
 /// bounds must allow for an example to exist.
-pub const SOMETIMES: [(&str, Condition, Needs); 21] = [
+pub const SOMETIMES: [(&str, Condition, Needs); 22] = [
     ("LeaderElected", leader_elected, Needs::Nothing),
     ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
@@ -638,6 +657,11 @@ pub const SOMETIMES: [(&str, Condition, Needs); 21] = [
         change_committed_across_snapshot,
         Needs::SnapshotsAndMembership,
     ),
+    (
+        "VoterUpdateCommitted",
+        voter_update_committed,
+        Needs::Updates,
+    ),
 ];
 
 const USED_SOMETIMES: usize = SOMETIMES.len();
@@ -671,7 +695,8 @@ once!(
     o17 = 17,
     o18 = 18,
     o19 = 19,
-    o20 = 20
+    o20 = 20,
+    o21 = 21
 );
 
 /// Every property of the model, `always` first. A `sometimes` property is included only when the
@@ -715,6 +740,7 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
             Needs::Snapshots => cfg.max_snapshots > 0,
             Needs::SnapshotsAndCrash => cfg.max_snapshots > 0 && cfg.max_crashes > 0,
             Needs::SnapshotsAndMembership => cfg.max_snapshots > 0 && cfg.max_changes > 0,
+            Needs::Updates => cfg.updates && cfg.max_changes > 0,
         };
         if reachable {
             v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));

@@ -267,6 +267,15 @@ pub fn check_change(cfg: &ModelConfig, s: &Server, op: ChangeOp) -> Result<Mask,
                 Ok(set & !bit(id))
             }
         }
+        // Kafka's UpdateVoterHandler: the voter must be in the latest set (its directory id too,
+        // which the model does not vary); the new record keeps the voters.
+        ChangeOp::Update(id) => {
+            if set & bit(id) == 0 {
+                Err(Refusal::VoterNotFound)
+            } else {
+                Ok(set)
+            }
+        }
         ChangeOp::Swap { out, add } => {
             if set & bit(add) != 0 {
                 Err(Refusal::DuplicateVoter)

@@ -52,6 +52,7 @@ fn op(o: &ChangeOp) -> String {
     match o {
         ChangeOp::Add(j) => format!("AddVoter({j})"),
         ChangeOp::Remove(j) => format!("RemoveVoter({j})"),
+        ChangeOp::Update(j) => format!("UpdateVoter({j})"),
         ChangeOp::Swap { out, add } => format!("SwapVoter(-{out} +{add})"),
     }
 }

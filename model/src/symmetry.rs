@@ -34,6 +34,7 @@ fn map_op(perm: &[Id], op: ChangeOp) -> ChangeOp {
     match op {
         ChangeOp::Add(j) => ChangeOp::Add(p(j)),
         ChangeOp::Remove(j) => ChangeOp::Remove(p(j)),
+        ChangeOp::Update(j) => ChangeOp::Update(p(j)),
         ChangeOp::Swap { out, add } => ChangeOp::Swap {
             out: p(out),
             add: p(add),

@@ -353,6 +353,10 @@ pub enum ChangeOp {
     Add(Id),
     /// RemoveRaftVoter (API 81).
     Remove(Id),
+    /// UpdateRaftVoter (API 82) from voter `id` (its endpoints changed): a VotersRecord with the same
+    /// voters, the endpoints abstracted away. Answered at once, not at commit (Kafka's
+    /// `UpdateVoterHandler`), so it is never a [`PendingChange`].
+    Update(Id),
     /// Bug variant `swap-voter` only: one VotersRecord that removes `out` and adds `add`.
     Swap {
         /// Voter removed.
@@ -446,6 +450,7 @@ impl Hash for Server {
             Some(ChangeOp::Add(j)) => (1, j, 0),
             Some(ChangeOp::Remove(j)) => (2, j, 0),
             Some(ChangeOp::Swap { out, add }) => (3, out, add),
+            Some(ChangeOp::Update(j)) => (4, j, 0),
         };
         let f = self.fetching;
         let fixed = [

@@ -98,6 +98,7 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
             let op = match op {
                 ChangeOp::Add(_) => "Add",
                 ChangeOp::Remove(_) => "Remove",
+                ChangeOp::Update(_) => "Update",
                 ChangeOp::Swap { .. } => "Swap",
             };
             format!("Change {op} at {}", who(server))

@@ -288,6 +288,25 @@ impl Node {
                     .with_error_code(code)
                     .with_error_message(msg),
             ),
+            ChangeKind::Update => {
+                use kafka_protocol::messages::update_raft_voter_response::CurrentLeader;
+                use kafka_protocol::messages::BrokerId;
+                let (host, port) = self
+                    .config
+                    .listeners
+                    .first()
+                    .map_or((String::new(), -1), |e| (e.host.clone(), e.port as i32));
+                let leader = CurrentLeader::default()
+                    .with_leader_id(BrokerId(self.known_leader_or_sentinel()))
+                    .with_leader_epoch(self.election.epoch)
+                    .with_host(StrBytes::from_string(host))
+                    .with_port(port);
+                ClientResponse::UpdateRaftVoter(
+                    UpdateRaftVoterResponse::default()
+                        .with_error_code(code)
+                        .with_current_leader(leader),
+                )
+            }
         };
         out.client_replies.push((client, resp));
     }
@@ -386,8 +405,6 @@ impl Node {
         req: UpdateRaftVoterRequest,
         out: &mut Output,
     ) {
-        use kafka_protocol::messages::update_raft_voter_response::CurrentLeader;
-        use kafka_protocol::messages::BrokerId;
         let f = &req.k_raft_version_feature;
         let op = ChangeOp::Update {
             epoch: req.current_leader_epoch,
@@ -401,30 +418,18 @@ impl Node {
             },
         };
         let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
-        let code = match self.check_change(cluster_id, &op) {
-            Err(r) => r.error_code(),
+        let key = op.key();
+        // Kafka's UpdateVoterHandler answers once the record is appended, not at commit.
+        let outcome = match self.check_change(cluster_id, &op) {
+            Err(r) => ChangeOutcome::Refused(r),
             Ok(set) => match self.leader_append(now, vec![Record::Voters(set)], out) {
-                Ok(_) => errors::NONE,
+                Ok(_) => ChangeOutcome::Appended,
                 Err(e) => {
                     tracing::error!(node = self.local.id, error = %e, "VotersRecord append failed");
-                    ChangeOutcome::AppendFailed.error_code()
+                    ChangeOutcome::AppendFailed
                 }
             },
         };
-        let (host, port) = self
-            .config
-            .listeners
-            .first()
-            .map_or((String::new(), -1), |e| (e.host.clone(), e.port as i32));
-        let leader = CurrentLeader::default()
-            .with_leader_id(BrokerId(self.known_leader_or_sentinel()))
-            .with_leader_epoch(self.election.epoch)
-            .with_host(StrBytes::from_string(host))
-            .with_port(port);
-        let resp = UpdateRaftVoterResponse::default()
-            .with_error_code(code)
-            .with_current_leader(leader);
-        out.client_replies
-            .push((client, ClientResponse::UpdateRaftVoter(resp)));
+        self.reply_change(client, ChangeKind::Update, key, outcome, out);
     }
 }

@@ -412,6 +412,8 @@ pub const ALL_TIMERS: [Timer; 7] = [
 pub enum ChangeKind {
     Add,
     Remove,
+    /// UpdateRaftVoter: answered once appended, never pending.
+    Update,
 }
 
 /// An Add/Remove waiting for the HW to pass its VotersRecord.

@@ -233,6 +233,9 @@ impl KraftModel {
         let n = self.cfg.servers();
         let mut ops: Vec<ChangeOp> = (0..n).map(ChangeOp::Add).collect();
         ops.extend((0..n).map(ChangeOp::Remove));
+        if self.cfg.updates {
+            ops.extend((0..n).map(ChangeOp::Update));
+        }
         if self.cfg.has(Bug::SwapVoter) {
             for out in 0..n {
                 for add in 0..n {
@@ -317,6 +320,11 @@ impl KraftModel {
             for &op in &ops {
                 if self.resign_due(s, i) {
                     break;
+                }
+                // A voter sends UpdateRaftVoter to its leader; a leader rewrites its own entry in
+                // its start-of-epoch batch instead.
+                if op == ChangeOp::Update(i) {
+                    continue;
                 }
                 if cfg.refusal_steps || self.change_allowed(st, s, op) {
                     out.push(Action::Change { server: i, op });
@@ -477,6 +485,7 @@ impl KraftModel {
             Action::Change { server, op }
                 if server < n
                     && op_in_range(op, n)
+                    && op != ChangeOp::Update(server)
                     && !self.resign_due(&st.servers[server as usize], server) =>
             {
                 let s = &st.servers[server as usize];
@@ -488,8 +497,17 @@ impl KraftModel {
                         tx.s.history.changes += 1;
                         let offset = s.log.len();
                         tx.append(server, Kind::Voters(new_set));
-                        tx.s.servers[server as usize].pending =
-                            Some(crate::types::PendingChange { op, offset });
+                        if let ChangeOp::Update(_) = op {
+                            // Answered once appended (Kafka's UpdateVoterHandler).
+                            tx.replies.push(Reply {
+                                server,
+                                op,
+                                error: ErrorCode::None,
+                            });
+                        } else {
+                            tx.s.servers[server as usize].pending =
+                                Some(crate::types::PendingChange { op, offset });
+                        }
                         tx.advance_hw(server);
                     }
                     Err(refusal) => {
@@ -566,7 +584,7 @@ impl KraftModel {
 
 fn op_in_range(op: ChangeOp, n: u8) -> bool {
     match op {
-        ChangeOp::Add(j) | ChangeOp::Remove(j) => j < n,
+        ChangeOp::Add(j) | ChangeOp::Remove(j) | ChangeOp::Update(j) => j < n,
         ChangeOp::Swap { out, add } => out < n && add < n,
     }
 }

@@ -409,3 +409,60 @@ fn a_restarted_follower_follows_its_stored_leader_if_a_voter() {
     let r = &st.servers[1];
     assert_eq!((r.role, r.epoch, r.leader), (Role::Unattached, 1, None));
 }
+
+#[test]
+fn update_voter_appends_the_same_voters_and_answers_at_once() {
+    let m = model(ModelConfig {
+        refusal_steps: true,
+        updates: true,
+        max_changes: 2,
+        ..ModelConfig::default()
+    });
+    let s = m.initial_state();
+    let update = |server, j| Action::Change {
+        server,
+        op: ChangeOp::Update(j),
+    };
+    // A non-voter's entry cannot be updated; a leader does not update itself over the wire.
+    let st = m.step(&s, update(0, 3)).unwrap();
+    assert_eq!(st.replies[0].error, ErrorCode::VoterNotFound);
+    assert_eq!(st.state, s);
+    assert!(m.step(&s, update(0, 0)).is_none());
+    let mut enabled = Vec::new();
+    m.enabled_actions(&s, &mut enabled);
+    assert!(!enabled.contains(&update(0, 0)));
+    assert!(enabled.contains(&update(0, 1)));
+    // Voter 1's update: a VotersRecord with the same set, NONE before it commits, nothing pending.
+    let st = m.step(&s, update(0, 1)).unwrap();
+    assert_eq!(st.replies.len(), 1);
+    assert_eq!(st.replies[0].error, ErrorCode::None);
+    let s = st.state;
+    let l = &s.servers[0];
+    assert_eq!(l.log.get(3).map(|e| e.kind), Some(Kind::Voters(0b111)));
+    assert_eq!((l.pending, l.hw), (None, Some(3)));
+    assert_eq!(s.history.changes, 1);
+    // One change at a time: the uncommitted update holds back the next change.
+    let st = m
+        .step(
+            &s,
+            Action::Change {
+                server: 0,
+                op: ChangeOp::Add(3),
+            },
+        )
+        .unwrap();
+    assert_eq!(st.replies[0].error, ErrorCode::RequestTimedOut);
+    let st = m.step(&s, update(0, 2)).unwrap();
+    assert_eq!(st.replies[0].error, ErrorCode::RequestTimedOut);
+    // Once a majority has it (the leader learns a follower's LEO from its next fetch), it is
+    // committed and the committed voters are unchanged.
+    let fetch = Action::Fetch {
+        replica: 1,
+        leader: 0,
+    };
+    let s = m.step(&s, fetch).unwrap().state;
+    let s = m.step(&s, fetch).unwrap().state;
+    assert_eq!(s.servers[0].hw, Some(4));
+    assert!(crate::properties::voter_update_committed(&m, &s));
+    assert!(!crate::properties::add_committed(&m, &s));
+}

@@ -37,6 +37,12 @@ impl Kit {
                 let k = ApiKey::RemoveRaftVoter;
                 (k, codec::request_frame(k as i16, 0, corr, "kraft-kit", &r))
             }
+            // The kit's graphs have no UpdateRaftVoter steps (the gate replays them in process).
+            crate::mapping::ChangeRequest::Update(_) => {
+                return Err(Box::new(Divergence::Kit(format!(
+                    "{op:?}: the kit does not send UpdateRaftVoter"
+                ))))
+            }
         };
         let frame = frame.map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
         let mut conn =
@@ -140,6 +146,7 @@ impl Kit {
             .map(|resp| match resp {
                 ClientResponse::AddRaftVoter(r) => r.error_code,
                 ClientResponse::RemoveRaftVoter(r) => r.error_code,
+                ClientResponse::UpdateRaftVoter(r) => r.error_code,
                 _ => -1,
             });
         let code = match code {
