@@ -25,8 +25,8 @@ enum Source {
     about = "Replay model traces against the kraft implementation"
 )]
 struct Cli {
-    /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`).
-    #[arg(long, default_values_t = ["first-election".to_string(), "membership".to_string(), "snapshots".to_string()])]
+    /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `updates`).
+    #[arg(long, default_values_t = sources::GRAPH_BOUNDS.map(String::from))]
     graph: Vec<String>,
     /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see
     /// conformance/README.md for measured sizes).
