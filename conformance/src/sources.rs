@@ -57,19 +57,12 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..trace::trace_config(ModelConfig::default())
         },
-        // UpdateRaftVoter beside AddVoter/RemoveVoter: an update, then a change held back by it or
-        // following it once committed; refusals as steps.
+        // The membership bounds without the joiner, UpdateRaftVoter beside AddVoter/RemoveVoter: an
+        // update, then a change held back by it; refusals as steps.
         "updates" => ModelConfig {
-            voters: 3,
             joiners: 0,
-            max_epoch: 2,
-            max_log: 5,
-            max_data: 0,
-            max_changes: 1,
-            max_crashes: 0,
-            max_in_flight: 2,
             updates: true,
-            ..trace::trace_config(ModelConfig::default())
+            ..graph_config("membership")?
         },
         _ => return None,
     };

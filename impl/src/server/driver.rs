@@ -375,22 +375,16 @@ mod tests {
         let (stored_tx, stored) = mpsc::unbounded_channel();
         let log = crate::storage::MetadataLog::open(dir).unwrap();
         let store = Store::spawn(log, quorum_state_path, stored_tx).unwrap();
-        let driver = Driver {
+        let mut driver = Driver::new(
             node,
             store,
             stored,
-            issued: 0,
-            durable: 0,
-            held: VecDeque::new(),
             events,
             peers,
-            start: Instant::now(),
             status,
-            wall_base_ms: 0,
-            last_state: None,
-            reply_waiters: HashMap::new(),
-            snapshot_dir: dir.to_path_buf(),
-        };
+            dir.to_path_buf(),
+        );
+        driver.wall_base_ms = 0;
         (driver, status_rx)
     }
 
