@@ -496,7 +496,7 @@ impl WireChecker {
 
 /// Decodes `bytes` with kafka-protocol and requires that it re-encodes them exactly; `names` are the
 /// decoder's and the encoder's names in failures.
-fn kp_round_trip<T: Decodable + Encodable>(
+pub(crate) fn kp_round_trip<T: Decodable + Encodable>(
     bytes: &Bytes,
     version: i16,
     names: (&'static str, &'static str),

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::schema::{StructValue, Value};
+use crate::wire::kp_round_trip;
 use bytes::Bytes;
 use kafka_protocol::messages::{FetchSnapshotRequest, FetchSnapshotResponse};
-use kafka_protocol::protocol::{Decodable, Encodable};
-
-use crate::schema::{StructValue, Value};
 
 /// The API key of FetchSnapshot.
 pub const API_KEY: i16 = 59;
@@ -148,47 +147,19 @@ pub fn response_value(r: &FetchSnapshotResponse) -> StructValue {
     )
 }
 
-fn reencode<T: Encodable>(value: &T, version: i16, body: &[u8]) -> Result<(), String> {
-    let mut out = bytes::BytesMut::new();
-    value
-        .encode(&mut out, version)
-        .map_err(|e| format!("kafka-protocol encode: {e}"))?;
-    if out[..] != body[..] {
-        return Err(format!(
-            "kafka-protocol re-encodes to different bytes ({} vs {} bytes)",
-            out.len(),
-            body.len()
-        ));
-    }
-    Ok(())
-}
-
-fn trailing(rest: &Bytes) -> Result<(), String> {
-    if rest.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "kafka-protocol leaves {} bytes undecoded",
-            rest.len()
-        ))
-    }
-}
-
-/// Decodes a FetchSnapshot body with kafka-protocol, requires that it re-encodes to the same bytes,
-/// and returns its generic value.
+/// Decodes a FetchSnapshot body with kafka-protocol, requires that it re-encodes to the same bytes
+/// (`wire::kp_round_trip`, which also refuses trailing bytes: they are not re-encoded), and returns its
+/// generic value.
 pub fn kp_value(body: &[u8], version: i16, request: bool) -> Result<StructValue, String> {
-    let mut bytes = Bytes::copy_from_slice(body);
+    let bytes = Bytes::copy_from_slice(body);
+    let names = ("kafka-protocol", "kafka-protocol (encode)");
     if request {
-        let r = FetchSnapshotRequest::decode(&mut bytes, version)
-            .map_err(|e| format!("kafka-protocol decode: {e}"))?;
-        trailing(&bytes)?;
-        reencode(&r, version, body)?;
+        let r: FetchSnapshotRequest =
+            kp_round_trip(&bytes, version, names).map_err(|e| e.to_string())?;
         Ok(request_value(&r))
     } else {
-        let r = FetchSnapshotResponse::decode(&mut bytes, version)
-            .map_err(|e| format!("kafka-protocol decode: {e}"))?;
-        trailing(&bytes)?;
-        reencode(&r, version, body)?;
+        let r: FetchSnapshotResponse =
+            kp_round_trip(&bytes, version, names).map_err(|e| e.to_string())?;
         Ok(response_value(&r))
     }
 }
