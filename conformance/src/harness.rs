@@ -238,9 +238,11 @@ impl Cluster {
                     let written = match part {
                         _ if position == 0 => Vec::new(),
                         Some((p, b)) if *p == id && b.len() as u64 == position => b.to_vec(),
-                        _ => return Err(format!(
+                        _ => {
+                            return Err(format!(
                             "node {i}: chunk of {id} at {position} does not continue the download"
-                        )),
+                        ))
+                        }
                     };
                     let mut written = written;
                     written.extend_from_slice(&bytes);
