@@ -8,6 +8,8 @@
 # it exits with the kit's status. Needs Java 17+, Maven 3.8+ and cargo, like run.sh.
 # Usage: conformance/kafka/kit.sh                      (both runs)
 #        [KIT_ELECTION_MS=60000] conformance/kafka/kit.sh --scenario follow   (one run, kit arguments given)
+#        KIT_NODE_PORT=23190 conformance/kafka/kit.sh   (the controller's port; the kit's replicas take the
+#            next three; default 19190)
 #        conformance/kafka/kit.sh --tour first-election [--tour membership]   (transition tours: the kit
 #            formats and starts a controller per path itself, through kit-node.sh)
 set -uo pipefail
@@ -32,7 +34,7 @@ format_args="${KIT_FORMAT_ARGS-$default_format}"
 export KIT_CLASSPATH="${classpath/#target\//$here/target/}" KIT_FORMAT_ARGS="$format_args"
 run_one() { # $1 = name, $2 = election timeout ms, $3.. = kit arguments
     local name="$1" election="$2"; shift 2
-    local port=19190 kit_port=19191 dir="$work/$name"
+    local port="${KIT_NODE_PORT:-19190}" kit_port=$(( ${KIT_NODE_PORT:-19190} + 1 )) dir="$work/$name"
     local initial
     initial="$("$kit" node --print-format --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" \
         --cluster-id "$cluster" | sed -n 's/^initial controllers: *//p')"
