@@ -224,6 +224,49 @@ fn fetch_offset_zero_gets_the_snapshot_but_the_bootstrap_snapshot_keeps_the_log_
 }
 
 #[test]
+fn offset_zero_with_only_the_bootstrap_snapshot_is_served_records_whatever_its_epoch() {
+    let mut cluster = Sim::new(1, 1, 3).unwrap();
+    cluster.crash(2);
+    cluster.elect(1);
+    cluster.append(1, &[b"r0"]).unwrap();
+    cluster.replicate(3);
+    let held: Vec<SnapshotId> = cluster.node(1).snapshots().map(|m| m.id).collect();
+    assert_eq!(held, [SnapshotId::BOOTSTRAP]);
+    let epoch = cluster.node(1).epoch();
+    assert!(epoch > 0);
+    // Kafka's validateOffsetAndEpoch: a log that starts at 0 is valid at offset 0, whatever the last
+    // fetched epoch; the earliest snapshot's epoch (0) is not compared there.
+    assert_eq!(fetch_answer(&mut cluster, 0, epoch), (None, true, None));
+}
+
+#[test]
+fn a_snapshot_the_shell_reports_is_taken_on_only_as_asked_and_within_the_high_watermark() {
+    let (mut cluster, id) = leader_with_snapshot(3, 3);
+    let hw = cluster.node(1).high_watermark().unwrap();
+    assert!(hw > 2);
+    let above = SnapshotId {
+        end_offset: hw + 1,
+        epoch: id.epoch,
+    };
+    cluster.store_snapshot(1, above, snapshot_file(&[1]));
+    // A shell that reports another snapshot than the one asked for (both within the log start and HW).
+    let asked = SnapshotId {
+        end_offset: 2,
+        epoch: id.epoch,
+    };
+    let other = SnapshotId {
+        end_offset: 1,
+        epoch: id.epoch,
+    };
+    let meta = sim::snapshot_meta(other, &snapshot_file(&[1])).unwrap();
+    let now = cluster.clock(1);
+    let _ = cluster.node_mut(1).snapshot_taken(now, asked, Ok(meta));
+    let held: Vec<SnapshotId> = cluster.node(1).snapshots().map(|m| m.id).collect();
+    assert!(held.contains(&id), "{held:?}");
+    assert!(!held.contains(&above) && !held.contains(&other) && !held.contains(&asked));
+}
+
+#[test]
 fn a_log_that_starts_at_a_snapshot_answers_by_validate_offset_and_epoch() {
     let mut cluster = Sim::new(1, 0, 5).unwrap();
     cluster.elect(1);

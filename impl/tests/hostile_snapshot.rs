@@ -254,6 +254,27 @@ fn forged_responses_write_nothing_and_the_download_then_completes() {
             "{what}"
         );
     }
+    // An answer that brings no bytes is asked again after the fetch interval (50 ms in the sim), not at once.
+    let mut node = waiting.clone();
+    let out = node.handle(
+        now,
+        1,
+        Message::FetchSnapshotResponse(chunk(id, epoch, size, 0, &[])),
+    );
+    assert_eq!(snapshot_effects(&out), 0, "an empty chunk");
+    assert_eq!(node.snapshot_download(), Some((id, 0)));
+    let asks = |out: &Output| {
+        out.requests
+            .iter()
+            .filter(|(_, m)| matches!(m, Message::FetchSnapshotRequest(_)))
+            .count()
+    };
+    assert_eq!(
+        asks(&node.tick(now + 49)),
+        0,
+        "asked again before the interval"
+    );
+    assert_eq!(asks(&node.tick(now + 50)), 1, "asked again at the interval");
     // A real first chunk, then a forged second one whose Size differs from the first answer's.
     let mut node = waiting.clone();
     let out = node.handle(
