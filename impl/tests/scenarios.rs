@@ -229,6 +229,21 @@ fn summary(msg: &Message) -> String {
             r.current_leader.leader_epoch,
             leader_id(r.current_leader.leader_id)
         ),
+        Message::AddRaftVoterRequest(r) => {
+            let ports: Vec<String> = r.listeners.iter().map(|l| l.port.to_string()).collect();
+            format!(
+                "AddRaftVoter voter={} ports=[{}]",
+                r.voter_id,
+                ports.join(",")
+            )
+        }
+        Message::AddRaftVoterResponse(r) => {
+            format!("AddRaftVoterResponse {}", code_name(r.error_code))
+        }
+        Message::RemoveRaftVoterRequest(r) => format!("RemoveRaftVoter voter={}", r.voter_id),
+        Message::RemoveRaftVoterResponse(r) => {
+            format!("RemoveRaftVoterResponse {}", code_name(r.error_code))
+        }
         Message::ApiVersionsResponse(r) => {
             let range = r
                 .supported_features
@@ -766,6 +781,9 @@ impl Runner {
         match (*cmd, args) {
             ("cluster", args) => {
                 let (mut voters, mut observers, mut seed, mut statik) = (3, 0, 1, false);
+                // Which nodes run with auto-join (KIP-1186): `auto-join` = the observers, `auto-join=3,4`.
+                let mut auto_join: Vec<i32> = Vec::new();
+                let mut auto_join_observers = false;
                 let mut snapshots = kraft::node::SnapshotConfig::default();
                 for a in args {
                     match a.split_once('=') {
@@ -785,17 +803,28 @@ impl Runner {
                             snapshots.fetch_snapshot_max_bytes = num(v)?
                         }
                         None if *a == "static" => statik = true,
+                        None if *a == "auto-join" => auto_join_observers = true,
+                        Some(("auto-join", v)) => {
+                            for id in v.split(',') {
+                                auto_join.push(num(id)?);
+                            }
+                        }
                         _ => return Err(format!("unknown argument {a}")),
                     }
                 }
                 let sim = if statik {
                     Sim::new_static(voters, seed)
-                } else if snapshots != kraft::node::SnapshotConfig::default() {
+                } else if auto_join_observers
+                    || !auto_join.is_empty()
+                    || snapshots != kraft::node::SnapshotConfig::default()
+                {
                     let set = sim::voter_set(&(1..=voters).collect::<Vec<_>>());
                     Sim::with_configs((1..=voters + observers).map(|id| {
                         let mut c =
                             sim::config(id, kraft::node::Bootstrap::Checkpoint(set.clone()), seed);
                         c.snapshots = snapshots.clone();
+                        c.auto_join =
+                            auto_join.contains(&id) || (auto_join_observers && id > voters);
                         c
                     }))
                 } else {

@@ -64,6 +64,10 @@ pub struct Sim {
     /// Transitions a node refused, in order: (node id, error).
     pub refused: Vec<(i32, StepError)>,
     next_client: u64,
+    /// AddRaftVoter / RemoveRaftVoter sent by a peer (auto-join), served as the client requests a shell
+    /// decodes them as: (serving node, client id) → the requester their answer goes back to.
+    peer_clients: BTreeMap<(i32, ClientId), i32>,
+    next_peer_client: u64,
 }
 
 /// Directory id of simulated node `id` (deterministic, never nil).
@@ -118,6 +122,7 @@ pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
         observer_expiry_ms: 300_000,
         seed: seed.wrapping_mul(1_000_003).wrapping_add(id as u64),
         snapshots: Default::default(),
+        auto_join: false,
     }
 }
 
@@ -215,6 +220,8 @@ impl Sim {
             client_replies: Vec::new(),
             refused: Vec::new(),
             next_client: 0,
+            peer_clients: BTreeMap::new(),
+            next_peer_client: 0,
         })
     }
 
@@ -358,7 +365,16 @@ impl Sim {
             self.network.push(Envelope { from, to, msg });
         }
         for (client, reply) in out.client_replies {
-            self.client_replies.push((from, client, reply));
+            let Some(to) = self.peer_clients.remove(&(from, client)) else {
+                self.client_replies.push((from, client, reply));
+                continue;
+            };
+            let msg = match reply {
+                ClientResponse::AddRaftVoter(r) => Message::AddRaftVoterResponse(r),
+                ClientResponse::RemoveRaftVoter(r) => Message::RemoveRaftVoterResponse(r),
+                other => panic!("a peer's membership request answered with {other:?}"),
+            };
+            self.network.push(Envelope { from, to, msg });
         }
         self.refused
             .extend(out.refused.into_iter().map(|e| (from, e)));
@@ -386,7 +402,24 @@ impl Sim {
             return;
         }
         let now = self.clock(env.to);
-        let out = self.node_mut(env.to).handle(now, env.from, env.msg);
+        // A peer's AddRaftVoter / RemoveRaftVoter is served as the client request a shell decodes it as
+        // (auto-join sends AddRaftVoter v1 with AckWhenCommitted false).
+        let request = match env.msg {
+            Message::AddRaftVoterRequest(request) => ClientRequest::AddRaftVoter {
+                request,
+                ack_when_committed: false,
+            },
+            Message::RemoveRaftVoterRequest(r) => ClientRequest::RemoveRaftVoter(r),
+            msg => {
+                let out = self.node_mut(env.to).handle(now, env.from, msg);
+                self.absorb(env.to, out);
+                return;
+            }
+        };
+        self.next_peer_client += 1;
+        let client = ClientId(u64::MAX - self.next_peer_client);
+        self.peer_clients.insert((env.to, client), env.from);
+        let out = self.node_mut(env.to).handle_client(now, client, request);
         self.absorb(env.to, out);
     }
 

@@ -46,7 +46,7 @@
 //! - `commit.rs`: leader appends, the HW, control records read into the voter-set history.
 //! - `membership.rs`: Add/Remove/UpdateRaftVoter at the leader, every precondition in one function;
 //!   `add_check.rs`: the ApiVersions round trip to a voter being added; `update_voter.rs`: a voter's own
-//!   entry brought up to date.
+//!   entry brought up to date; `auto_join.rs`: an observer that adds itself (KIP-1186).
 //! - `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`: snapshots served, fetched, taken and cleaned.
 //! - `admin.rs`, `describe_cluster.rs`: ApiVersions, DescribeQuorum, DescribeCluster.
 //! - `messages.rs`: building and reading the RPCs' structs; `view.rs`: accessors.
@@ -66,6 +66,7 @@ use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 mod add_check;
 mod admin;
+mod auto_join;
 mod commit;
 mod describe_cluster;
 mod fetch;
@@ -85,6 +86,7 @@ mod view;
 mod vote;
 
 pub use add_check::api_versions_request;
+pub use auto_join::AutoJoin;
 pub use describe_cluster::{ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER};
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
@@ -147,6 +149,8 @@ pub struct Node {
     bootstrap_cursor: usize,
     /// Follower: when it next checks its own voter entry (`update_voter.rs`).
     update_voter_due: Option<update_voter::UpdateVoterDue>,
+    /// Observer with auto-join: when it next may ask to join (`auto_join.rs`).
+    auto_join_due: Option<auto_join::AutoJoinDue>,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,
@@ -269,6 +273,7 @@ impl Node {
             outstanding_fetch: None,
             bootstrap_cursor: 0,
             update_voter_due: None,
+            auto_join_due: None,
             pending: None,
             add_check: None,
             last_change_reply: None,
@@ -410,6 +415,17 @@ impl Node {
             }
             Message::UpdateRaftVoterRequest(r) => self.on_peer_update_voter(now, from, r, &mut out),
             Message::UpdateRaftVoterResponse(r) => self.on_update_voter_response(from, r),
+            Message::AddRaftVoterResponse(r) => {
+                self.on_auto_join_response(now, from, "AddRaftVoter", r.error_code)
+            }
+            Message::RemoveRaftVoterResponse(r) => {
+                self.on_auto_join_response(now, from, "RemoveRaftVoter", r.error_code)
+            }
+            // A peer's AddRaftVoter / RemoveRaftVoter reaches the core as the client request the shell
+            // decodes it as (its answer goes back on that connection); as a peer message it is ignored.
+            Message::AddRaftVoterRequest(_) | Message::RemoveRaftVoterRequest(_) => {
+                tracing::debug!(from, "ignoring a membership request sent as a peer message");
+            }
         }
         self.finish(now, &mut out);
         out

@@ -34,6 +34,8 @@ pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
 pub const FETCH_SNAPSHOT_VERSION: i16 = max_version(ApiKey::FetchSnapshot);
 pub const UPDATE_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::UpdateRaftVoter);
+pub const ADD_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::AddRaftVoter);
+pub const REMOVE_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::RemoveRaftVoter);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -289,6 +291,11 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
         Message::FetchSnapshotResponse(r) => encode_body("FetchSnapshotResponse", r, v, buf),
         Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
         Message::UpdateRaftVoterResponse(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+        Message::AddRaftVoterResponse(r) => {
+            let v = crate::wire::add_raft_voter::response_encoding_version(v);
+            encode_body("AddRaftVoterResponse", r, v, buf)
+        }
+        Message::RemoveRaftVoterResponse(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
             reason: format!("{other:?} is a request"),
@@ -337,6 +344,10 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
         Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
         Message::UpdateRaftVoterRequest(_) => {
             (ApiKey::UpdateRaftVoter as i16, UPDATE_RAFT_VOTER_VERSION)
+        }
+        Message::AddRaftVoterRequest(_) => (ApiKey::AddRaftVoter as i16, ADD_RAFT_VOTER_VERSION),
+        Message::RemoveRaftVoterRequest(_) => {
+            (ApiKey::RemoveRaftVoter as i16, REMOVE_RAFT_VOTER_VERSION)
         }
         _ => return None,
     })
@@ -392,6 +403,15 @@ pub fn peer_request_frame_at(
         Message::FetchSnapshotRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::UpdateRaftVoterRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        // Auto-join's request (KIP-1186): at v1 it asks to be answered once the record is appended.
+        Message::AddRaftVoterRequest(r) => {
+            let body = crate::wire::add_raft_voter::OutgoingRequest {
+                request: r.clone(),
+                ack_when_committed: false,
+            };
+            request_frame(key, v, correlation_id, client_id, &body)
+        }
+        Message::RemoveRaftVoterRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
             reason: format!("{other:?} is a response"),
@@ -464,6 +484,17 @@ pub fn decode_peer_response(
         Ok(ApiKey::UpdateRaftVoter) => Message::UpdateRaftVoterResponse(
             UpdateRaftVoterResponse::decode(&mut body, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
+        ),
+        Ok(ApiKey::AddRaftVoter) => Message::AddRaftVoterResponse(
+            AddRaftVoterResponse::decode(
+                &mut body,
+                crate::wire::add_raft_voter::response_encoding_version(v),
+            )
+            .map_err(|e| malformed("AddRaftVoterResponse", e))?,
+        ),
+        Ok(ApiKey::RemoveRaftVoter) => Message::RemoveRaftVoterResponse(
+            RemoveRaftVoterResponse::decode(&mut body, v)
+                .map_err(|e| malformed("RemoveRaftVoterResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

@@ -22,7 +22,8 @@ import org.apache.kafka.common.Uuid;
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
  * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
- * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}). One
+ * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}),
+ * (u, v) auto-join both ways ({@link AutoJoinScenario}). One
  * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -136,6 +137,25 @@ final class Scenarios {
                 + " bootstrap.controllers) via the leader and each follower give the leader's quorum");
             try {
                 new AnyNodeScenario(report, tools, work.resolve("any-node"), kraft, python).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("u")) {
+            report.scenario("u: auto-join (KIP-1186): an Apache Kafka controller with controller.quorum.auto.join.enable"
+                + " joins a kraft-led quorum and becomes a voter (kafka-metadata-quorum and kraft describe,"
+                + " CommittedVoters included)");
+            try {
+                new AutoJoinScenario(report, tools, work.resolve("auto-join"), kraft).runKafkaJoins();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("v")) {
+            report.scenario("v: auto-join (KIP-1186): a kraft node with --auto-join joins an Apache Kafka quorum and"
+                + " becomes a voter (kafka-metadata-quorum and kraft describe)");
+            try {
+                new AutoJoinScenario(report, tools, work.resolve("auto-join"), kraft).runKraftJoins();
             } catch (Exception e) {
                 report.aborted(e);
             }
