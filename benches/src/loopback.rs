@@ -13,7 +13,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kraft::cli::certs::write_cluster_tls;
-use kraft::cli::run::{format_dir, parse_initial_controllers, start_node, NodeSettings};
+use kraft::cli::format::{format_dir, parse_initial_controllers};
+use kraft::cli::node_settings::NodeSettings;
+use kraft::cli::run::start_node;
 use kraft::cli::NodeArgs;
 use kraft::server::tls::Tls;
 use kraft::server::Running;

@@ -41,3 +41,22 @@ controller_classpath() {
         | sed "s/\x1b\[[0-9;]*m//g" >&2)
     cat "$out"
 }
+
+# kafka-python for scenario t, in a venv under ~/.cache (reused across runs; PyPI is asked only when the pinned
+# version is not installed yet). Prints the interpreter's path; prints it even when the install failed, so the
+# scenario fails on it, never skips.
+KAFKA_PYTHON_VERSION=3.0.12
+prepare_python() {
+    local venv="${KRAFT_INTEROP_CACHE:-$HOME/.cache/kraft-interop}/kafka-python-$KAFKA_PYTHON_VERSION"
+    if ! "$venv/bin/python" -c "import kafka, sys; sys.exit(kafka.__version__ != '$KAFKA_PYTHON_VERSION')" \
+            >/dev/null 2>&1; then
+        if ! command -v python3 >/dev/null 2>&1; then
+            echo "kafka interop: python3 is not installed: scenario t will fail" >&2
+        else
+            rm -rf "$venv"
+            { python3 -m venv "$venv" && "$venv/bin/pip" install -q "kafka-python==$KAFKA_PYTHON_VERSION"; } >&2 \
+                || echo "kafka interop: cannot install kafka-python $KAFKA_PYTHON_VERSION: scenario t will fail" >&2
+        fi
+    fi
+    echo "$venv/bin/python"
+}

@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use kraft::wire::describe_quorum as dq;
 
+use crate::schema::build::{self, array, int, TaggedFields};
 use crate::schema::{MessageSchema, SchemaError, StructValue, Value};
 
 /// The directory of the project's message schemas.
@@ -89,7 +90,7 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                             ),
                             ("Observers", array(p.observers.iter().map(typed_replica))),
                         ],
-                        tags_u32(&p.unknown_tagged_fields),
+                        &p.unknown_tagged_fields,
                     )
                 })
                 .collect::<Vec<_>>();
@@ -98,7 +99,7 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                     ("TopicName", Value::String(Some(t.topic_name.to_string()))),
                     ("Partitions", Value::Array(Some(partitions))),
                 ],
-                tags_u32(&t.unknown_tagged_fields),
+                &t.unknown_tagged_fields,
             )
         })
         .collect::<Vec<_>>();
@@ -116,7 +117,7 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                             ("Host", Value::String(Some(l.host.to_string()))),
                             ("Port", int(l.port)),
                         ],
-                        tags_u32(&l.unknown_tagged_fields),
+                        &l.unknown_tagged_fields,
                     )
                 })
                 .collect::<Vec<_>>();
@@ -125,11 +126,11 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
                     ("NodeId", int(n.node_id)),
                     ("Listeners", Value::Array(Some(listeners))),
                 ],
-                tags_u32(&n.unknown_tagged_fields),
+                &n.unknown_tagged_fields,
             )
         })
         .collect::<Vec<_>>();
-    match strukt(
+    build::strukt(
         vec![
             ("ErrorCode", int(r.error_code)),
             (
@@ -139,11 +140,8 @@ pub fn typed_to_value(r: &dq::DescribeQuorumResponse) -> StructValue {
             ("Topics", Value::Array(Some(topics))),
             ("Nodes", Value::Array(Some(nodes))),
         ],
-        tags_u32(&r.unknown_tagged_fields),
-    ) {
-        Value::Struct(s) => s,
-        _ => unreachable!("strukt builds a struct"),
-    }
+        &r.unknown_tagged_fields,
+    )
 }
 
 fn typed_replica(s: &dq::ReplicaState) -> Value {
@@ -155,7 +153,7 @@ fn typed_replica(s: &dq::ReplicaState) -> Value {
             ("LastFetchTimestamp", int(s.last_fetch_timestamp)),
             ("LastCaughtUpTimestamp", int(s.last_caught_up_timestamp)),
         ],
-        tags_u32(&s.unknown_tagged_fields),
+        &s.unknown_tagged_fields,
     )
 }
 
@@ -165,29 +163,9 @@ pub fn kp_to_value(r: &kafka_protocol::messages::DescribeQuorumResponse) -> Stru
     typed_to_value(&dq::DescribeQuorumResponse::from(r))
 }
 
-fn int(i: impl Into<i64>) -> Value {
-    Value::Int(i.into())
-}
-
-fn array(items: impl Iterator<Item = Value>) -> Value {
-    Value::Array(Some(items.collect()))
-}
-
-fn strukt(
-    fields: Vec<(&str, Value)>,
-    unknown_tagged: std::collections::BTreeMap<u32, Vec<u8>>,
-) -> Value {
-    Value::Struct(StructValue {
-        fields: fields
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v))
-            .collect(),
-        unknown_tagged,
-    })
-}
-
-fn tags_u32(t: &kraft::wire::UnknownTaggedFields) -> std::collections::BTreeMap<u32, Vec<u8>> {
-    t.iter().map(|(k, v)| (*k, v.to_vec())).collect()
+/// A struct value (see [`build::strukt`]).
+fn strukt(fields: Vec<(&str, Value)>, tags: &impl TaggedFields) -> Value {
+    Value::Struct(build::strukt(fields, tags))
 }
 
 /// Differences between two values, as `path: left ≠ right`, comparing struct fields by name (a field

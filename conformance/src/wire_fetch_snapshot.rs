@@ -2,8 +2,7 @@
 //! generic value in the schema's field names, so that the golden vectors compare it with the schema
 //! interpreter field by field.
 
-use std::collections::BTreeMap;
-
+use crate::schema::build::{int, string, structs, strukt};
 use crate::schema::{StructValue, Value};
 use crate::wire::kp_round_trip;
 use bytes::Bytes;
@@ -11,34 +10,6 @@ use kafka_protocol::messages::{FetchSnapshotRequest, FetchSnapshotResponse};
 
 /// The API key of FetchSnapshot.
 pub const API_KEY: i16 = 59;
-
-fn int(i: impl Into<i64>) -> Value {
-    Value::Int(i.into())
-}
-
-fn tags(t: &BTreeMap<i32, Bytes>) -> BTreeMap<u32, Vec<u8>> {
-    t.iter()
-        .filter_map(|(k, v)| u32::try_from(*k).ok().map(|k| (k, v.to_vec())))
-        .collect()
-}
-
-fn strukt(fields: Vec<(&str, Value)>, unknown: &BTreeMap<i32, Bytes>) -> StructValue {
-    StructValue {
-        fields: fields
-            .into_iter()
-            .map(|(n, v)| (n.to_string(), v))
-            .collect(),
-        unknown_tagged: tags(unknown),
-    }
-}
-
-fn array(items: impl Iterator<Item = StructValue>) -> Value {
-    Value::Array(Some(items.map(Value::Struct).collect()))
-}
-
-fn string(s: &str) -> Value {
-    Value::String(Some(s.to_owned()))
-}
 
 /// A request's generic value.
 pub fn request_value(r: &FetchSnapshotRequest) -> StructValue {
@@ -65,7 +36,7 @@ pub fn request_value(r: &FetchSnapshotRequest) -> StructValue {
         strukt(
             vec![
                 ("Name", string(&t.name.0)),
-                ("Partitions", array(partitions)),
+                ("Partitions", structs(partitions)),
             ],
             &t.unknown_tagged_fields,
         )
@@ -78,7 +49,7 @@ pub fn request_value(r: &FetchSnapshotRequest) -> StructValue {
             ),
             ("ReplicaId", int(r.replica_id.0)),
             ("MaxBytes", int(r.max_bytes)),
-            ("Topics", array(topics)),
+            ("Topics", structs(topics)),
         ],
         &r.unknown_tagged_fields,
     )
@@ -121,7 +92,7 @@ pub fn response_value(r: &FetchSnapshotResponse) -> StructValue {
         strukt(
             vec![
                 ("Name", string(&t.name.0)),
-                ("Partitions", array(partitions)),
+                ("Partitions", structs(partitions)),
             ],
             &t.unknown_tagged_fields,
         )
@@ -140,8 +111,8 @@ pub fn response_value(r: &FetchSnapshotResponse) -> StructValue {
         vec![
             ("ThrottleTimeMs", int(r.throttle_time_ms)),
             ("ErrorCode", int(r.error_code)),
-            ("Topics", array(topics)),
-            ("NodeEndpoints", array(nodes)),
+            ("Topics", structs(topics)),
+            ("NodeEndpoints", structs(nodes)),
         ],
         &r.unknown_tagged_fields,
     )

@@ -44,6 +44,8 @@ pub mod certs;
 pub mod controller_properties;
 pub mod decode;
 pub mod describe;
+pub mod format;
+pub mod node_settings;
 pub mod observe;
 pub mod properties;
 pub mod run;
@@ -448,7 +450,7 @@ pub fn main() -> i32 {
         .with_writer(std::io::stderr)
         .try_init();
     let result = match cli.command {
-        Command::Format(args) => run::format(&args),
+        Command::Format(args) => format::format(&args),
         Command::Node(args) => run::node(*args),
         Command::Cluster(args) => run::cluster(args),
         Command::Describe(args) => admin::describe(&args),

@@ -1,7 +1,8 @@
 //! The network shell (tokio): a KRaft node serving Kafka's wire protocol over TCP.
 //!
 //! One task owns the core ([`driver`]); connection tasks ([`conn`]) decode frames and hand requests to it;
-//! peer links ([`peer`]) carry the core's outgoing requests; one thread ([`store`]) owns the log segments
+//! peer links ([`peer`]) carry the core's outgoing requests; a
+//! non-leader sends a client's DescribeQuorum on to the leader ([`forward`]); one thread ([`store`]) owns the log segments
 //! and the quorum-state file. Effects are durable before any message of the same output is released. See `impl/README.md` for the limits and their
 //! defaults.
 
@@ -12,6 +13,7 @@ pub mod codec;
 mod conn;
 pub mod driver;
 mod event;
+mod forward;
 mod peer;
 pub mod store;
 pub mod tls;

@@ -849,36 +849,3 @@ fn corrupt_log_batches_are_refused_by_the_follower() {
         "the matching response was consumed: {f:?}"
     );
 }
-
-/// A proptest failure of ElectionSafety in epoch 1. Node 1, Prospective in epoch 1, granted node 3
-/// a pre-vote; node 3 crashed first, so the grant stayed in flight and reached node 3 after its restart as
-/// Candidate of epoch 1, which counted it as a vote. Over TCP the grant dies with the connection; the
-/// simulator now drops what is in flight to a node when it restarts.
-#[test]
-fn regression_two_leaders_after_restarts() {
-    use Action::*;
-    let actions = vec![
-        Crash(12620831610121320889),
-        Advance(1622),
-        Sync,
-        Crash(830846316481313132),
-        Restart(12195709762195598825),
-        Advance(1622),
-        Deliver(5407061882400620755),
-        Drop(182487847835374321),
-        Deliver(7219578584893600035),
-        Deliver(2193339388529777426),
-        Deliver(1337957420598431415),
-        Crash(4894386685581143636),
-        Deliver(7290130088008893228),
-        Crash(7349144562485492592),
-        Restart(6835011111915182354),
-        Sync,
-        Restart(4860430151574775693),
-        Restart(4461884492099905818),
-        Crash(609358137632217377),
-        Advance(1),
-        Sync,
-    ];
-    run(3, 0, 0, &actions).unwrap();
-}

@@ -2,100 +2,40 @@
 //! `SnapshotId`, how it serves FetchSnapshot (error codes, chunks), how a follower downloads and installs
 //! one, and the voter-set history that starts at a snapshot.
 
-use bytes::Bytes;
-use kafka_protocol::messages::fetch_snapshot_request::{
-    PartitionSnapshot, SnapshotId as WireId, TopicSnapshot,
-};
+mod snapshot_support;
+
 use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::history::committed_voter_set;
 use kraft::log::{RaftLog, SnapshotId};
 use kraft::node::{errors, Message, Role, METADATA_TOPIC};
 use kraft_sim::{self as sim, Envelope, Sim};
-
-/// A valid snapshot file (header, KRaftVersion 1, Voters, footer) with `voters` as its voter set.
-fn snapshot_file(voters: &[i32]) -> Bytes {
-    kraft::records::encode_bootstrap_snapshot(&sim::voter_set(voters), 0).unwrap()
-}
-
-/// One voter (node 1, leader) and one observer (node 2), crashed before it fetched anything; the leader
-/// has `n` records committed and a snapshot at its HW.
-fn leader_with_snapshot(n: usize) -> (Sim, SnapshotId) {
-    let mut cluster = Sim::new(1, 1, 3).unwrap();
-    cluster.crash(2);
-    cluster.elect(1);
-    for i in 0..n {
-        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
-    }
-    cluster.replicate(3);
-    let hw = cluster.node(1).high_watermark().unwrap();
-    let id = SnapshotId {
-        end_offset: hw,
-        epoch: cluster.node(1).epoch(),
-    };
-    cluster.store_snapshot(1, id, snapshot_file(&[1]));
-    assert!(cluster.node(1).snapshots().any(|m| m.id == id));
-    (cluster, id)
-}
-
-fn fetch_snapshot(
-    epoch: i32,
-    id: SnapshotId,
-    position: i64,
-    max_bytes: i32,
-) -> FetchSnapshotRequest {
-    FetchSnapshotRequest::default()
-        .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
-        .with_replica_id(BrokerId(2))
-        .with_max_bytes(max_bytes)
-        .with_topics(vec![TopicSnapshot::default()
-            .with_name(TopicName(StrBytes::from_static_str(METADATA_TOPIC)))
-            .with_partitions(vec![PartitionSnapshot::default()
-                .with_current_leader_epoch(epoch)
-                .with_snapshot_id(
-                    WireId::default()
-                        .with_end_offset(id.end_offset)
-                        .with_epoch(id.epoch),
-                )
-                .with_position(position)])])
-}
-
-/// The partition error (or top-level error) of the leader's answer to `req`, and the chunk length named.
-fn ask(cluster: &mut Sim, req: FetchSnapshotRequest) -> (i16, Option<u64>) {
-    let now = cluster.clock(1);
-    let out = cluster
-        .node_mut(1)
-        .handle(now, 2, Message::FetchSnapshotRequest(req));
-    let [(2, Message::FetchSnapshotResponse(resp))] = out.replies.as_slice() else {
-        panic!("one FetchSnapshot response to 2: {:?}", out.replies);
-    };
-    let code = match resp.topics.first().and_then(|t| t.partitions.first()) {
-        Some(p) if resp.error_code == 0 => p.error_code,
-        _ => resp.error_code,
-    };
-    (code, kraft::node::snapshot_chunk(resp).map(|c| c.len))
-}
+use snapshot_support::{ask, fetch_snapshot, leader_with_snapshot, snapshot_file};
 
 #[test]
 fn fetch_snapshot_errors_and_chunks_as_kafka() {
-    let (mut cluster, id) = leader_with_snapshot(4);
+    let (mut cluster, id) = leader_with_snapshot(4, 3);
     let epoch = cluster.node(1).epoch();
     let size = snapshot_file(&[1]).len() as i64;
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch, id, 0, 10)),
+        ask(&mut cluster, 2, fetch_snapshot(epoch, id, 0, 10)),
         (0, Some(10))
     );
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch, id, size - 3, 1 << 20)),
+        ask(
+            &mut cluster,
+            2,
+            fetch_snapshot(epoch, id, size - 3, 1 << 20)
+        ),
         (0, Some(3)),
         "the last chunk ends at the size"
     );
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch, id, size, 10)).0,
+        ask(&mut cluster, 2, fetch_snapshot(epoch, id, size, 10)).0,
         errors::POSITION_OUT_OF_RANGE
     );
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch, id, -1, 10)).0,
+        ask(&mut cluster, 2, fetch_snapshot(epoch, id, -1, 10)).0,
         errors::POSITION_OUT_OF_RANGE
     );
     let other = SnapshotId {
@@ -103,12 +43,13 @@ fn fetch_snapshot_errors_and_chunks_as_kafka() {
         epoch: id.epoch,
     };
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch, other, 0, 10)).0,
+        ask(&mut cluster, 2, fetch_snapshot(epoch, other, 0, 10)).0,
         errors::SNAPSHOT_NOT_FOUND
     );
     assert_eq!(
         ask(
             &mut cluster,
+            2,
             fetch_snapshot(epoch, SnapshotId::BOOTSTRAP, 0, 10)
         )
         .0,
@@ -116,34 +57,34 @@ fn fetch_snapshot_errors_and_chunks_as_kafka() {
         "the bootstrap snapshot is never served"
     );
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch - 1, id, 0, 10)).0,
+        ask(&mut cluster, 2, fetch_snapshot(epoch - 1, id, 0, 10)).0,
         errors::FENCED_LEADER_EPOCH
     );
     assert_eq!(
-        ask(&mut cluster, fetch_snapshot(epoch + 1, id, 0, 10)).0,
+        ask(&mut cluster, 2, fetch_snapshot(epoch + 1, id, 0, 10)).0,
         errors::UNKNOWN_LEADER_EPOCH
     );
     let foreign =
         fetch_snapshot(epoch, id, 0, 10).with_cluster_id(Some(StrBytes::from_static_str("x")));
     assert_eq!(
-        ask(&mut cluster, foreign).0,
+        ask(&mut cluster, 2, foreign).0,
         errors::INCONSISTENT_CLUSTER_ID
     );
     let mut wrong_partition = fetch_snapshot(epoch, id, 0, 10);
     wrong_partition.topics[0].partitions[0].partition = 1;
     assert_eq!(
-        ask(&mut cluster, wrong_partition).0,
+        ask(&mut cluster, 2, wrong_partition).0,
         errors::UNKNOWN_TOPIC_OR_PARTITION
     );
     assert_eq!(
-        ask(&mut cluster, FetchSnapshotRequest::default()).0,
+        ask(&mut cluster, 2, FetchSnapshotRequest::default()).0,
         errors::INVALID_REQUEST
     );
 }
 
 #[test]
 fn a_follower_at_offset_zero_fetches_the_snapshot_installs_it_and_catches_up() {
-    let (mut cluster, id) = leader_with_snapshot(5);
+    let (mut cluster, id) = leader_with_snapshot(5, 3);
     cluster.restart(2).unwrap();
     // The observer finds the leader and fetches at offset 0: the answer is the snapshot id, no records.
     cluster.fire(2, kraft::node::Timer::Fetch);
@@ -264,7 +205,7 @@ fn fetch_answer(cluster: &mut Sim, offset: i64, last_epoch: i32) -> FetchAnswer 
 
 #[test]
 fn fetch_offset_zero_gets_the_snapshot_but_the_bootstrap_snapshot_keeps_the_log_valid() {
-    let (mut cluster, id) = leader_with_snapshot(3);
+    let (mut cluster, id) = leader_with_snapshot(3, 3);
     let epoch = cluster.node(1).epoch();
     let snap = Some((id.end_offset, id.epoch));
     assert_eq!(

@@ -9,10 +9,10 @@
 //! holds no snapshot bytes (a chunk goes to the shell as an effect), so memory is bounded by the frame
 //! limit of the shell (`wire_bounds.rs`).
 
+mod snapshot_support;
+
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_snapshot_request::{
-    PartitionSnapshot, SnapshotId as WireId, TopicSnapshot,
-};
+use kafka_protocol::messages::fetch_snapshot_request::{PartitionSnapshot, TopicSnapshot};
 use kafka_protocol::messages::fetch_snapshot_response::{
     LeaderIdAndEpoch, PartitionSnapshot as RespPartition, SnapshotId as RespId,
     TopicSnapshot as RespTopic,
@@ -20,93 +20,36 @@ use kafka_protocol::messages::fetch_snapshot_response::{
 use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, FetchSnapshotResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::log::{RaftLog, SnapshotId};
-use kraft::node::{errors, Effect, Message, Output, Role, Timer, MAX_FETCH_BYTES, METADATA_TOPIC};
-use kraft_sim::{self as sim, Envelope, Sim};
-
-fn snapshot_file(voters: &[i32]) -> Bytes {
-    kraft::records::encode_bootstrap_snapshot(&sim::voter_set(voters), 0).unwrap()
-}
-
-fn topic() -> TopicName {
-    TopicName(StrBytes::from_static_str(METADATA_TOPIC))
-}
-
-/// Leader 1 (the only voter) with `n` records committed and a snapshot at its HW; observer 2 crashed
-/// before it fetched anything.
-fn leader_with_snapshot(n: usize) -> (Sim, SnapshotId) {
-    let mut cluster = Sim::new(1, 1, 7).unwrap();
-    cluster.crash(2);
-    cluster.elect(1);
-    for i in 0..n {
-        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
-    }
-    cluster.replicate(3);
-    let id = SnapshotId {
-        end_offset: cluster.node(1).high_watermark().unwrap(),
-        epoch: cluster.node(1).epoch(),
-    };
-    cluster.store_snapshot(1, id, snapshot_file(&[1]));
-    (cluster, id)
-}
-
-fn request(epoch: i32, id: SnapshotId, position: i64, max_bytes: i32) -> FetchSnapshotRequest {
-    FetchSnapshotRequest::default()
-        .with_cluster_id(Some(StrBytes::from_static_str("sim-cluster")))
-        .with_replica_id(BrokerId(2))
-        .with_max_bytes(max_bytes)
-        .with_topics(vec![TopicSnapshot::default()
-            .with_name(topic())
-            .with_partitions(vec![PartitionSnapshot::default()
-                .with_current_leader_epoch(epoch)
-                .with_snapshot_id(
-                    WireId::default()
-                        .with_end_offset(id.end_offset)
-                        .with_epoch(id.epoch),
-                )
-                .with_position(position)])])
-}
-
-/// The leader's answer to a forged request from `from`: the error code (partition or top level) and
-/// the length of the chunk it asks the shell to send.
-fn ask(cluster: &mut Sim, from: i32, req: FetchSnapshotRequest) -> (i16, Option<u64>) {
-    let now = cluster.clock(1);
-    let out = cluster
-        .node_mut(1)
-        .handle(now, from, Message::FetchSnapshotRequest(req));
-    let [(to, Message::FetchSnapshotResponse(resp))] = out.replies.as_slice() else {
-        panic!("one FetchSnapshot response: {:?}", out.replies);
-    };
-    assert_eq!(*to, from);
-    let code = match resp.topics.first().and_then(|t| t.partitions.first()) {
-        Some(p) if resp.error_code == 0 => p.error_code,
-        _ => resp.error_code,
-    };
-    (code, kraft::node::snapshot_chunk(resp).map(|c| c.len))
-}
+use kraft::node::{errors, Effect, Message, Output, Role, Timer, MAX_FETCH_BYTES};
+use kraft_sim::{Envelope, Sim};
+use snapshot_support::{ask, fetch_snapshot, leader_with_snapshot, snapshot_file, topic};
 
 #[test]
 fn forged_requests_get_kafkas_error_codes_and_bounded_chunks() {
-    let (mut cluster, id) = leader_with_snapshot(4);
+    let (mut cluster, id) = leader_with_snapshot(4, 7);
     let epoch = cluster.node(1).epoch();
     let size = snapshot_file(&[1]).len() as u64;
     let hw = cluster.node(1).high_watermark();
     // Positions far out: POSITION_OUT_OF_RANGE, never an overflow.
     for position in [i64::MIN, -1, size as i64, i64::MAX] {
         assert_eq!(
-            ask(&mut cluster, 2, request(epoch, id, position, 10)).0,
+            ask(&mut cluster, 2, fetch_snapshot(epoch, id, position, 10)).0,
             errors::POSITION_OUT_OF_RANGE,
             "position {position}"
         );
     }
     // MaxBytes is honoured and capped by this node's bound; zero or negative asks for nothing.
     assert_eq!(
-        ask(&mut cluster, 2, request(epoch, id, 0, i32::MAX)),
+        ask(&mut cluster, 2, fetch_snapshot(epoch, id, 0, i32::MAX)),
         (0, Some(size.min(MAX_FETCH_BYTES as u64)))
     );
-    assert_eq!(ask(&mut cluster, 2, request(epoch, id, 1, 3)), (0, Some(3)));
+    assert_eq!(
+        ask(&mut cluster, 2, fetch_snapshot(epoch, id, 1, 3)),
+        (0, Some(3))
+    );
     for max in [0, -1, i32::MIN] {
         assert_eq!(
-            ask(&mut cluster, 2, request(epoch, id, 0, max)),
+            ask(&mut cluster, 2, fetch_snapshot(epoch, id, 0, max)),
             (0, Some(0)),
             "max {max}"
         );
@@ -123,7 +66,7 @@ fn forged_requests_get_kafkas_error_codes_and_bounded_chunks() {
             epoch: snap_epoch,
         };
         assert_eq!(
-            ask(&mut cluster, 2, request(epoch, other, 0, 10)).0,
+            ask(&mut cluster, 2, fetch_snapshot(epoch, other, 0, 10)).0,
             errors::SNAPSHOT_NOT_FOUND,
             "{other}"
         );
@@ -136,18 +79,19 @@ fn forged_requests_get_kafkas_error_codes_and_bounded_chunks() {
         (i32::MAX, errors::UNKNOWN_LEADER_EPOCH),
     ] {
         assert_eq!(
-            ask(&mut cluster, 2, request(e, id, 0, 10)).0,
+            ask(&mut cluster, 2, fetch_snapshot(e, id, 0, 10)).0,
             code,
             "epoch {e}"
         );
     }
-    let foreign = request(epoch, id, 0, 10).with_cluster_id(Some(StrBytes::from_static_str("x")));
+    let foreign =
+        fetch_snapshot(epoch, id, 0, 10).with_cluster_id(Some(StrBytes::from_static_str("x")));
     assert_eq!(
         ask(&mut cluster, 2, foreign).0,
         errors::INCONSISTENT_CLUSTER_ID
     );
     // Many topics and partitions (none the metadata partition), and a replica id that is no member.
-    let mut many = request(epoch, id, 0, 10);
+    let mut many = fetch_snapshot(epoch, id, 0, 10);
     many.topics = (0..1000)
         .map(|i| {
             TopicSnapshot::default()
@@ -157,7 +101,7 @@ fn forged_requests_get_kafkas_error_codes_and_bounded_chunks() {
         .collect();
     assert_eq!(ask(&mut cluster, 2, many).0, errors::INVALID_REQUEST);
     assert_eq!(
-        ask(&mut cluster, -7, request(epoch, id, 0, 10)),
+        ask(&mut cluster, -7, fetch_snapshot(epoch, id, 0, 10)),
         (0, Some(10))
     );
     // Nothing moved: same leader, epoch and HW, and it still commits.
@@ -234,7 +178,7 @@ fn snapshot_effects(out: &Output) -> usize {
 
 #[test]
 fn forged_responses_write_nothing_and_the_download_then_completes() {
-    let (mut cluster, id) = leader_with_snapshot(5);
+    let (mut cluster, id) = leader_with_snapshot(5, 7);
     let file = snapshot_file(&[1]);
     let size = file.len() as i64;
     let req = follower_waiting_for_a_chunk(&mut cluster);

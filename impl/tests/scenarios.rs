@@ -22,10 +22,12 @@
 //! - `fire ID TIMER`: fires one armed timer (`election`, `fetch-timeout`, `fetch`, `check-quorum`,
 //!   `pending-change`, `begin-quorum-epoch`, `first-poll`); prints the messages it queued.
 //! - `network`: the messages in flight, in delivery order.
-//! - `deliver [N]`: delivers the first N messages (all by default), printing each as it is delivered.
+//! - `deliver [N]`: delivers the first N messages (all by default), printing each as it is delivered;
+//!   `deliver at=I` delivers only the message at position I of `network`.
 //! - `drop INDEX`: drops the message at INDEX of `network`.
 //! - `fetch ID`: `fire ID fetch` then `deliver`.
-//! - `replicate`: lets every follower fetch until nothing changes; prints `raft-state`.
+//! - `replicate [rounds=N]`: lets every follower fetch until nothing changes (at most N rounds, 20 by
+//!   default); prints `raft-state`.
 //! - `add-voter LEADER ID`, `remove-voter LEADER ID`, `update-voter LEADER ID`: the membership request
 //!   for node ID sent to LEADER; prints the immediate reply (with the leader's typed refusal reason in
 //!   parentheses) or `pending`. Options: `dir=zero|new` (nil or a replaced disk's directory id),
@@ -38,9 +40,13 @@
 //! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
 //! - `update-features ID LEVEL [type=upgrade|safe|unsafe|N] [validate=true] [version=V] [feature=NAME]`:
 //!   UpdateFeatures (default v2, `kraft.version`) sent to node ID; prints the reply or `pending`.
-//! - `replies`: the membership and UpdateFeatures replies given since the last `replies` (or `add-voter`/`remove-voter`).
-//! - `describe ID vN [topic=NAME] [partitions=P,Q]`: the DescribeQuorum v0–v3 answer of node ID (encoded
-//!   through the wire codec); by default for `__cluster_metadata` partition 0.
+//! - `replies`: the membership and UpdateFeatures replies given since the last `replies` (or
+//!   `add-voter`/`remove-voter`).
+//! - `describe ID vN [topic=NAME] [partitions=P,Q] [topics=NAME:P,...] [detail=yes]`: the DescribeQuorum
+//!   v0–v3 answer of node ID (encoded through the wire codec); by default for `__cluster_metadata`
+//!   partition 0. `detail=yes` adds each replica's directory id and fetch / caught-up timestamps and each
+//!   node's listeners. Every `describe` also checks that all four versions encode and agree (v0–v2 are v3
+//!   without what they cannot carry) and that a committed voter that is current reports one state.
 //! - `append ID N`: N data records appended on leader ID; prints the base offset.
 //! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID` (a VotersRecord
 //!   shows `ID:PORT` for a voter whose default listener's port is not the simulator's for that id).
@@ -55,7 +61,8 @@
 //! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
 //!   client that reaches a listener can send without mutual TLS).
 //!
-//! Any command's output ends with the transitions a node refused meanwhile (`refused by ID: ...`).
+//! Any command's output ends with the transitions a node refused meanwhile (`refused by ID: ...`). After
+//! every command the runner checks ElectionSafety (at most one leader per epoch since `cluster`).
 
 mod scenario_support;
 
@@ -304,6 +311,8 @@ struct Runner {
     sim: Option<Sim>,
     replies_seen: usize,
     refused_seen: usize,
+    /// The leader seen in each epoch since `cluster` (ElectionSafety, checked after every command).
+    leaders: std::collections::BTreeMap<i32, i32>,
 }
 
 impl Runner {
@@ -377,18 +386,23 @@ impl Runner {
     }
 
     fn deliver(&mut self, max: usize) -> Result<String, String> {
+        self.deliver_from(0, max)
+    }
+
+    /// Delivers up to `max` messages, each the one at network position `at`.
+    fn deliver_from(&mut self, at: usize, max: usize) -> Result<String, String> {
         let sim = self.sim()?;
         let mut out = String::new();
         let mut n = 0;
-        while n < max && !sim.network.is_empty() {
-            let env = &sim.network[0];
+        while n < max && sim.network.len() > at {
+            let env = &sim.network[at];
             let lost = if sim.is_running(env.to) {
                 ""
             } else {
                 " (lost: crashed)"
             };
             let _ = writeln!(out, "{}->{} {}{lost}", env.from, env.to, summary(&env.msg));
-            sim.deliver(0);
+            sim.deliver(at);
             n += 1;
         }
         if n >= 10_000 && !sim.network.is_empty() {
@@ -483,10 +497,14 @@ impl Runner {
     }
 
     fn describe(&mut self, args: &[&str]) -> Result<String, String> {
-        let (pos, o) = Opts::parse(args, &["topic", "partitions"])?;
+        let (pos, o) = Opts::parse(args, &["topic", "partitions", "topics", "detail"])?;
         let [id, version] = pos[..] else {
-            return Err("usage: describe ID vN [topic=NAME] [partitions=P,Q]".into());
+            return Err(
+                "usage: describe ID vN [topic=NAME] [partitions=P,Q] [topics=NAME:P,...] [detail=yes]"
+                    .into(),
+            );
         };
+        let detail = o.get("detail") == Some("yes");
         let id = num(id)?;
         let version: i16 = version
             .strip_prefix('v')
@@ -503,8 +521,12 @@ impl Runner {
         };
         r.to_bytes(version)
             .map_err(|e| format!("v{version} does not encode: {e}"))?;
+        self.describe_versions_agree(id, &o, &r)?;
         let mut out = format!("error={}\n", code_name(r.error_code));
         for t in &r.topics {
+            if r.topics.len() > 1 {
+                let _ = writeln!(out, "topic {}", t.topic_name);
+            }
             for p in &t.partitions {
                 let _ = writeln!(
                     out,
@@ -518,7 +540,17 @@ impl Runner {
                 let rows = |rs: &[kraft::wire::describe_quorum::ReplicaState]| {
                     let v: Vec<String> = rs
                         .iter()
-                        .map(|r| format!("{}@{}", r.replica_id, r.log_end_offset))
+                        .map(|r| match detail {
+                            false => format!("{}@{}", r.replica_id, r.log_end_offset),
+                            true => format!(
+                                "{}@{}(dir={} fetch={} caught-up={})",
+                                r.replica_id,
+                                r.log_end_offset,
+                                r.replica_directory_id,
+                                r.last_fetch_timestamp,
+                                r.last_caught_up_timestamp
+                            ),
+                        })
                         .collect();
                     format!("[{}]", v.join(" "))
                 };
@@ -529,11 +561,136 @@ impl Runner {
                 }
             }
         }
-        if version >= 2 {
+        if version >= 2 && detail {
+            for n in &r.nodes {
+                let listeners: Vec<String> = n
+                    .listeners
+                    .iter()
+                    .map(|l| format!("{}={}:{}", l.name, l.host, l.port))
+                    .collect();
+                let _ = writeln!(out, "node {} [{}]", n.node_id, listeners.join(" "));
+            }
+        } else if version >= 2 {
             let nodes: Vec<String> = r.nodes.iter().map(|n| n.node_id.to_string()).collect();
             let _ = writeln!(out, "nodes=[{}]", nodes.join(","));
         }
         Ok(out)
+    }
+
+    /// Every DescribeQuorum version answers the same quorum: each encodes, and v0–v2 are v3 without what
+    /// they cannot carry (CommittedVoters below v3, Nodes below v2, and at v2 only the current voters'
+    /// nodes). A committed voter that is also current reports the same state in both lists.
+    fn describe_versions_agree(
+        &mut self,
+        id: i32,
+        o: &Opts,
+        asked: &kraft::wire::describe_quorum::DescribeQuorumResponse,
+    ) -> Result<(), String> {
+        let mut answers = Vec::new();
+        for version in 0..=3i16 {
+            let request = scenario_support::describe(o)?;
+            let answer = self.sim()?.unrecorded(|sim| {
+                sim.client(id, ClientRequest::DescribeQuorum { version, request })
+                    .pop()
+            });
+            match answer {
+                Some(ClientResponse::DescribeQuorum(r)) => {
+                    r.to_bytes(version)
+                        .map_err(|e| format!("v{version} does not encode: {e}"))?;
+                    answers.push(r);
+                }
+                other => return Err(format!("no DescribeQuorum v{version} answer: {other:?}")),
+            }
+        }
+        let v3 = &answers[3];
+        let rows = |rs: &[kraft::wire::describe_quorum::ReplicaState]| -> Vec<(i32, i64)> {
+            rs.iter()
+                .map(|r| (r.replica_id, r.log_end_offset))
+                .collect()
+        };
+        let asked_rows: Vec<_> = asked
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| (p.error_code, rows(&p.current_voters), rows(&p.observers)))
+            .collect();
+        for (version, r) in answers.iter().enumerate() {
+            let err = |what: &str| {
+                Err(format!(
+                    "DescribeQuorum v{version} disagrees with v3: {what}"
+                ))
+            };
+            if r.error_code != v3.error_code || r.topics.len() != v3.topics.len() {
+                return err("error or topics");
+            }
+            let mut current_ids = Vec::new();
+            for (t, t3) in r.topics.iter().zip(&v3.topics) {
+                if t.partitions.len() != t3.partitions.len() {
+                    return err("partitions");
+                }
+                for (p, p3) in t.partitions.iter().zip(&t3.partitions) {
+                    let head = |p: &kraft::wire::describe_quorum::PartitionData| {
+                        (
+                            p.partition_index,
+                            p.error_code,
+                            p.leader_id,
+                            p.leader_epoch,
+                            p.high_watermark,
+                        )
+                    };
+                    if head(p) != head(p3)
+                        || rows(&p.current_voters) != rows(&p3.current_voters)
+                        || rows(&p.observers) != rows(&p3.observers)
+                    {
+                        return err("leader, epoch, HW, voters or observers");
+                    }
+                    if version < 3 && !p.committed_voters.is_empty() {
+                        return err("CommittedVoters below v3");
+                    }
+                    current_ids.extend(p.current_voters.iter().map(|r| r.replica_id));
+                }
+            }
+            let nodes: Vec<i32> = r.nodes.iter().map(|n| n.node_id).collect();
+            let expect: Vec<i32> = match version {
+                0 | 1 => vec![],
+                2 => v3
+                    .nodes
+                    .iter()
+                    .map(|n| n.node_id)
+                    .filter(|n| current_ids.contains(n))
+                    .collect(),
+                _ => nodes.clone(),
+            };
+            if nodes != expect {
+                return err("Nodes");
+            }
+        }
+        let v3_rows: Vec<_> = v3
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| (p.error_code, rows(&p.current_voters), rows(&p.observers)))
+            .collect();
+        if v3_rows != asked_rows {
+            return Err("a repeated DescribeQuorum changed the answer".into());
+        }
+        for p in v3.topics.iter().flat_map(|t| &t.partitions) {
+            for c in &p.committed_voters {
+                if let Some(cur) = p
+                    .current_voters
+                    .iter()
+                    .find(|r| r.replica_id == c.replica_id)
+                {
+                    if c != cur {
+                        return Err(format!(
+                            "committed voter {} reports another state than in CurrentVoters",
+                            c.replica_id
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn log(&mut self, id: i32) -> Result<String, String> {
@@ -555,6 +712,18 @@ impl Runner {
     fn step(&mut self, line: &str) -> Result<String, String> {
         let mut out = self.run(line)?;
         if let Some(sim) = &self.sim {
+            for (&id, _) in sim.nodes.iter().filter(|(&id, _)| sim.is_running(id)) {
+                let node = sim.node(id);
+                if node.role() == kraft::node::Role::Leader {
+                    let first = *self.leaders.entry(node.epoch()).or_insert(id);
+                    if first != id {
+                        return Err(format!(
+                            "ElectionSafety: {first} and {id} both led epoch {}",
+                            node.epoch()
+                        ));
+                    }
+                }
+            }
             for (id, e) in &sim.refused[self.refused_seen.min(sim.refused.len())..] {
                 let _ = writeln!(out, "refused by {id}: {e}");
             }
@@ -641,6 +810,7 @@ impl Runner {
                 self.sim = Some(sim.map_err(|e| e.to_string())?);
                 self.replies_seen = 0;
                 self.refused_seen = 0;
+                self.leaders.clear();
                 self.raft_state()
             }
             ("raft-state", []) => self.raft_state(),
@@ -667,6 +837,10 @@ impl Runner {
             }
             ("network", []) => self.network(),
             ("deliver", []) => self.deliver(10_000),
+            ("deliver", [at]) if at.starts_with("at=") => {
+                let (_, o) = Opts::parse(&[at], &["at"])?;
+                self.deliver_from(o.num("at")?.unwrap_or(0) as usize, 1)
+            }
             ("deliver", [n]) => self.deliver(num(n)? as usize),
             ("drop", [i]) => {
                 let i = num(i)? as usize;
@@ -684,6 +858,12 @@ impl Runner {
             }
             ("replicate", []) => {
                 self.sim()?.replicate(20);
+                self.raft_state()
+            }
+            ("replicate", [rounds]) if rounds.starts_with("rounds=") => {
+                let (_, o) = Opts::parse(&[rounds], &["rounds"])?;
+                let rounds = o.num("rounds")?.unwrap_or(20) as usize;
+                self.sim()?.replicate(rounds);
                 self.raft_state()
             }
             ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use uuid::Uuid;
 
+pub mod build;
 mod codec;
 
 /// Errors of schema parsing, decoding and encoding.

@@ -571,6 +571,17 @@ impl Sim {
         }
     }
 
+    /// Runs `f` and then forgets the client ids it used and the replies it got, so that a check made on
+    /// the side (e.g. DescribeQuorum at every version) leaves the client ids a scenario prints unchanged.
+    /// Only for read-only requests: whatever else `f` did to the nodes stays.
+    pub fn unrecorded<T>(&mut self, f: impl FnOnce(&mut Sim) -> T) -> T {
+        let (next_client, replies) = (self.next_client, self.client_replies.len());
+        let out = f(self);
+        self.next_client = next_client;
+        self.client_replies.truncate(replies);
+        out
+    }
+
     /// The id of the last client request sent.
     pub fn last_client_id(&self) -> ClientId {
         ClientId(self.next_client)

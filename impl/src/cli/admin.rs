@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::describe::QuorumDescription;
-use super::run::parse_host_port;
+use super::format::parse_host_port;
 use super::{
     kafka_error, AddVoterArgs, BenchDescribeArgs, ConnectArgs, DescribeArgs, Failure,
     RemoveVoterArgs, EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,

@@ -16,7 +16,7 @@ pub use super::event::Event;
 use super::peer::PeerLinks;
 use super::store::{Done, Job, SnapshotOutcome, Store};
 use super::ServerError;
-use crate::node::{ClientId, ClientResponse, Message, Millis, Node, Output, Role};
+use crate::node::{ClientId, ClientRequest, ClientResponse, Message, Millis, Node, Output, Role};
 use crate::storage::{SnapshotReader, StorageError};
 use crate::voter_set::Endpoint;
 use crate::wire::describe_quorum::DescribeQuorumResponse;
@@ -164,6 +164,16 @@ impl Driver {
                     tracing::trace!(from, ?message, "peer response");
                     let out = self.node.handle(now, from, message);
                     self.apply(out, &mut clients);
+                }
+                Some(Event::Client {
+                    request: ClientRequest::DescribeQuorum { version, request },
+                    reply,
+                }) if self.forward_to().is_some() => {
+                    if let Some((leader, endpoint)) = self.forward_to() {
+                        self.peers
+                            .forward
+                            .describe_quorum(leader, endpoint, version, request, reply);
+                    }
                 }
                 Some(Event::Client { request, reply }) => {
                     let id = ClientId(next_client);
@@ -317,6 +327,17 @@ impl Driver {
         });
     }
 
+    /// The leader a client's DescribeQuorum goes on to ([`forward`](super::forward)): one this node knows
+    /// in its epoch, other than itself, with a known endpoint. `None`: the core answers.
+    fn forward_to(&self) -> Option<(i32, Endpoint)> {
+        if self.node.role() == Role::Leader {
+            return None;
+        }
+        self.node
+            .leader_endpoint()
+            .filter(|(leader, _)| *leader != self.node.node_id())
+    }
+
     /// Where `id` listens: the leader's announced endpoint, else its default listener in the voter sets.
     fn endpoint_of(&self, id: i32) -> Option<Endpoint> {
         self.node.endpoint_of(id)
@@ -328,7 +349,7 @@ mod tests {
     use super::*;
     use crate::log::MemoryLog;
     use crate::node::{Bootstrap, NodeConfig};
-    use crate::node::{ClientRequest, Harness, Timer};
+    use crate::node::{Harness, Timer};
     use crate::storage::read_quorum_state;
     use crate::voter_set::{ReplicaKey, SupportedVersions, VoterNode, VoterSet};
     use std::path::PathBuf;

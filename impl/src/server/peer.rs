@@ -38,6 +38,8 @@ pub struct PeerLinks {
     config: LinkConfig,
     tls: Option<Arc<Tls>>,
     links: HashMap<i32, mpsc::Sender<(Endpoint, Message)>>,
+    /// DescribeQuorum sent on to the leader, with the same link settings and TLS.
+    pub forward: super::forward::Forwarder,
 }
 
 impl PeerLinks {
@@ -50,6 +52,7 @@ impl PeerLinks {
         PeerLinks {
             local_id,
             events,
+            forward: super::forward::Forwarder::new(local_id, config.clone(), tls.clone()),
             config,
             tls,
             links: HashMap::new(),

@@ -35,7 +35,7 @@ impl<'a> Opts<'a> {
         self.0.get(k).copied()
     }
 
-    fn num<T: std::str::FromStr>(&self, k: &str) -> Result<Option<T>, String> {
+    pub fn num<T: std::str::FromStr>(&self, k: &str) -> Result<Option<T>, String> {
         self.get(k)
             .map(|v| v.parse().map_err(|_| format!("{k}={v} is not a number")))
             .transpose()
@@ -132,6 +132,23 @@ pub fn describe(o: &Opts) -> Result<DescribeQuorumRequest, String> {
                 let mut part: PartitionRequest = template.partitions[0].clone();
                 part.partition_index = p.parse().map_err(|_| format!("partition {p}"))?;
                 Ok(part)
+            })
+            .collect::<Result<_, String>>()?;
+    }
+    if let Some(list) = o.get("topics") {
+        let template: TopicRequest = req.topics[0].clone();
+        req.topics = list
+            .split(',')
+            .map(|tp| {
+                let (name, p) = tp
+                    .split_once(':')
+                    .ok_or_else(|| format!("topics: {tp} is not NAME:PARTITION"))?;
+                let mut topic = template.clone();
+                topic.topic_name = name.to_string();
+                topic.partitions.truncate(1);
+                topic.partitions[0].partition_index =
+                    p.parse().map_err(|_| format!("partition {p}"))?;
+                Ok(topic)
             })
             .collect::<Result<_, String>>()?;
     }

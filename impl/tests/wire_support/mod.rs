@@ -3,6 +3,8 @@
 //! `kraft::wire::describe_quorum`'s `From` impls.
 #![allow(dead_code)]
 
+pub mod vectors;
+
 use bytes::Bytes;
 use kraft::wire::{
     DescribeQuorumRequest, DescribeQuorumResponse, Listener, NodeEndpoints, PartitionData,

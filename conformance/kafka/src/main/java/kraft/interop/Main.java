@@ -13,7 +13,8 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
  * Apache Kafka as the oracle. Usage: {@code Main --kraft PATH_TO_KRAFT_BINARY --work DIR}, plus
  * {@code --only h,j} (scenario letters; a-f run together), {@code --runs N} and {@code --seed S} (scenario j's
  * kill loop: N runs, seeds S, S+1, ...), {@code --controller-classpath CP} (the Kafka release whose controllers,
- * {@code kafka.Kafka}, and storage tool run, e.g. 4.0.1; default: the driver's own, {@code pom.xml}'s).
+ * {@code kafka.Kafka}, and storage tool run, e.g. 4.0.1; default: the driver's own, {@code pom.xml}'s),
+ * {@code --python P} (the interpreter with kafka-python for scenario t).
  * Runs every scenario, prints one check per line and ends with
  * {@code kafka interop: S scenarios, C checks, D divergences (Apache Kafka V)}; exits 1 iff D > 0.
  * Work directories (with every controller's log) are deleted on success and kept on failure.
@@ -27,6 +28,7 @@ public final class Main {
         java.util.Set<String> only = new java.util.TreeSet<>();
         int runs = 2;
         long seed = 1;
+        String python = null;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--kraft" -> kraft = args[i + 1];
@@ -35,6 +37,7 @@ public final class Main {
                 case "--runs" -> runs = Integer.parseInt(args[i + 1]);
                 case "--seed" -> seed = Long.parseLong(args[i + 1]);
                 case "--controller-classpath" -> controllerClasspath = args[i + 1];
+                case "--python" -> python = args[i + 1];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -55,6 +58,7 @@ public final class Main {
         scenarios.only = only;
         scenarios.runs = runs;
         scenarios.seed = seed;
+        scenarios.python = python;
         scenarios.runAll();
         int divergences = report.divergenceCount();
         if (divergences == 0) {

@@ -108,12 +108,16 @@ record PartitionScenario(Report report, Tools tools, Path work, String kraft) {
         m.sample(what + ": after", next[0]);
     }
 
-    /** Polls {@code id}'s own DescribeQuorum until it answers with an error (not the leader); null on timeout. */
+    /**
+     * Polls {@code id}'s own DescribeQuorum until it no longer answers as leader: an error (a Kafka controller that
+     * does not lead) or another leader's answer (a {@code kraft} node sends it on to the leader it knows); null on
+     * timeout.
+     */
     private static int[] awaitNotLeader(MixedQuorum m, int id, long timeoutMs) throws Exception {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (System.currentTimeMillis() < deadline) {
             int[] d = m.describeQuorumOf(id);
-            if (d != null && d[0] != 0) return d;
+            if (d != null && (d[0] != 0 || d[1] != id)) return d;
             Thread.sleep(100);
         }
         return null;

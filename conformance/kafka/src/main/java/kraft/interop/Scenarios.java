@@ -22,7 +22,8 @@ import org.apache.kafka.common.Uuid;
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
  * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
- * ({@link MovedVoterScenario}). One Kafka quorum serves
+ * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}). One
+ * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
 final class Scenarios {
@@ -37,6 +38,8 @@ final class Scenarios {
     /** Scenario j: runs and the first seed. */
     int runs = 2;
     long seed = 1;
+    /** Scenario t: the Python interpreter with kafka-python installed. */
+    String python;
 
     Scenarios(Report report, Tools tools, Path work, String kraft) {
         this.report = report;
@@ -123,6 +126,16 @@ final class Scenarios {
                 + " leader (kafka-metadata-quorum describe, Admin describeMetadataQuorum)");
             try {
                 new MovedVoterScenario(report, tools, work.resolve("moved-voter"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("t")) {
+            report.scenario("t: DescribeQuorum from any one node of a kraft quorum: kafka-python 3.0.12's"
+                + " describe_metadata_quorum() and Admin describeMetadataQuorum (bootstrap.servers and"
+                + " bootstrap.controllers) via the leader and each follower give the leader's quorum");
+            try {
+                new AnyNodeScenario(report, tools, work.resolve("any-node"), kraft, python).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
