@@ -129,12 +129,17 @@ final class KafkaQuorum implements AutoCloseable {
 
     /** Formats (no initial controllers) and starts a controller that joins as an observer. */
     void startObserver(int id) throws Exception {
+        formatObserver(id);
+        start(id);
+    }
+
+    /** {@link #startObserver} without the start ({@link #launch} starts it): a new port and directory id. */
+    void formatObserver(int id) throws Exception {
         Files.createDirectories(dir);
         ports.put(id, freePort());
         writeConfig(id);
         format(id, "--no-initial-controllers");
         directoryIds.put(id, readDirectoryId(logDir(id)));
-        start(id);
     }
 
     /** Picks controller {@code id}'s port now (e.g. to name it in an initial voter set) unless it has one. */

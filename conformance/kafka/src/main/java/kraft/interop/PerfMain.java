@@ -39,14 +39,17 @@ public final class PerfMain {
     static final int FETCH_TIMEOUT_MS = 2000;
 
     private final boolean quick;
+    /** Both quorums with interop scenario p's snapshot settings ({@link SnapshotSettings}). */
+    private final boolean snapshots;
     /** The rows to measure (numbering: 1 membership, 2 failover, 3 DescribeQuorum, 4 resources). */
     private final java.util.Set<Integer> only;
     private final List<Row> rows = new ArrayList<>();
     /** Lines printed under the table (e.g. which failovers took more than one election). */
     private final List<String> notes = new ArrayList<>();
 
-    private PerfMain(boolean quick, java.util.Set<Integer> only) {
+    private PerfMain(boolean quick, boolean snapshots, java.util.Set<Integer> only) {
         this.quick = quick;
+        this.snapshots = snapshots;
         this.only = only;
     }
 
@@ -57,17 +60,19 @@ public final class PerfMain {
         String kraft = null;
         Path work = null;
         boolean quick = false;
+        boolean snapshots = false;
         java.util.Set<Integer> only = new java.util.TreeSet<>(List.of(1, 2, 3, 4));
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--kraft" -> kraft = args[++i];
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
                 case "--quick" -> quick = true;
+                case "--snapshots" -> snapshots = true;
                 case "--rows" -> {
                     only.clear();
                     for (String r : args[++i].split(",")) {
                         int row = Integer.parseInt(r.trim());
-                        if (row < 1 || row > 4) throw new IllegalArgumentException("--rows: no row " + row);
+                        if (row < 1 || row > 5) throw new IllegalArgumentException("--rows: no row " + row);
                         only.add(row);
                     }
                 }
@@ -81,7 +86,7 @@ public final class PerfMain {
         Files.createDirectories(work);
         Runtime.getRuntime().addShutdownHook(new Thread(() ->
             ProcessHandle.current().descendants().forEach(ProcessHandle::destroyForcibly)));
-        boolean ok = new PerfMain(quick, only).run(kraft, work);
+        boolean ok = new PerfMain(quick, snapshots, only).run(kraft, work);
         if (ok) {
             Main.deleteTree(work);
         } else {
@@ -97,10 +102,23 @@ public final class PerfMain {
         int throughputSeconds = quick ? 3 : 10;
         String started = Instant.now().toString();
         String loadBefore = Files.readString(Path.of("/proc/loadavg")).trim();
+        if (only.contains(5)) {
+            try {
+                snapshotRow(kraftBinary, work, quick ? 2 : 5);
+            } catch (Exception e) {
+                e.printStackTrace(System.out);
+                printTable(started, loadBefore, quick, kills, changes);
+                return false;
+            }
+            if (only.size() == 1) {
+                printTable(started, loadBefore, quick, kills, changes);
+                return true;
+            }
+        }
         try (PerfQuorum.Kraft ours = new PerfQuorum.Kraft(work.resolve("kraft"), kraftBinary, ELECTION_TIMEOUT_MS,
-                FETCH_TIMEOUT_MS);
+                FETCH_TIMEOUT_MS, snapshots);
              PerfQuorum.Kafka kafka = new PerfQuorum.Kafka(work.resolve("kafka"), ELECTION_TIMEOUT_MS,
-                FETCH_TIMEOUT_MS)) {
+                FETCH_TIMEOUT_MS, snapshots)) {
             List<PerfQuorum> both = List.of(ours, kafka);
             try {
                 // 4b. Start-up, one implementation at a time (kraft first, so Kafka's JIT does not slow it).
@@ -209,6 +227,23 @@ public final class PerfMain {
     }
 
     // ----- measurements ----------------------------------------------------------------------------
+
+    /** Row 5 ({@link PerfSnapshot}): n joiners per implementation, alternating. */
+    private void snapshotRow(String kraftBinary, Path work, int n) throws Exception {
+        PerfSnapshot.Samples s = new PerfSnapshot(work.resolve("snapshot"), kraftBinary, ELECTION_TIMEOUT_MS,
+            FETCH_TIMEOUT_MS).run(n);
+        String note = "n = " + n + "; leader's snapshot: kraft " + s.kraftSnapshot() + " B, Kafka "
+            + s.kafkaSnapshot() + " B";
+        String[] what = {"launch → caught up (snapshot fetched and installed, log after it)",
+            "AddRaftVoter request → response at commit", "launch → AddRaftVoter committed"};
+        for (int k = 0; k < what.length; k++) {
+            final int i = k;
+            List<Double> ours = s.kraft().stream().map(a -> a[i]).toList();
+            List<Double> theirs = s.kafka().stream().map(a -> a[i]).toList();
+            row("5. New voter from a leader's snapshot ≥ 64 MiB: " + what[k] + ", median", "ms",
+                percentile(ours, 50), percentile(theirs, 50), note + "; samples kraft " + ours + ", Kafka " + theirs);
+        }
+    }
 
     static final class Leader {
         final int id;
@@ -443,7 +478,7 @@ public final class PerfMain {
         String loadAfter = Files.readString(Path.of("/proc/loadavg")).trim();
         System.out.println();
         System.out.println("kraft vs Apache Kafka " + AppInfoParser.getVersion() + " controllers, " + (quick ? "quick" : "full")
-            + " mode, rows " + only + ", started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
+            + " mode, rows " + only + (snapshots ? ", snapshots on (interop scenario p's settings)" : "") + ", started " + started + "; /proc/loadavg before: " + loadBefore + ", after: " + loadAfter);
         System.out.println("settings (both): election timeout " + ELECTION_TIMEOUT_MS + " ms, fetch timeout "
             + FETCH_TIMEOUT_MS + " ms, logs fsynced; 3 voters + 1 observer, one process per node, loopback; "
             + (only.contains(1) ? changes + " adds + " + changes + " removes, " : "")
@@ -463,7 +498,7 @@ public final class PerfMain {
         for (String n : notes) System.out.println(n);
     }
 
-    private static void log(String line) {
+    static void log(String line) {
         System.out.println("[perf " + Instant.now() + "] " + line);
     }
 }

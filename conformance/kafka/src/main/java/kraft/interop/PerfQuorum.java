@@ -60,15 +60,24 @@ abstract class PerfQuorum implements AutoCloseable {
             "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true");
         final KafkaQuorum q;
 
-        Kafka(Path dir, int electionTimeoutMs, int fetchTimeoutMs) {
-            this(new KafkaQuorum(dir, Map.of("controller.quorum.election.timeout.ms",
-                Integer.toString(electionTimeoutMs), "controller.quorum.fetch.timeout.ms",
-                Integer.toString(fetchTimeoutMs))));
+        Kafka(Path dir, int electionTimeoutMs, int fetchTimeoutMs, boolean snapshots) {
+            this(quorum(dir, snapshots ? SnapshotSettings.kafka(timeouts(electionTimeoutMs, fetchTimeoutMs))
+                : timeouts(electionTimeoutMs, fetchTimeoutMs)));
         }
 
         private Kafka(KafkaQuorum q) {
             super("Apache Kafka", q.clusterId);
             this.q = q;
+        }
+
+        static Map<String, String> timeouts(int electionTimeoutMs, int fetchTimeoutMs) {
+            return Map.of("controller.quorum.election.timeout.ms", Integer.toString(electionTimeoutMs),
+                "controller.quorum.fetch.timeout.ms", Integer.toString(fetchTimeoutMs));
+        }
+
+        /** Kafka controllers with {@code props} started as kafka-server-start.sh starts them ({@link #JVM}). */
+        static KafkaQuorum quorum(Path dir, Map<String, String> props) {
+            KafkaQuorum q = new KafkaQuorum(dir, props);
             q.serverCommand = config -> {
                 List<String> cmd = new ArrayList<>();
                 cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -78,6 +87,7 @@ abstract class PerfQuorum implements AutoCloseable {
                     "kafka.Kafka", config));
                 return cmd;
             };
+            return q;
         }
 
         @Override
@@ -135,12 +145,14 @@ abstract class PerfQuorum implements AutoCloseable {
         final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
         private final Map<Integer, Process> processes = new LinkedHashMap<>();
 
-        Kraft(Path dir, String kraft, int electionTimeoutMs, int fetchTimeoutMs) {
+        Kraft(Path dir, String kraft, int electionTimeoutMs, int fetchTimeoutMs, boolean snapshots) {
             super("kraft", Uuid.randomUuid().toString());
             this.dir = dir;
             this.kraft = kraft;
-            this.nodeArgs = List.of("--election-timeout-ms", Integer.toString(electionTimeoutMs), "--fetch-timeout-ms",
-                Integer.toString(fetchTimeoutMs));
+            List<String> args = new ArrayList<>(List.of("--election-timeout-ms", Integer.toString(electionTimeoutMs),
+                "--fetch-timeout-ms", Integer.toString(fetchTimeoutMs)));
+            if (snapshots) args.addAll(SnapshotSettings.kraftFlags());
+            this.nodeArgs = List.copyOf(args);
         }
 
         private Path dataDir(int id) {
