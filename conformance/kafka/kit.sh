@@ -3,11 +3,13 @@
 # StorageTool so that its other voters are the kit's replicas, starts the kit (its replicas listen first),
 # then the controller with `kafka.Kafka` (both through kit-node.sh), and lets the kit drive it, declaring
 # Kafka's one request in flight per connection (--one-in-flight): first-election + add-voter on one
-# controller (300 ms election timeout), follow on a second (60 s election timeout). Divergences found in
+# controller (300 ms election timeout), follow + install-snapshot on a second (60 s election timeout). Divergences found in
 # Kafka are findings (conformance/README.md, "Findings in Apache Kafka"), so this script is NOT part of CI;
 # it exits with the kit's status. Needs Java 17+, Maven 3.8+ and cargo, like run.sh.
 # Usage: conformance/kafka/kit.sh                      (both runs)
 #        [KIT_ELECTION_MS=60000] conformance/kafka/kit.sh --scenario follow   (one run, kit arguments given)
+#        KIT_NODE_PORT=23190 conformance/kafka/kit.sh   (the controller's port; the kit's replicas take the
+#            next three; default 19190)
 #        conformance/kafka/kit.sh --tour first-election [--tour membership]   (transition tours: the kit
 #            formats and starts a controller per path itself, through kit-node.sh)
 set -uo pipefail
@@ -32,7 +34,7 @@ format_args="${KIT_FORMAT_ARGS-$default_format}"
 export KIT_CLASSPATH="${classpath/#target\//$here/target/}" KIT_FORMAT_ARGS="$format_args"
 run_one() { # $1 = name, $2 = election timeout ms, $3.. = kit arguments
     local name="$1" election="$2"; shift 2
-    local port=19190 kit_port=19191 dir="$work/$name"
+    local port="${KIT_NODE_PORT:-19190}" kit_port=$(( ${KIT_NODE_PORT:-19190} + 1 )) dir="$work/$name"
     local initial
     initial="$("$kit" node --print-format --bootstrap "127.0.0.1:$port" --kit-port "$kit_port" \
         --cluster-id "$cluster" | sed -n 's/^initial controllers: *//p')"
@@ -66,7 +68,7 @@ elif [ $# -gt 0 ]; then
     run_one custom "${KIT_ELECTION_MS:-300}" "$@" || status=1
 else
     run_one election 300 --scenario first-election --scenario add-voter || status=1
-    run_one follow 60000 --scenario follow || status=1
+    run_one follow 60000 --scenario follow --scenario install-snapshot || status=1
 fi
 echo "kafka kit: work directory $work (Apache Kafka 4.4.0); kit exit status $status"
 exit $status

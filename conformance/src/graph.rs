@@ -96,6 +96,8 @@ pub struct GraphOutcome {
     pub wire_checked: u64,
     /// Refused membership requests whose reasons were compared.
     pub refusals: u64,
+    /// Snapshot downloads replayed (installs, chunks, restarts with a `.checkpoint.part`).
+    pub downloads: crate::harness::Downloads,
     /// Divergences found (the search stops at `max_divergences`).
     pub divergences: Vec<Divergence>,
     /// True if the whole graph was explored (no divergence and no `max_states` stopped it).
@@ -464,6 +466,7 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
         out.capped += t.capped;
         out.encodings += t.counts.encodings;
         out.refusals += t.counts.refusals;
+        out.downloads.add(&t.counts.downloads);
         out.wire_checked += checked;
         paths.extend(t.paths);
     }
@@ -586,6 +589,7 @@ fn expand(
                 continue;
             }
         };
+        tally.counts.downloads.add(&applied.downloads);
         let mut refused = Vec::new();
         refusal::of_model_step(&model.cfg, &job.state, &a, &step.replies, &mut refused);
         let (mut state, mut replies) = (step.state, step.replies);

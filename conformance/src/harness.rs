@@ -9,8 +9,10 @@ use kafka_protocol::messages::ApiKey;
 use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Harness,
-    Message, Millis, Node, Output, SnapshotId, SnapshotMeta, Timer,
+    Message, Millis, Node, Output, Role as KRole, SnapshotId, SnapshotMeta, Timer,
 };
+use kraft::records::SnapshotFileKind;
+use kraft::storage::kept_at_start;
 use model::types::{Action, ChangeOp, Envelope, Id, Mask, Reply};
 use model::{FetchMode, NetworkKind};
 
@@ -50,6 +52,33 @@ pub struct Applied {
     pub replies: Vec<Reply>,
     /// The refused ones among them, with the implementation's reason.
     pub refusals: Vec<Refused>,
+    /// Snapshot downloads: how the model's steps were realised.
+    pub downloads: Downloads,
+}
+
+/// How snapshot downloads went (summed over a replay): the model installs in one `FetchSnapshot` step,
+/// the replay in FetchSnapshot round trips of at most [`mapping::SNAPSHOT_CHUNK_BYTES`] each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Downloads {
+    /// Snapshots installed.
+    pub installs: u64,
+    /// FetchSnapshot answers that carried bytes.
+    pub chunks: u64,
+    /// The fewest chunks one install took (0: no install yet).
+    pub min_chunks: u64,
+    /// Restarts with a `.checkpoint.part` on disk (a download cut short).
+    pub part_restarts: u64,
+}
+
+impl Downloads {
+    pub fn add(&mut self, o: &Downloads) {
+        self.installs += o.installs;
+        self.chunks += o.chunks;
+        self.part_restarts += o.part_restarts;
+        if o.min_chunks > 0 && (self.min_chunks == 0 || o.min_chunks < self.min_chunks) {
+            self.min_chunks = o.min_chunks;
+        }
+    }
 }
 
 /// The implementation cluster. Cloning is cheap: nodes and messages are shared (`Arc`) and a node is
@@ -65,6 +94,8 @@ pub struct Cluster {
     storage: Vec<Arc<MemoryLog>>,
     /// Each node's snapshot files (in memory, the bootstrap one left out): durable, as its log.
     files: Vec<Arc<BTreeMap<SnapshotId, Bytes>>>,
+    /// Each node's `.checkpoint.part`: the download in progress, written chunk by chunk; durable.
+    parts: Vec<Option<(SnapshotId, Bytes)>>,
     clocks: Vec<Millis>,
     pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
@@ -89,6 +120,7 @@ impl Cluster {
             persisted: vec![ElectionState::default(); servers],
             storage: (0..servers).map(|_| Arc::new(MemoryLog::new())).collect(),
             files: vec![Arc::default(); servers],
+            parts: vec![None; servers],
             clocks: vec![0; servers],
             network: Vec::new(),
             clients: BTreeMap::new(),
@@ -108,9 +140,13 @@ impl Cluster {
     fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let cfg = mapping::node_config(i, self.bootstrap, self.seed)?;
         let files = self.files.get(i as usize).map(|f| f.as_ref());
+        // Start-up loads what the storage's rule keeps: a kept `.checkpoint.part` would be read as a
+        // snapshot, as `MetadataLog::open` reads every file it keeps.
+        let part = self.parts.get(i as usize).and_then(|p| p.as_ref());
         let metas = files
             .into_iter()
             .flatten()
+            .chain(part.map(|(id, bytes)| (id, bytes)))
             .map(|(id, bytes)| snapshot_meta(*id, bytes))
             .collect::<Result<Vec<_>, _>>()?;
         let mut node = Node::with_snapshots(cfg, log, state, metas)
@@ -143,9 +179,6 @@ impl Cluster {
         // The shell's answers to snapshot effects, handed to the node after this output.
         let mut taken = None;
         let mut loaded = None;
-        // A download's `.checkpoint.part`: the replay's FetchSnapshot answers carry whole snapshots, so a
-        // download never outlives one output.
-        let mut partial: Option<(SnapshotId, Vec<u8>)> = None;
         for e in out.effects {
             match e {
                 Effect::PersistElectionState(s) => self.persisted[i as usize] = s,
@@ -199,21 +232,30 @@ impl Cluster {
                     position,
                     bytes,
                 } => {
-                    let part = partial.get_or_insert((id, Vec::new()));
-                    if part.0 != id || part.1.len() as u64 != position {
-                        return Err(format!(
+                    // Position 0 starts (or restarts) the file; any other continues it
+                    // (`MetadataLog::write_snapshot_chunk`).
+                    let part = &mut self.parts[i as usize];
+                    let written = match part {
+                        _ if position == 0 => Vec::new(),
+                        Some((p, b)) if *p == id && b.len() as u64 == position => b.to_vec(),
+                        _ => {
+                            return Err(format!(
                             "node {i}: chunk of {id} at {position} does not continue the download"
-                        ));
-                    }
-                    part.1.extend_from_slice(&bytes);
+                        ))
+                        }
+                    };
+                    let mut written = written;
+                    written.extend_from_slice(&bytes);
+                    *part = Some((id, Bytes::from(written)));
                 }
                 Effect::AbortSnapshotDownload { id } => {
-                    if partial.as_ref().is_some_and(|(p, _)| *p == id) {
-                        partial = None;
+                    let part = &mut self.parts[i as usize];
+                    if part.as_ref().is_some_and(|(p, _)| *p == id) {
+                        *part = None;
                     }
                 }
                 Effect::CompleteSnapshot { id, size } => {
-                    let Some((part_id, part)) = partial.take() else {
+                    let Some((part_id, part)) = self.parts[i as usize].take() else {
                         return Err(format!("node {i}: {id} complete without a download"));
                     };
                     if (part_id, part.len() as u64) != (id, size) {
@@ -222,7 +264,7 @@ impl Cluster {
                             part.len()
                         ));
                     }
-                    let bytes = Bytes::from(part);
+                    let bytes = part;
                     let meta = snapshot_meta(id, &bytes)?;
                     // Kafka's `truncateToLatestSnapshot`: the log starts at the snapshot.
                     let files = Arc::make_mut(&mut self.files[i as usize]);
@@ -231,6 +273,7 @@ impl Cluster {
                     self.storage[i as usize] =
                         Arc::new(MemoryLog::starting_at(id.end_offset, id.epoch));
                     loaded = Some((id, meta));
+                    applied.downloads.installs += 1;
                 }
             }
         }
@@ -283,11 +326,6 @@ impl Cluster {
                     applied.refusals.push(Refused { server, op, reason });
                 }
             }
-        }
-        if let Some((id, _)) = partial {
-            return Err(format!(
-                "node {i}: the download of {id} did not complete in one answer"
-            ));
         }
         if let Some((id, meta)) = taken {
             let now = self.tick_clock(i);
@@ -424,6 +462,25 @@ impl Cluster {
             }
             Action::Restart(i) => {
                 check(i)?;
+                // A follower that downloads a snapshot crashes with part of it on disk: one chunk
+                // first, when its leader serves it (the model's partial download is volatile).
+                if let Some(leader) = self.serving_leader(i) {
+                    self.cut_download_short(i, leader, &mut applied)?;
+                }
+                // Start-up (`MetadataLog::open`): the files the storage's rule does not keep are deleted.
+                let start = self.storage[i as usize].start_offset();
+                let part = &mut self.parts[i as usize];
+                if part
+                    .as_ref()
+                    .is_some_and(|(id, _)| !kept_at_start(*id, SnapshotFileKind::Partial, start))
+                {
+                    *part = None;
+                }
+                let kept =
+                    |id: &SnapshotId| kept_at_start(*id, SnapshotFileKind::Checkpoint, start);
+                if !self.files[i as usize].keys().all(kept) {
+                    Arc::make_mut(&mut self.files[i as usize]).retain(|id, _| kept(id));
+                }
                 let log = MemoryLog::clone(&self.storage[i as usize]);
                 let state = self.persisted[i as usize].clone();
                 self.nodes[i as usize] = Arc::new(self.build(i, log, state)?);
@@ -557,17 +614,103 @@ impl Cluster {
         Ok(applied)
     }
 
-    /// The model's `FetchSnapshot{replica, leader}`: the replica's fetch (`fetch_from`) must be one
-    /// FetchSnapshotRequest to `leader` for the snapshot it downloads, from position 0; the leader's answer
-    /// (its chunk filled from its file, as a shell does) goes back at once; a complete download is
-    /// installed by the shell (`Effect::CompleteSnapshot`, `Node::snapshot_loaded`) within the step.
-    /// Both messages cross the wire codec ([`mapping::through_wire`]).
+    /// The model's `FetchSnapshot{replica, leader}`: FetchSnapshot round trips ([`Self::snapshot_round`])
+    /// until the download is installed (`Effect::CompleteSnapshot`, `Node::snapshot_loaded`, within the
+    /// step) or ends otherwise (the leader no longer holds it). The model's step is atomic: after every
+    /// chunk but the last, the abstract state of both nodes must still be the one before the step.
     fn fetch_snapshot(
         &mut self,
         replica: Id,
         leader: Id,
         applied: &mut Applied,
     ) -> Result<(), String> {
+        let before = [self.abstract_of(replica)?, self.abstract_of(leader)?];
+        let (mut chunks, installs) = (0u64, applied.downloads.installs);
+        loop {
+            let Some((id, written)) = self.nodes[replica as usize].snapshot_download() else {
+                return Err(format!("{replica} downloads no snapshot"));
+            };
+            chunks += self.snapshot_round(replica, leader, applied)?;
+            match self.nodes[replica as usize].snapshot_download() {
+                Some((now_id, now_written)) if now_id == id && now_written > written => {
+                    let after = [self.abstract_of(replica)?, self.abstract_of(leader)?];
+                    if after != before {
+                        return Err(format!(
+                            "a chunk of {id} changed the abstract state mid-download: {after:?}, was {before:?}"
+                        ));
+                    }
+                }
+                // Installed, dropped, or stuck (the comparison after the step tells which).
+                _ => break,
+            }
+        }
+        if applied.downloads.installs > installs {
+            let d = &mut applied.downloads;
+            d.min_chunks = if d.min_chunks == 0 {
+                chunks
+            } else {
+                d.min_chunks.min(chunks)
+            };
+        }
+        Ok(())
+    }
+
+    /// Restart of a follower mid-download: one chunk of the snapshot it downloads, which must not
+    /// complete it (the `.checkpoint.part` the restart finds) nor change its abstract state.
+    fn cut_download_short(
+        &mut self,
+        replica: Id,
+        leader: Id,
+        applied: &mut Applied,
+    ) -> Result<(), String> {
+        let before = self.abstract_of(replica)?;
+        self.snapshot_round(replica, leader, applied)?;
+        match (&self.parts[replica as usize], self.nodes[replica as usize].snapshot_download()) {
+            (Some((id, bytes)), Some((downloading, written)))
+                if *id == downloading && bytes.len() as u64 == written && written > 0 => {}
+            other => {
+                return Err(format!(
+                    "one chunk at {replica} left {other:?}, expected a partial download (chunks of {} bytes)",
+                    mapping::SNAPSHOT_CHUNK_BYTES
+                ))
+            }
+        }
+        let after = self.abstract_of(replica)?;
+        if after != before {
+            return Err(format!(
+                "a chunk changed the abstract state of {replica} mid-download: {after:?}, was {before:?}"
+            ));
+        }
+        applied.downloads.part_restarts += 1;
+        Ok(())
+    }
+
+    /// The leader that would serve `replica`'s download now: `replica` follows it in its epoch, has
+    /// written nothing yet (between model steps a download has no bytes), and it holds the file.
+    fn serving_leader(&self, replica: Id) -> Option<Id> {
+        let r = &self.nodes[replica as usize];
+        let (id, 0) = r.snapshot_download()? else {
+            return None;
+        };
+        let leader = Id::try_from(r.leader_id()?).ok()?;
+        let l = self.nodes.get(leader as usize)?;
+        (r.role() == KRole::Follower
+            && l.role() == KRole::Leader
+            && l.epoch() == r.epoch()
+            && self.files[leader as usize].contains_key(&id))
+        .then_some(leader)
+    }
+
+    /// One FetchSnapshot round trip: the replica's fetch (`fetch_from`) must be one FetchSnapshotRequest to
+    /// `leader` for the snapshot it downloads, at the position it has written; the leader's answer (its
+    /// chunk filled from its file, as a shell does) goes back at once. Both cross the wire codec
+    /// ([`mapping::through_wire`]). Returns 1 if the answer carried bytes.
+    fn snapshot_round(
+        &mut self,
+        replica: Id,
+        leader: Id,
+        applied: &mut Applied,
+    ) -> Result<u64, String> {
         let downloading = self.nodes[replica as usize].snapshot_download();
         let now = self.tick_clock(replica);
         let mut out =
@@ -591,7 +734,7 @@ impl Cluster {
             end_offset: p.snapshot_id.end_offset,
             epoch: p.snapshot_id.epoch,
         };
-        if downloading != Some((asked, 0)) || p.position != 0 {
+        if downloading.map(|(id, written)| (id, written as i64)) != Some((asked, p.position)) {
             return Err(format!(
                 "FetchSnapshot of {asked} at {} from {replica}, which downloads {downloading:?}",
                 p.position
@@ -611,6 +754,7 @@ impl Cluster {
                 ))
             }
         };
+        let mut carried = 0;
         if let Some(chunk) = kraft::node::snapshot_chunk(&resp) {
             let file = self.files[leader as usize]
                 .get(&chunk.id)
@@ -620,12 +764,27 @@ impl Cluster {
                 return Err(format!("leader {leader} serves {} past its end", chunk.id));
             }
             kraft::node::fill_snapshot_chunk(&mut resp, file.slice(start..start + len));
+            carried = u64::from(len > 0);
         }
+        applied.downloads.chunks += carried;
         let resp = mapping::through_wire(&Message::FetchSnapshotResponse(resp))?;
         let now = self.tick_clock(replica);
         let out =
             Arc::make_mut(&mut self.nodes[replica as usize]).handle(now, i32::from(leader), resp);
-        self.absorb(replica, out, None, applied)
+        self.absorb(replica, out, None, applied)?;
+        Ok(carried)
+    }
+
+    /// Node `i`'s abstract state (`mapping::abstract_view`).
+    fn abstract_of(&self, i: Id) -> Result<mapping::Abstract, String> {
+        let node = &self.nodes[i as usize];
+        mapping::abstract_view(
+            i,
+            node,
+            &node.view(),
+            node.leader_state().map(|l| l.epoch_start_offset),
+            self.nodes.len(),
+        )
     }
 
     /// True if the in-flight envelopes are `model`'s (sorted; a multiset, or a set on a duplicating

@@ -25,7 +25,8 @@ enum Source {
     about = "Replay model traces against the kraft implementation"
 )]
 struct Cli {
-    /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `updates`).
+    /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `snapshot-crash`,
+    /// `updates`).
     #[arg(long, default_values_t = sources::GRAPH_BOUNDS.map(String::from))]
     graph: Vec<String>,
     /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see
@@ -159,7 +160,7 @@ fn main() -> ExitCode {
                     println!(
                         "(a) graph {name}: {} transitions of {} model states in {:.1} s ({:.0} transitions/s){}; \
                          {} expanded (model state, implementation) pairs, {} model states reached with \
-                         more than one implementation fingerprint, {} with one left unexpanded; at {cfg}",
+                         more than one implementation fingerprint, {} with one left unexpanded{}; at {cfg}",
                         g.transitions,
                         g.states,
                         g.seconds,
@@ -174,6 +175,7 @@ fn main() -> ExitCode {
                         g.expanded,
                         g.multi,
                         g.capped,
+                        downloads_note(&g.downloads),
                     );
                     graph_transitions += g.transitions;
                     graph_states += g.states;
@@ -338,4 +340,15 @@ fn main() -> ExitCode {
 
 fn default_traces_dir() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
+}
+
+/// The graph line's account of snapshot downloads, if any happened.
+fn downloads_note(d: &conformance::harness::Downloads) -> String {
+    if d.installs == 0 && d.part_restarts == 0 {
+        return String::new();
+    }
+    format!(
+        "; {} snapshot installs in {} FetchSnapshot chunks (at least {} each), {} restarts with a .checkpoint.part",
+        d.installs, d.chunks, d.min_chunks, d.part_restarts
+    )
 }

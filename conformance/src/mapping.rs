@@ -38,13 +38,17 @@
 //!   [`snapshot_config`]); the harness writes the file in memory (`SnapshotEncoder`, control records only)
 //!   and answers `Node::snapshot_taken`. `AdvanceLogStart(i)`: `Harness::clean_now` with a retention limit of
 //!   0 bytes (the log start moves to the latest snapshot, `Effect::MoveLogStart`).
-//! - `FetchSnapshot{replica, leader}`: `Harness::fetch_from` must send one FetchSnapshotRequest to `leader`
-//!   naming the snapshot being downloaded, from position 0; it is delivered at once, the leader's
-//!   FetchSnapshotResponse gets its chunk from the leader's file (`fill_snapshot_chunk`, one chunk: the
-//!   whole file) and is delivered back at once, and the shell installs a complete download
+//! - `FetchSnapshot{replica, leader}`: the whole download, as FetchSnapshot round trips of at most
+//!   [`SNAPSHOT_CHUNK_BYTES`]: `Harness::fetch_from` must send one FetchSnapshotRequest to `leader` naming the
+//!   snapshot being downloaded at the position written so far; it is delivered at once, the leader's
+//!   FetchSnapshotResponse gets its chunk from the leader's file (`fill_snapshot_chunk`) and is delivered
+//!   back at once, the chunk goes to the replica's `.checkpoint.part`; until the last chunk the abstract
+//!   state of both nodes must stay the one before the step. The shell installs the complete download
 //!   (`Effect::CompleteSnapshot`: file parsed, log truncated fully, `Node::snapshot_loaded`) in the same
-//!   step. Both messages cross the wire codec. A `Restart` rebuilds the node with
-//!   `Node::with_snapshots` from its files.
+//!   step. Every message crosses the wire codec. A `Restart` rebuilds the node with
+//!   `Node::with_snapshots` from the files `kraft::storage::kept_at_start` keeps; a follower that
+//!   downloads first takes one chunk from a leader that serves it, so it restarts with a
+//!   `.checkpoint.part` on disk (the model's `CrashDuringInstall`).
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
@@ -173,7 +177,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
 /// Own snapshots on, every trigger off: a node takes a snapshot only when the model's `TakeSnapshot`
 /// asks (`Harness::take_snapshot_now`), and moves its log start only when `AdvanceLogStart` asks
 /// (`Harness::clean_now`, with a retention limit of 0 bytes, so the start moves up to the latest snapshot).
-/// A FetchSnapshot answer carries a whole snapshot (one chunk).
+/// A FetchSnapshot answer carries at most [`SNAPSHOT_CHUNK_BYTES`]: every download takes several chunks.
 pub fn snapshot_config() -> SnapshotConfig {
     SnapshotConfig {
         enabled: true,
@@ -182,9 +186,13 @@ pub fn snapshot_config() -> SnapshotConfig {
         max_retention_bytes: 0,
         max_retention_ms: -1,
         clean_interval_ms: NEVER,
-        fetch_snapshot_max_bytes: i32::MAX,
+        fetch_snapshot_max_bytes: SNAPSHOT_CHUNK_BYTES,
     }
 }
+
+/// The replayed nodes' FetchSnapshot `MaxBytes`: below half the smallest snapshot file the replay writes
+/// (its control records alone), so a download takes at least two chunks.
+pub const SNAPSHOT_CHUNK_BYTES: i32 = 64;
 
 /// The request for an operator change, as the admin client sends it.
 pub enum ChangeRequest {

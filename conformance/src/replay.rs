@@ -12,7 +12,7 @@ use model::spec;
 use model::types::{Action, Envelope, Id, Reply, State};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
 
-use crate::harness::{Cluster, NodeHook};
+use crate::harness::{Cluster, Downloads, NodeHook};
 use crate::mapping::{self, Abstract};
 use crate::refusal::{self, Refused};
 use crate::schema::{StructValue, Value};
@@ -93,6 +93,8 @@ pub struct Counts {
     pub encodings: u64,
     /// Refused membership requests whose reasons were compared.
     pub refusals: u64,
+    /// Snapshot downloads replayed (installs, chunks, restarts with a `.checkpoint.part`).
+    pub downloads: Downloads,
 }
 
 /// Replay knobs.
@@ -254,6 +256,7 @@ fn replay_full(
                 Some(&step.state),
             )
         })?;
+        r.counts.downloads.add(&applied.downloads);
         refusal::of_model_step(&model.cfg, &state, a, &step.replies, &mut refused_model);
         held_model.extend(step.replies);
         held_impl.extend(applied.replies);

@@ -57,6 +57,15 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..trace::trace_config(ModelConfig::default())
         },
+        // The snapshot bounds with a crash instead of a change, and a client append so that a
+        // follower falls behind the log start: downloads cut short by a restart, their
+        // `.checkpoint.part` on disk.
+        "snapshot-crash" => ModelConfig {
+            max_data: 1,
+            max_changes: 0,
+            max_crashes: 1,
+            ..graph_config("snapshots")?
+        },
         // The membership bounds without the joiner, UpdateRaftVoter beside AddVoter/RemoveVoter: an
         // update, then a change held back by it; refusals as steps.
         "updates" => ModelConfig {
@@ -79,6 +88,12 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     if cfg.updates {
         snapshots += " updates=true";
     }
+    if cfg.max_data > 0 {
+        snapshots += &format!(" max_data={}", cfg.max_data);
+    }
+    if cfg.max_crashes > 0 {
+        snapshots += &format!(" max_crashes={}", cfg.max_crashes);
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -86,7 +101,13 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 }
 
 /// Names accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 4] = ["first-election", "membership", "snapshots", "updates"];
+pub const GRAPH_BOUNDS: [&str; 5] = [
+    "first-election",
+    "membership",
+    "snapshots",
+    "snapshot-crash",
+    "updates",
+];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.
 pub fn exhaustive(cfg: ModelConfig, depth: usize) -> Result<Vec<TraceSpec>, String> {

@@ -65,6 +65,17 @@ fn graph_replay_covers_stateright_states_without_divergence() {
 }
 
 #[test]
+fn snapshots_download_in_chunks_and_restart_mid_download() {
+    let w = checker();
+    let cfg = small()[2];
+    let g = graph::run(&GraphOptions::new(cfg), &w).unwrap();
+    assert!(g.complete && g.divergences.is_empty());
+    let d = g.downloads;
+    assert!(d.installs > 0 && d.min_chunks >= 2, "{d:?}");
+    assert!(d.part_restarts > 0, "{d:?}");
+}
+
+#[test]
 fn more_variants_expand_more_without_divergence() {
     let w = checker();
     let cfg = small()[1];

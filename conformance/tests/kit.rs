@@ -35,7 +35,10 @@ fn run_against_kraft(extra: &[&str]) -> kit::Outcome {
 fn kraft_node_follows_the_model_over_the_wire() {
     let o = run_against_kraft(&[]);
     let names: Vec<&str> = o.scenarios.iter().map(|s| s.0.as_str()).collect();
-    assert_eq!(names, ["first-election", "add-voter", "follow"]);
+    assert_eq!(
+        names,
+        ["first-election", "add-voter", "follow", "install-snapshot"]
+    );
     // What the slice must have exercised: the node's own election, votes both ways, the node as leader
     // serving fetches (including a fenced observer), as follower fetching, and a committed addition.
     let t = &o.report.transitions;
@@ -57,6 +60,17 @@ fn kraft_node_follows_the_model_over_the_wire() {
         .report
         .coverage
         .contains_key("node→kit AddRaftVoterResponse error 0"));
+    // The install from the kit's leader: a SnapshotId answer, the download in chunks, the Fetch after.
+    let c = &o.report.coverage;
+    assert!(
+        c.get("node→kit FetchSnapshotRequest")
+            .is_some_and(|n| *n >= 2),
+        "{c:?}"
+    );
+    assert!(
+        c.contains_key("kit→node FetchSnapshotResponse error 0"),
+        "{c:?}"
+    );
     assert!(o
         .report
         .coverage

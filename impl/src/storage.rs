@@ -32,7 +32,7 @@ pub use meta::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
     read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
 };
-pub use metadata_log::MetadataLog;
+pub use metadata_log::{kept_at_start, MetadataLog};
 pub use quorum_state::{read_quorum_state, write_quorum_state};
 pub use snapshot_file::{
     delete_snapshot, list_snapshots, read_snapshot_meta, scan_snapshot, snapshot_path, DataRule,

@@ -42,6 +42,7 @@ mod client;
 pub mod hold;
 pub mod race;
 mod restart;
+pub mod snapshot;
 
 /// A divergence of the node from the model, or a reason the kit could not go on. Never a panic.
 #[derive(Debug, thiserror::Error)]
@@ -455,26 +456,32 @@ impl Kit {
         None
     }
 
-    /// Handles one frame the node sent to a played replica.
-    fn inbound(&mut self, replica: Id, conn: u64, payload: Result<Bytes, String>) -> R<()> {
-        let mut line = Line::new("node", String::new());
+    /// Decodes one frame the node sent on connection `conn`: a peer request, or a connection handshake
+    /// (ApiVersions, not in the model), answered here (`None`).
+    fn read_peer(
+        &mut self,
+        conn: u64,
+        payload: Result<Bytes, String>,
+        line: &mut Line,
+    ) -> R<Option<(codec::Reply, i32, kraft::node::Message)>> {
         let payload = match payload {
             Ok(p) => p,
-            Err(e) => return Err(self.fail(line, Divergence::Decode(e))),
+            Err(e) => return Err(self.fail(line.clone(), Divergence::Decode(e))),
         };
         line.received = hex(&payload);
         let (reply, incoming) = match codec::decode_request(payload) {
             Ok(x) => x,
-            Err(e) => return Err(self.fail(line, Divergence::Decode(e.to_string()))),
+            Err(e) => return Err(self.fail(line.clone(), Divergence::Decode(e.to_string()))),
         };
-        let (from, message) = match incoming {
-            Incoming::Peer { from, message } => (from, message),
+        match incoming {
+            Incoming::Peer { from, message } => Ok(Some((reply, from, message))),
             Incoming::Client(ClientRequest::ApiVersions(_)) => {
                 // Kafka's network client opens every connection with ApiVersions; not in the model.
                 line.action = "ApiVersions (connection handshake, not in the model)".into();
                 let resp = ClientResponse::ApiVersions(api_versions());
                 let frame = codec::client_response(&reply, &resp);
-                return self.handshake(line, conn, "node→kit ApiVersionsRequest".into(), frame);
+                let key = "node→kit ApiVersionsRequest".into();
+                self.handshake(line.clone(), conn, key, frame).map(|_| None)
             }
             Incoming::Unsupported if reply.api_key == ApiKey::ApiVersions as i16 => {
                 // A newer ApiVersions than the kit's codec speaks (Kafka 4.4.0 sends v5): refused
@@ -489,14 +496,22 @@ impl Kit {
                     reply.api_version
                 );
                 let frame = codec::unsupported_response(&reply, api_versions());
-                return self.handshake(line, conn, key, frame);
+                self.handshake(line.clone(), conn, key, frame).map(|_| None)
             }
             other => {
                 let d = Divergence::Unexpected {
                     observed: format!("{other:?}"),
                 };
-                return Err(self.fail(line, d));
+                Err(self.fail(line.clone(), d))
             }
+        }
+    }
+
+    /// Handles one frame the node sent to a played replica.
+    fn inbound(&mut self, replica: Id, conn: u64, payload: Result<Bytes, String>) -> R<()> {
+        let mut line = Line::new("node", String::new());
+        let Some((reply, from, message)) = self.read_peer(conn, payload, &mut line)? else {
+            return Ok(());
         };
         self.report
             .cover(format!("node→kit {}", encode::name(&message)));

@@ -304,6 +304,13 @@ pub fn response(
                     r.request.fetch_offset,
                     src,
                 )?));
+            if let Some(id) = r.snapshot_id {
+                p = p.with_snapshot_id(
+                    fetch_response::SnapshotId::default()
+                        .with_end_offset(i64::from(id.end))
+                        .with_epoch(i32::from(id.epoch)),
+                );
+            }
             if let Some((e, end)) = r.diverging {
                 p = p.with_diverging_epoch(
                     fetch_response::EpochEndOffset::default()

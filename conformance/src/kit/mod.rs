@@ -39,8 +39,8 @@ pub const NUT: Id = 0;
     about = "Drive one KRaft node over TCP with model traces: the kit plays the other replicas"
 )]
 pub struct KitArgs {
-    /// Scenarios to run (first-election, add-voter, follow, all). add-voter runs after
-    /// first-election on the same node.
+    /// Scenarios to run (first-election, add-voter, follow, install-snapshot, all). add-voter runs
+    /// after first-election on the same node, install-snapshot after follow.
     #[arg(long, default_value = "all")]
     pub scenario: Vec<String>,
     /// Test an already running node at HOST:PORT instead of starting one. It must be formatted as
@@ -436,8 +436,13 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         }
         runs.push(r);
     }
-    if wanted.contains(&"follow") {
-        runs.push(vec!["follow"]);
+    // install-snapshot continues follow on the same node.
+    if wanted.contains(&"follow") || wanted.contains(&"install-snapshot") {
+        let mut r = vec!["follow"];
+        if wanted.contains(&"install-snapshot") {
+            r.push("install-snapshot");
+        }
+        runs.push(r);
     }
     let mut report = Report::default();
     if let Some(p) = &args.report {
@@ -504,6 +509,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             let r = match *s {
                 "first-election" => scenarios::first_election(&mut kit, dq.clone()),
                 "add-voter" => scenarios::add_voter(&mut kit, dq.clone()),
+                "install-snapshot" => scenarios::install_snapshot(&mut kit),
                 _ => scenarios::follow(&mut kit, dq.clone()),
             };
             if let Err(d) = &r {

@@ -9,13 +9,13 @@ use super::driver::{Divergence, Kit};
 type R<T> = Result<T, Box<Divergence>>;
 
 /// Scenario names, in the order `all` runs them.
-pub const ALL: [&str; 3] = ["first-election", "add-voter", "follow"];
+pub const ALL: [&str; 4] = ["first-election", "add-voter", "follow", "install-snapshot"];
 
 /// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
 /// A timer the scenario waits for is short; one it must not see is far beyond the scenario's length.
 pub fn timers(scenario: &str) -> (u64, u64) {
     match scenario {
-        "follow" => (60_000, 60_000),
+        "follow" | "install-snapshot" => (60_000, 60_000),
         _ => (300, 60_000),
     }
 }
@@ -138,4 +138,20 @@ pub fn follow(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
     let seen = k.node_steps;
     k.until("the node's next fetch", |k| k.node_steps > seen)?;
     describe_all(k, dq)
+}
+
+/// After [`follow`]: the kit's leader answers the node's next Fetch with a `SnapshotId` 3 offsets past
+/// the node's log end and serves it with FetchSnapshot in chunks of at most
+/// [`KIT_CHUNK_BYTES`](super::driver::snapshot::KIT_CHUNK_BYTES); the node must ask for each chunk at
+/// the position it has written, and fetch on from the snapshot's end offset and epoch (see
+/// `Kit::install_snapshot_from_kit`). The model's lockstep ends here.
+pub fn install_snapshot(k: &mut Kit) -> R<()> {
+    let install = k.install_snapshot_from_kit(1, 3)?;
+    if install.chunks < 2 {
+        return Err(Box::new(Divergence::Kit(format!(
+            "the snapshot went in {} chunk(s), expected at least 2: {install:?}",
+            install.chunks
+        ))));
+    }
+    Ok(())
 }

@@ -31,6 +31,14 @@ pub struct MetadataLog {
     download: Option<PartialSnapshot>,
 }
 
+/// Whether start-up keeps the snapshot file `id` of `kind` beside a log starting at `log_start`: only a
+/// complete snapshot (`.checkpoint`) that reaches the log start, or the bootstrap one. A `.checkpoint.part`
+/// (a download cut short) or a `.checkpoint.deleted` is deleted: a download starts again from position 0.
+pub fn kept_at_start(id: SnapshotId, kind: SnapshotFileKind, log_start: i64) -> bool {
+    kind == SnapshotFileKind::Checkpoint
+        && (id.end_offset >= log_start || id == SnapshotId::BOOTSTRAP)
+}
+
 impl MetadataLog {
     /// Opens `dir` as Kafka's `createLog` does (see the module comment).
     pub fn open(dir: &Path) -> Result<MetadataLog, StorageError> {
@@ -51,9 +59,7 @@ impl MetadataLog {
         let mut snapshots = Vec::new();
         for (id, kind) in list_snapshots(dir)? {
             let bootstrap = id == SnapshotId::BOOTSTRAP;
-            let stale =
-                kind != SnapshotFileKind::Checkpoint || (id.end_offset < start && !bootstrap);
-            if stale {
+            if !kept_at_start(id, kind, start) {
                 let path = snapshot_path(dir, id, kind);
                 tracing::info!(file = %path.display(), "deleting unneeded snapshot file");
                 std::fs::remove_file(&path).map_err(|source| StorageError::Io { path, source })?;
