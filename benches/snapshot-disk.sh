@@ -36,7 +36,22 @@ for id in 1 2 3 4 5; do
     pids+=($!)
 done
 boot="127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
-until "$K" describe --bootstrap-controller "$boot" --status --timeout-ms 2000 >/dev/null 2>&1; do sleep 0.5; done
+# A node that exits (e.g. its random port is taken) or no leader within 60 s ends the run with its log.
+deadline=$((SECONDS + 60))
+until "$K" describe --bootstrap-controller "$boot" --status --timeout-ms 2000 >/dev/null 2>&1; do
+    for i in "${!pids[@]}"; do
+        if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+            echo "snapshot-disk: node $((i + 1)) exited; the end of $dir/n$((i + 1)).log:" >&2
+            tail -n 5 "$dir/n$((i + 1)).log" >&2
+            exit 1
+        fi
+    done
+    if [ "$SECONDS" -ge "$deadline" ]; then
+        echo "snapshot-disk: no leader within 60 s; node logs in $dir" >&2
+        exit 1
+    fi
+    sleep 0.5
+done
 
 bytes() { du -sb "$dir/n$1/__cluster_metadata-0" 2>/dev/null | cut -f1; }
 snaps() { ls "$dir/n$1/__cluster_metadata-0" 2>/dev/null | grep -c -E '\.checkpoint$' || true; }

@@ -16,7 +16,7 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
  * Performance side by side with Apache Kafka's controllers, one run, same machine, same settings.
- * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick] [--rows 1,2,3,4]}; {@code
+ * Usage: {@code PerfMain --kraft PATH_TO_RELEASE_KRAFT --work DIR [--quick] [--rows 1,2,3,4,5]}; {@code
  * conformance/kafka/perf.sh} builds and runs it. {@code --rows} measures only the listed rows (default: all); the
  * quorums are started (and the observer added) as in a full run whatever rows are chosen. Both quorums run at once
  * (3 voters + 1 observer each, one process per node) and the rows alternate between them, so both see the same
@@ -80,7 +80,7 @@ public final class PerfMain {
             }
         }
         if (kraft == null || work == null) {
-            System.err.println("usage: PerfMain --kraft PATH_TO_KRAFT_BINARY --work DIR [--quick] [--rows 1,2,3,4]");
+            System.err.println("usage: PerfMain --kraft PATH_TO_KRAFT_BINARY --work DIR [--quick] [--rows 1,2,3,4,5]");
             System.exit(2);
         }
         Files.createDirectories(work);
