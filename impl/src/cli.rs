@@ -223,6 +223,11 @@ pub struct NodeArgs {
     /// Seed of the election-timeout RNG (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// A node that is not the leader forwards a client's DescribeQuorum to the leader and answers with
+    /// its answer, as a Kafka broker does (default true); false: it answers NOT_LEADER_OR_FOLLOWER, as a
+    /// Kafka controller does.
+    #[arg(long)]
+    pub describe_quorum_forwarding: Option<bool>,
     /// Kafka's `security.protocol` for the listener and peer links: PLAINTEXT (default) or SSL.
     #[arg(long)]
     pub security_protocol: Option<String>,

@@ -82,6 +82,9 @@ pub struct LinkConfig {
     pub connect_timeout: Duration,
     pub io_timeout: Duration,
     pub max_frame_bytes: usize,
+    /// A non-leader sends a client's DescribeQuorum on to the leader ([`forward`]), as a Kafka broker
+    /// does; off, it answers NOT_LEADER_OR_FOLLOWER itself, as a Kafka controller does.
+    pub forward_describe_quorum: bool,
 }
 
 impl Default for LinkConfig {
@@ -90,6 +93,7 @@ impl Default for LinkConfig {
             connect_timeout: Duration::from_millis(500),
             io_timeout: Duration::from_secs(5),
             max_frame_bytes: 64 << 20,
+            forward_describe_quorum: true,
         }
     }
 }

@@ -74,3 +74,28 @@ fn a_follower_without_a_reachable_leader_answers_with_an_error_code() {
         );
     }
 }
+
+/// `--describe-quorum-forwarding false`: a follower answers NOT_LEADER_OR_FOLLOWER at once, as a Kafka
+/// controller does, and the leader still answers.
+#[test]
+fn without_forwarding_a_follower_answers_not_leader() {
+    let c = Cluster::start(3, 0, 41, &["--describe-quorum-forwarding", "false"]);
+    let d = c.wait_for_leader(Duration::from_secs(20));
+    let leader = d.partition.leader_id;
+    let follower = [1, 2, 3].into_iter().find(|i| *i != leader).unwrap();
+    let mut client = Client::connect(&c.addr(follower), Duration::from_secs(6)).unwrap();
+    for version in 0..=3i16 {
+        let r = client.describe_quorum(version).unwrap();
+        let p = &r.topics[0].partitions[0];
+        assert_eq!(
+            (r.error_code, p.error_code),
+            (0, kraft::node::errors::NOT_LEADER_OR_FOLLOWER),
+            "v{version}: {r:?}"
+        );
+    }
+    let mut client = Client::connect(&c.addr(leader), Duration::from_secs(6)).unwrap();
+    assert_eq!(
+        client.describe_quorum(3).unwrap().topics[0].partitions[0].error_code,
+        0
+    );
+}

@@ -336,7 +336,10 @@ fn spawn_node(
                 .args(["--listener", &format!("127.0.0.1:{port}")])
                 .args(["--election-timeout-ms", &election.to_string()])
                 .args(["--fetch-timeout-ms", &fetch.to_string()])
-                .args(["--request-timeout-ms", "5000", "--seed", "1"]);
+                .args(["--request-timeout-ms", "5000", "--seed", "1"])
+                // The kit checks the node as a Kafka controller, which answers a DescribeQuorum it
+                // cannot serve with NOT_LEADER_OR_FOLLOWER; its played leaders serve no clients.
+                .args(["--describe-quorum-forwarding", "false"]);
             c
         }
         Launcher::Script(script) => {

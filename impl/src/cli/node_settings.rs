@@ -30,6 +30,8 @@ pub struct NodeSettings {
     pub request_timeout_ms: u64,
     pub limits: Limits,
     pub seed: u64,
+    /// See `NodeArgs::describe_quorum_forwarding`.
+    pub describe_quorum_forwarding: bool,
     /// TLS on the listener and peer links (`security.protocol = "SSL"` and `ssl.*` keys, see
     /// `server::tls`); `None`: plaintext.
     pub tls: Option<std::sync::Arc<Tls>>,
@@ -55,6 +57,7 @@ struct FileConfig {
     max_in_flight: Option<usize>,
     max_connections: Option<usize>,
     seed: Option<u64>,
+    describe_quorum_forwarding: Option<bool>,
     /// Kafka's dotted TLS keys as TOML tables: `security.protocol = "SSL"`, `ssl.keystore.location = ...`,
     /// `controller.principal.template = ...`, `super.users = ...`.
     security: Option<toml::Table>,
@@ -281,6 +284,10 @@ impl NodeSettings {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64)
             }),
+            describe_quorum_forwarding: args
+                .describe_quorum_forwarding
+                .or(file.describe_quorum_forwarding)
+                .unwrap_or(true),
             tls: tls.map(std::sync::Arc::new),
             snapshots,
         };

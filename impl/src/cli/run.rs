@@ -113,7 +113,10 @@ pub async fn start_node(
         listener,
         broker,
         settings.limits.clone(),
-        LinkConfig::default(),
+        LinkConfig {
+            forward_describe_quorum: settings.describe_quorum_forwarding,
+            ..LinkConfig::default()
+        },
         settings.tls.clone(),
         shutdown,
     )

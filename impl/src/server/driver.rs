@@ -330,7 +330,7 @@ impl Driver {
     /// The leader a client's DescribeQuorum goes on to ([`forward`](super::forward)): one this node knows
     /// in its epoch, other than itself, with a known endpoint. `None`: the core answers.
     fn forward_to(&self) -> Option<(i32, Endpoint)> {
-        if self.node.role() == Role::Leader {
+        if self.node.role() == Role::Leader || !self.peers.forward.enabled() {
             return None;
         }
         self.node

@@ -72,6 +72,11 @@ impl Forwarder {
         }
     }
 
+    /// Whether this node forwards at all (`LinkConfig::forward_describe_quorum`).
+    pub fn enabled(&self) -> bool {
+        self.config.forward_describe_quorum
+    }
+
     /// Asks `leader` at `endpoint` for DescribeQuorum at the client's `version`; its answer (or
     /// REQUEST_TIMED_OUT) goes to `reply`. Returns at once.
     pub fn describe_quorum(
