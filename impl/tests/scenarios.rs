@@ -38,7 +38,10 @@
 //!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`; an EndQuorumEpoch's
 //!   `leader=`. Prints `network`.
 //! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
-//! - `replies`: the membership replies given since the last `replies` (or `add-voter`/`remove-voter`).
+//! - `update-features ID LEVEL [type=upgrade|safe|unsafe|N] [validate=true] [version=V] [feature=NAME]`:
+//!   UpdateFeatures (default v2, `kraft.version`) sent to node ID; prints the reply or `pending`.
+//! - `replies`: the membership and UpdateFeatures replies given since the last `replies` (or
+//!   `add-voter`/`remove-voter`).
 //! - `describe ID vN [topic=NAME] [partitions=P,Q] [topics=NAME:P,...] [detail=yes]`: the DescribeQuorum
 //!   v0–v3 answer of node ID (encoded through the wire codec); by default for `__cluster_metadata`
 //!   partition 0. `detail=yes` adds each replica's directory id and fetch / caught-up timestamps and each
@@ -288,6 +291,9 @@ fn summary(msg: &Message) -> String {
 }
 
 fn reply_summary(resp: &ClientResponse) -> String {
+    if let ClientResponse::UpdateFeatures(r) = resp {
+        return scenario_support::features_summary(r, code_name);
+    }
     match change_error_code(resp) {
         Some(code) => {
             let kind = match resp {
@@ -890,6 +896,16 @@ impl Runner {
                 self.raft_state()
             }
             ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),
+            ("update-features", [id, level, rest @ ..]) => {
+                let (_, o) = Opts::parse(rest, &["type", "validate", "version", "feature"])?;
+                let req = scenario_support::update_features(num(level)? as i16, &o)?;
+                let replies = self.sim()?.client(num(id)?, req);
+                self.replies_seen = self.sim()?.client_replies.len();
+                Ok(match replies.as_slice() {
+                    [] => "pending\n".into(),
+                    rs => rs.iter().map(|r| reply_summary(r) + "\n").collect(),
+                })
+            }
             ("edit", args) => {
                 let (pos, o) = Opts::parse(
                     args,
@@ -920,9 +936,9 @@ impl Runner {
                 let seen = self.replies_seen;
                 let sim = self.sim()?;
                 let mut out = String::new();
-                let changes = sim.client_replies[seen..]
-                    .iter()
-                    .filter(|(_, _, r)| change_error_code(r).is_some());
+                let changes = sim.client_replies[seen..].iter().filter(|(_, _, r)| {
+                    change_error_code(r).is_some() || matches!(r, ClientResponse::UpdateFeatures(_))
+                });
                 for (node, client, r) in changes {
                     let _ = writeln!(out, "client {} from {node}: {}", client.0, reply_summary(r));
                 }

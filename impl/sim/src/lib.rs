@@ -103,6 +103,16 @@ pub fn voter_set(ids: &[i32]) -> VoterSet {
     VoterSet::new(ids.iter().map(|&id| voter_node(id))).expect("ids are distinct and non-empty")
 }
 
+/// A static voter set (`controller.quorum.voters`) of simulated nodes.
+pub fn static_voter_set(ids: &[i32]) -> VoterSet {
+    VoterSet::new(ids.iter().map(|&id| VoterNode {
+        key: ReplicaKey::without_directory(id),
+        supported: SupportedVersions::STATIC,
+        ..voter_node(id)
+    }))
+    .expect("ids are distinct and non-empty")
+}
+
 /// The configuration the simulator gives node `id`.
 pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
     NodeConfig {
@@ -187,10 +197,11 @@ impl Sim {
         )
     }
 
-    /// Static voters (`kraft.version` 0).
+    /// Static voters (`kraft.version` 0), entered as Kafka reads `controller.quorum.voters`: no
+    /// directory ids, supported `kraft.version` [0, 0].
     pub fn new_static(voters: i32, seed: u64) -> Result<Sim, NodeError> {
         let ids: Vec<i32> = (1..=voters).collect();
-        let set = voter_set(&ids);
+        let set = static_voter_set(&ids);
         Self::with_configs((1..=voters).map(|id| config(id, Bootstrap::Static(set.clone()), seed)))
     }
 

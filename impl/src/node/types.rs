@@ -5,8 +5,8 @@ use kafka_protocol::messages::{
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
     DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
     FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
-    VoteResponse,
+    RemoveRaftVoterResponse, UpdateFeaturesRequest, UpdateFeaturesResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use uuid::Uuid;
 
@@ -124,6 +124,11 @@ pub enum ClientRequest {
         version: i16,
         request: DescribeClusterRequest,
     },
+    /// UpdateFeatures (API 57) at `version` (0–2): `kraft.version` only (`kraft_version.rs`).
+    UpdateFeatures {
+        version: i16,
+        request: UpdateFeaturesRequest,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -134,6 +139,7 @@ pub enum ClientResponse {
     RemoveRaftVoter(RemoveRaftVoterResponse),
     UpdateRaftVoter(UpdateRaftVoterResponse),
     DescribeCluster(DescribeClusterResponse),
+    UpdateFeatures(UpdateFeaturesResponse),
 }
 
 /// Election state that must be durable before the messages that depend on it leave the node

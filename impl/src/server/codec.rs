@@ -11,7 +11,8 @@ use kafka_protocol::messages::{
     EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
     FetchSnapshotRequest, FetchSnapshotResponse, MetadataRequest, MetadataResponse,
     RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    UpdateFeaturesRequest, UpdateFeaturesResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse,
+    VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -156,6 +157,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
             UpdateRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("UpdateRaftVoterRequest", e))?,
         )),
+        ApiKey::UpdateFeatures => Incoming::Client(ClientRequest::UpdateFeatures {
+            version,
+            request: UpdateFeaturesRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("UpdateFeaturesRequest", e))?,
+        }),
         ApiKey::Vote => {
             let r =
                 VoteRequest::decode(&mut buf, version).map_err(|e| malformed("VoteRequest", e))?;
@@ -266,6 +272,7 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
         ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
+        ClientResponse::UpdateFeatures(r) => encode_body("UpdateFeaturesResponse", r, v, buf),
     })
 }
 
@@ -542,6 +549,10 @@ pub fn decode_client_response(
         Ok(ApiKey::DescribeCluster) => ClientResponse::DescribeCluster(
             DescribeClusterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("DescribeClusterResponse", e))?,
+        ),
+        Ok(ApiKey::UpdateFeatures) => ClientResponse::UpdateFeatures(
+            UpdateFeaturesResponse::decode(&mut b, v)
+                .map_err(|e| malformed("UpdateFeaturesResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

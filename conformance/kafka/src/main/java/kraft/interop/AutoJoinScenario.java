@@ -9,10 +9,10 @@ import org.apache.kafka.common.Uuid;
 
 /**
  * Auto-join (KIP-1186, {@code controller.quorum.auto.join.enable}) both ways, with Kafka's (g) timeouts.
- * (u) Three {@code kraft node}s formatted by {@code kraft format} elect a leader; an Apache Kafka controller
+ * (w) Three {@code kraft node}s formatted by {@code kraft format} elect a leader; an Apache Kafka controller
  * formatted with {@code --no-initial-controllers} and started with auto-join on adds itself: Kafka's
  * {@code kafka-metadata-quorum describe --status} and {@code kraft describe --status} list it among the voters,
- * CurrentVoters and CommittedVoters. (v) Three Kafka controllers elect a leader; a {@code kraft node --auto-join} on
+ * CurrentVoters and CommittedVoters. (x) Three Kafka controllers elect a leader; a {@code kraft node --auto-join} on
  * a {@code --no-initial-controllers} directory adds itself: Kafka's tool and ours list it as a voter; kill -9 of the
  * leader leaves 3 of 4 voters, so the next leader needs its vote. Both end with the end checks.
  */
@@ -24,11 +24,11 @@ record AutoJoinScenario(Report report, Tools tools, Path work, String kraft) {
     private static final long JOIN_WITHIN_MS = 45_000;
 
     void runKafkaJoins() throws Exception {
-        MixedQuorum.runScenario(report, tools, work.resolve("kafka-joins"), kraft, "u", m -> kafkaJoins(m));
+        MixedQuorum.runScenario(report, tools, work.resolve("kafka-joins"), kraft, "w", m -> kafkaJoins(m));
     }
 
     void runKraftJoins() throws Exception {
-        MixedQuorum.runScenario(report, tools, work.resolve("kraft-joins"), kraft, "v", m -> kraftJoins(m));
+        MixedQuorum.runScenario(report, tools, work.resolve("kraft-joins"), kraft, "x", m -> kraftJoins(m));
     }
 
     private void kafkaJoins(MixedQuorum m) throws Exception {
