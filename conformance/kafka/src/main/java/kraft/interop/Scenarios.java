@@ -210,6 +210,10 @@ final class Scenarios {
 
     /** Kafka's {@code kafka-features} through each node: ApiVersions' features, UpdateFeatures (API 57). */
     private void kafkaFeaturesAgainstKraft(KraftQuorum ours) throws Exception {
+        // Until a leader is elected DescribeCluster names no active controller (ControllerId -1, as a Kafka
+        // controller answers), and the admin client waits for its next metadata refresh, past the tool's timeout.
+        Procs.Result elected = tools.kraft("describe", "--bootstrap-controller", ours.address(1), "--status");
+        report.check("kraft quorum elects a leader", elected.code() == 0, elected.toString());
         for (int id = 1; id <= 3; id++) {
             Procs.Result d = Tools.features("--bootstrap-controller", ours.address(id), "describe");
             report.check("describe via node " + id + " exits 0", d.code() == 0, d.toString());
