@@ -83,6 +83,34 @@ printf '%s\n' process.roles=controller node.id=1 controller.listener.names=CONTR
   "log.dirs=$tmp/c1" >"$tmp/c1.properties"
 expect 0 "$K" format --config "$tmp/c1.properties" --cluster-id demo --standalone
 has "as node 1 (initial voter)"
+step "a quorum from three controller.properties files: --standalone, --no-initial-controllers, auto-join"
+for i in 1 2 3; do
+  printf '%s\n' process.roles=controller node.id=$i controller.listener.names=CONTROLLER \
+    "listeners=CONTROLLER://127.0.0.1:2909$((4 + i))" controller.quorum.bootstrap.servers=127.0.0.1:29095 \
+    controller.quorum.auto.join.enable=true "log.dirs=$tmp/q$i" >"$tmp/q$i.properties"
+done
+expect 0 "$K" format --config "$tmp/q1.properties" --cluster-id demo --standalone
+for i in 2 3; do
+  expect 0 "$K" format --config "$tmp/q$i.properties" --cluster-id demo --no-initial-controllers
+done
+for i in 1 2 3; do
+  "$K" node --config "$tmp/q$i.properties" >"$tmp/q$i.log" 2>&1 &
+  pids+=($!)
+done
+ok=0
+for _ in $(seq 1 40); do
+  sleep 1
+  "$K" describe --bootstrap-controller 127.0.0.1:29096 --status >"$tmp/out" 2>&1 || true
+  line=$(grep '^CommittedVoters:' "$tmp/out" || true)
+  case "$line" in *'"id": 1,'*) ;; *) continue ;; esac
+  case "$line" in *'"id": 2,'*) ;; *) continue ;; esac
+  case "$line" in *'"id": 3,'*) ok=1; break ;; esac
+done
+if [ "$ok" != 1 ]; then
+  cat "$tmp/out" "$tmp/q2.log" | tail -20
+  echo "readme example failed: nodes 2 and 3 did not auto-join within 40 s"
+  exit 1
+fi
 step "kraft certs"
 expect 0 "$K" certs --dir "$tmp/certs" --node-ids 1,2,3
 test -s "$tmp/certs/admin.properties"

@@ -171,6 +171,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
         observer_expiry_ms: NEVER,
         seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         snapshots: snapshot_config(),
+        auto_join: false,
     })
 }
 
@@ -616,6 +617,11 @@ pub fn wire_version(msg: &Message) -> i16 {
         Message::UpdateRaftVoterRequest(_) | Message::UpdateRaftVoterResponse(_) => {
             max_version(ApiKey::UpdateRaftVoter)
         }
+        // kafka-protocol knows AddRaftVoter v0 only; v1 adds one request field (`wire::add_raft_voter`).
+        Message::AddRaftVoterRequest(_) | Message::AddRaftVoterResponse(_) => 0,
+        Message::RemoveRaftVoterRequest(_) | Message::RemoveRaftVoterResponse(_) => {
+            max_version(ApiKey::RemoveRaftVoter)
+        }
     }
 }
 
@@ -674,6 +680,10 @@ pub fn through_wire_digest(msg: &Message) -> Result<(Message, u64), String> {
         Message::ApiVersionsResponse(m) => rt!(ApiVersionsResponse, m),
         Message::UpdateRaftVoterRequest(m) => rt!(UpdateRaftVoterRequest, m),
         Message::UpdateRaftVoterResponse(m) => rt!(UpdateRaftVoterResponse, m),
+        Message::AddRaftVoterRequest(m) => rt!(AddRaftVoterRequest, m),
+        Message::AddRaftVoterResponse(m) => rt!(AddRaftVoterResponse, m),
+        Message::RemoveRaftVoterRequest(m) => rt!(RemoveRaftVoterRequest, m),
+        Message::RemoveRaftVoterResponse(m) => rt!(RemoveRaftVoterResponse, m),
     };
     Ok((out, digest.finish()))
 }
@@ -888,6 +898,12 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
         }
         Message::UpdateRaftVoterRequest(_) | Message::UpdateRaftVoterResponse(_) => {
             Err("a follower's UpdateRaftVoter is not in the model (the harness's nodes keep the endpoints of their voter entries)".into())
+        }
+        Message::AddRaftVoterRequest(_)
+        | Message::AddRaftVoterResponse(_)
+        | Message::RemoveRaftVoterRequest(_)
+        | Message::RemoveRaftVoterResponse(_) => {
+            Err("auto-join is not in the model (the harness's nodes run without it)".into())
         }
     }
 }

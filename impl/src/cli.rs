@@ -208,6 +208,11 @@ pub struct NodeArgs {
     pub fetch_interval_ms: Option<u64>,
     #[arg(long)]
     pub request_timeout_ms: Option<u64>,
+    /// Kafka's `controller.quorum.auto.join.enable` (KIP-1186): a node that is not a voter adds itself
+    /// with AddRaftVoter once it follows the leader (first removing a voter with its id and another
+    /// directory id).
+    #[arg(long)]
+    pub auto_join: bool,
     #[arg(long)]
     pub max_frame_bytes: Option<usize>,
     #[arg(long)]

@@ -72,6 +72,8 @@ pub struct SupportedVersions {
 impl SupportedVersions {
     /// What this implementation supports: `kraft.version` 0 and 1.
     pub const CURRENT: SupportedVersions = SupportedVersions { min: 0, max: 1 };
+    /// What Kafka assumes of a static voter (`controller.quorum.voters`): `kraft.version` 0 only.
+    pub const STATIC: SupportedVersions = SupportedVersions { min: 0, max: 0 };
 
     pub fn contains(&self, level: i16) -> bool {
         self.min <= level && level <= self.max
@@ -208,6 +210,32 @@ impl VoterSet {
         })
     }
 
+    /// Kafka's `updateVoterIgnoringDirectoryId` (`kraft.version` 0, whose static entries carry no
+    /// directory id): the entry with `node`'s id becomes `node`, directory id included.
+    pub fn update_voter_ignoring_directory(
+        &self,
+        node: VoterNode,
+    ) -> Result<VoterSet, VoterSetError> {
+        if !self.contains_id(node.key.id) {
+            return Err(VoterSetError::NotVoter(node.key));
+        }
+        let mut voters = BTreeMap::clone(&self.voters);
+        voters.insert(node.key.id, node);
+        Ok(VoterSet {
+            voters: Arc::new(voters),
+        })
+    }
+
+    /// Kafka's `supportsVersion`: every voter's range contains `level`.
+    pub fn supports_version(&self, level: i16) -> bool {
+        self.nodes().all(|n| n.supported.contains(level))
+    }
+
+    /// Every voter's directory id is known.
+    pub fn directories_known(&self) -> bool {
+        self.keys().all(|k| k.directory_id.is_some())
+    }
+
     /// Kafka's `voterNodeNeedsUpdate`: the id is a voter, loosely matches, and the node differs.
     pub fn voter_node_needs_update(&self, node: &VoterNode) -> bool {
         self.voters
@@ -305,6 +333,29 @@ pub(crate) mod tests {
 
     fn set(ids: &[i32]) -> VoterSet {
         VoterSet::new(ids.iter().map(|&i| node(i))).unwrap()
+    }
+
+    #[test]
+    fn update_ignoring_directory_fills_a_static_entry() {
+        let static_node = |id: i32| VoterNode {
+            key: ReplicaKey::without_directory(id),
+            supported: SupportedVersions::STATIC,
+            ..node(id)
+        };
+        let s = VoterSet::new([static_node(1), static_node(2)]).unwrap();
+        assert!(!s.supports_version(1));
+        assert!(!s.directories_known());
+        let s = s.update_voter_ignoring_directory(node(1)).unwrap();
+        let s = s.update_voter_ignoring_directory(node(2)).unwrap();
+        assert!(s.supports_version(1) && s.directories_known());
+        assert_eq!(s, set(&[1, 2]));
+        // Another directory id of the same id replaces the entry too; an unknown id is refused.
+        let other = VoterNode {
+            key: ReplicaKey::new(1, Uuid::from_u128(99)),
+            ..node(1)
+        };
+        assert!(s.update_voter_ignoring_directory(other).is_ok());
+        assert!(s.update_voter_ignoring_directory(node(3)).is_err());
     }
 
     #[test]

@@ -94,5 +94,8 @@ fn without_forwarding_a_follower_answers_not_leader() {
         );
     }
     let mut client = Client::connect(&c.addr(leader), Duration::from_secs(6)).unwrap();
-    assert_eq!(client.describe_quorum(3).unwrap().topics[0].partitions[0].error_code, 0);
+    assert_eq!(
+        client.describe_quorum(3).unwrap().topics[0].partitions[0].error_code,
+        0
+    );
 }

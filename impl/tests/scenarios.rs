@@ -38,7 +38,10 @@
 //!   `last-epoch=`, `replica=`; a Vote's or BeginQuorumEpoch's `voter-dir=new`; an EndQuorumEpoch's
 //!   `leader=`. Prints `network`.
 //! - `replace-disk ID`: ID restarts on an empty disk (new directory id, empty log, no election state).
-//! - `replies`: the membership replies given since the last `replies` (or `add-voter`/`remove-voter`).
+//! - `update-features ID LEVEL [type=upgrade|safe|unsafe|N] [validate=true] [version=V] [feature=NAME]`:
+//!   UpdateFeatures (default v2, `kraft.version`) sent to node ID; prints the reply or `pending`.
+//! - `replies`: the membership and UpdateFeatures replies given since the last `replies` (or
+//!   `add-voter`/`remove-voter`).
 //! - `describe ID vN [topic=NAME] [partitions=P,Q] [topics=NAME:P,...] [detail=yes]`: the DescribeQuorum
 //!   v0–v3 answer of node ID (encoded through the wire codec); by default for `__cluster_metadata`
 //!   partition 0. `detail=yes` adds each replica's directory id and fetch / caught-up timestamps and each
@@ -229,6 +232,21 @@ fn summary(msg: &Message) -> String {
             r.current_leader.leader_epoch,
             leader_id(r.current_leader.leader_id)
         ),
+        Message::AddRaftVoterRequest(r) => {
+            let ports: Vec<String> = r.listeners.iter().map(|l| l.port.to_string()).collect();
+            format!(
+                "AddRaftVoter voter={} ports=[{}]",
+                r.voter_id,
+                ports.join(",")
+            )
+        }
+        Message::AddRaftVoterResponse(r) => {
+            format!("AddRaftVoterResponse {}", code_name(r.error_code))
+        }
+        Message::RemoveRaftVoterRequest(r) => format!("RemoveRaftVoter voter={}", r.voter_id),
+        Message::RemoveRaftVoterResponse(r) => {
+            format!("RemoveRaftVoterResponse {}", code_name(r.error_code))
+        }
         Message::ApiVersionsResponse(r) => {
             let range = r
                 .supported_features
@@ -273,6 +291,9 @@ fn summary(msg: &Message) -> String {
 }
 
 fn reply_summary(resp: &ClientResponse) -> String {
+    if let ClientResponse::UpdateFeatures(r) = resp {
+        return scenario_support::features_summary(r, code_name);
+    }
     match change_error_code(resp) {
         Some(code) => {
             let kind = match resp {
@@ -766,6 +787,9 @@ impl Runner {
         match (*cmd, args) {
             ("cluster", args) => {
                 let (mut voters, mut observers, mut seed, mut statik) = (3, 0, 1, false);
+                // Which nodes run with auto-join (KIP-1186): `auto-join` = the observers, `auto-join=3,4`.
+                let mut auto_join: Vec<i32> = Vec::new();
+                let mut auto_join_observers = false;
                 let mut snapshots = kraft::node::SnapshotConfig::default();
                 for a in args {
                     match a.split_once('=') {
@@ -785,17 +809,28 @@ impl Runner {
                             snapshots.fetch_snapshot_max_bytes = num(v)?
                         }
                         None if *a == "static" => statik = true,
+                        None if *a == "auto-join" => auto_join_observers = true,
+                        Some(("auto-join", v)) => {
+                            for id in v.split(',') {
+                                auto_join.push(num(id)?);
+                            }
+                        }
                         _ => return Err(format!("unknown argument {a}")),
                     }
                 }
                 let sim = if statik {
                     Sim::new_static(voters, seed)
-                } else if snapshots != kraft::node::SnapshotConfig::default() {
+                } else if auto_join_observers
+                    || !auto_join.is_empty()
+                    || snapshots != kraft::node::SnapshotConfig::default()
+                {
                     let set = sim::voter_set(&(1..=voters).collect::<Vec<_>>());
                     Sim::with_configs((1..=voters + observers).map(|id| {
                         let mut c =
                             sim::config(id, kraft::node::Bootstrap::Checkpoint(set.clone()), seed);
                         c.snapshots = snapshots.clone();
+                        c.auto_join =
+                            auto_join.contains(&id) || (auto_join_observers && id > voters);
                         c
                     }))
                 } else {
@@ -861,6 +896,16 @@ impl Runner {
                 self.raft_state()
             }
             ("add-voter" | "remove-voter" | "update-voter", args) => self.membership(cmd, args),
+            ("update-features", [id, level, rest @ ..]) => {
+                let (_, o) = Opts::parse(rest, &["type", "validate", "version", "feature"])?;
+                let req = scenario_support::update_features(num(level)? as i16, &o)?;
+                let replies = self.sim()?.client(num(id)?, req);
+                self.replies_seen = self.sim()?.client_replies.len();
+                Ok(match replies.as_slice() {
+                    [] => "pending\n".into(),
+                    rs => rs.iter().map(|r| reply_summary(r) + "\n").collect(),
+                })
+            }
             ("edit", args) => {
                 let (pos, o) = Opts::parse(
                     args,
@@ -891,9 +936,9 @@ impl Runner {
                 let seen = self.replies_seen;
                 let sim = self.sim()?;
                 let mut out = String::new();
-                let changes = sim.client_replies[seen..]
-                    .iter()
-                    .filter(|(_, _, r)| change_error_code(r).is_some());
+                let changes = sim.client_replies[seen..].iter().filter(|(_, _, r)| {
+                    change_error_code(r).is_some() || matches!(r, ClientResponse::UpdateFeatures(_))
+                });
                 for (node, client, r) in changes {
                     let _ = writeln!(out, "client {} from {node}: {}", client.0, reply_summary(r));
                 }

@@ -424,6 +424,10 @@ pub fn name(msg: &Message) -> &'static str {
         Message::ApiVersionsResponse(_) => "ApiVersionsResponse",
         Message::UpdateRaftVoterRequest(_) => "UpdateRaftVoterRequest",
         Message::UpdateRaftVoterResponse(_) => "UpdateRaftVoterResponse",
+        Message::AddRaftVoterRequest(_) => "AddRaftVoterRequest",
+        Message::AddRaftVoterResponse(_) => "AddRaftVoterResponse",
+        Message::RemoveRaftVoterRequest(_) => "RemoveRaftVoterRequest",
+        Message::RemoveRaftVoterResponse(_) => "RemoveRaftVoterResponse",
     }
 }
 

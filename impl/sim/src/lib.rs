@@ -64,6 +64,10 @@ pub struct Sim {
     /// Transitions a node refused, in order: (node id, error).
     pub refused: Vec<(i32, StepError)>,
     next_client: u64,
+    /// AddRaftVoter / RemoveRaftVoter sent by a peer (auto-join), served as the client requests a shell
+    /// decodes them as: (serving node, client id) → the requester their answer goes back to.
+    peer_clients: BTreeMap<(i32, ClientId), i32>,
+    next_peer_client: u64,
 }
 
 /// Directory id of simulated node `id` (deterministic, never nil).
@@ -99,6 +103,16 @@ pub fn voter_set(ids: &[i32]) -> VoterSet {
     VoterSet::new(ids.iter().map(|&id| voter_node(id))).expect("ids are distinct and non-empty")
 }
 
+/// A static voter set (`controller.quorum.voters`) of simulated nodes.
+pub fn static_voter_set(ids: &[i32]) -> VoterSet {
+    VoterSet::new(ids.iter().map(|&id| VoterNode {
+        key: ReplicaKey::without_directory(id),
+        supported: SupportedVersions::STATIC,
+        ..voter_node(id)
+    }))
+    .expect("ids are distinct and non-empty")
+}
+
 /// The configuration the simulator gives node `id`.
 pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
     NodeConfig {
@@ -118,6 +132,7 @@ pub fn config(id: i32, bootstrap: Bootstrap, seed: u64) -> NodeConfig {
         observer_expiry_ms: 300_000,
         seed: seed.wrapping_mul(1_000_003).wrapping_add(id as u64),
         snapshots: Default::default(),
+        auto_join: false,
     }
 }
 
@@ -182,10 +197,11 @@ impl Sim {
         )
     }
 
-    /// Static voters (`kraft.version` 0).
+    /// Static voters (`kraft.version` 0), entered as Kafka reads `controller.quorum.voters`: no
+    /// directory ids, supported `kraft.version` [0, 0].
     pub fn new_static(voters: i32, seed: u64) -> Result<Sim, NodeError> {
         let ids: Vec<i32> = (1..=voters).collect();
-        let set = voter_set(&ids);
+        let set = static_voter_set(&ids);
         Self::with_configs((1..=voters).map(|id| config(id, Bootstrap::Static(set.clone()), seed)))
     }
 
@@ -215,6 +231,8 @@ impl Sim {
             client_replies: Vec::new(),
             refused: Vec::new(),
             next_client: 0,
+            peer_clients: BTreeMap::new(),
+            next_peer_client: 0,
         })
     }
 
@@ -358,7 +376,16 @@ impl Sim {
             self.network.push(Envelope { from, to, msg });
         }
         for (client, reply) in out.client_replies {
-            self.client_replies.push((from, client, reply));
+            let Some(to) = self.peer_clients.remove(&(from, client)) else {
+                self.client_replies.push((from, client, reply));
+                continue;
+            };
+            let msg = match reply {
+                ClientResponse::AddRaftVoter(r) => Message::AddRaftVoterResponse(r),
+                ClientResponse::RemoveRaftVoter(r) => Message::RemoveRaftVoterResponse(r),
+                other => panic!("a peer's membership request answered with {other:?}"),
+            };
+            self.network.push(Envelope { from, to, msg });
         }
         self.refused
             .extend(out.refused.into_iter().map(|e| (from, e)));
@@ -386,7 +413,24 @@ impl Sim {
             return;
         }
         let now = self.clock(env.to);
-        let out = self.node_mut(env.to).handle(now, env.from, env.msg);
+        // A peer's AddRaftVoter / RemoveRaftVoter is served as the client request a shell decodes it as
+        // (auto-join sends AddRaftVoter v1 with AckWhenCommitted false).
+        let request = match env.msg {
+            Message::AddRaftVoterRequest(request) => ClientRequest::AddRaftVoter {
+                request,
+                ack_when_committed: false,
+            },
+            Message::RemoveRaftVoterRequest(r) => ClientRequest::RemoveRaftVoter(r),
+            msg => {
+                let out = self.node_mut(env.to).handle(now, env.from, msg);
+                self.absorb(env.to, out);
+                return;
+            }
+        };
+        self.next_peer_client += 1;
+        let client = ClientId(u64::MAX - self.next_peer_client);
+        self.peer_clients.insert((env.to, client), env.from);
+        let out = self.node_mut(env.to).handle_client(now, client, request);
         self.absorb(env.to, out);
     }
 

@@ -23,6 +23,8 @@ pub const METADATA_LOG_DIR: &str = "metadata.log.dir";
 pub const ELECTION_TIMEOUT_MS: &str = "controller.quorum.election.timeout.ms";
 pub const FETCH_TIMEOUT_MS: &str = "controller.quorum.fetch.timeout.ms";
 pub const REQUEST_TIMEOUT_MS: &str = "controller.quorum.request.timeout.ms";
+/// KIP-1186: an observer adds itself as a voter (`node/auto_join.rs`); `true` or `false`.
+pub const AUTO_JOIN_ENABLE: &str = "controller.quorum.auto.join.enable";
 
 /// The identity and listener keys.
 pub const IDENTITY_KEYS: [&str; 10] = [
@@ -94,6 +96,8 @@ pub struct ControllerProperties {
     pub election_timeout_ms: Option<u64>,
     pub fetch_timeout_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
+    /// `controller.quorum.auto.join.enable`.
+    pub auto_join: Option<bool>,
     /// The TLS keys, with `security.protocol` from `listener.security.protocol.map`.
     pub tls: Properties,
     /// The snapshot and retention keys.
@@ -170,6 +174,18 @@ fn millis(props: &Properties, key: &'static str) -> Result<Option<u64>, Controll
                 .ok()
                 .filter(|ms| *ms > 0 && *ms <= i32::MAX as u64)
                 .ok_or_else(|| bad(key, v, "not a positive int"))
+        })
+        .transpose()
+}
+
+/// A boolean key: `true` or `false` (any case), as Kafka's `ConfigDef` reads one.
+fn boolean(props: &Properties, key: &'static str) -> Result<Option<bool>, ControllerConfigError> {
+    props
+        .get(key)
+        .map(|v| match v.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(bad(key, v, "not true or false")),
         })
         .transpose()
 }
@@ -336,6 +352,7 @@ impl ControllerProperties {
         let used = |key: &str| {
             IDENTITY_KEYS.contains(&key)
                 || TIMEOUT_KEYS.contains(&key)
+                || key == AUTO_JOIN_ENABLE
                 || snapshot_settings::KEYS.contains(&key)
                 || tls::KEYS.contains(&key)
                 || key.starts_with(tls::PRINCIPALS_PREFIX)
@@ -356,6 +373,7 @@ impl ControllerProperties {
             election_timeout_ms: millis(props, ELECTION_TIMEOUT_MS)?,
             fetch_timeout_ms: millis(props, FETCH_TIMEOUT_MS)?,
             request_timeout_ms: millis(props, REQUEST_TIMEOUT_MS)?,
+            auto_join: boolean(props, AUTO_JOIN_ENABLE)?,
             tls: tls_props,
             snapshots,
             unused,
@@ -447,6 +465,17 @@ mod tests {
     }
 
     #[test]
+    fn auto_join_is_read() {
+        let read = |text: &str| ControllerProperties::parse(&parse(text).unwrap()).unwrap();
+        let base = "process.roles=controller\ncontroller.listener.names=CONTROLLER\n";
+        assert_eq!(read(base).auto_join, None);
+        let on = read(&format!("{base}controller.quorum.auto.join.enable=TRUE\n"));
+        assert_eq!((on.auto_join, on.unused.len()), (Some(true), 0));
+        let off = read(&format!("{base}controller.quorum.auto.join.enable=false\n"));
+        assert_eq!(off.auto_join, Some(false));
+    }
+
+    #[test]
     fn bad_values_name_their_key() {
         let base = "process.roles=controller\ncontroller.listener.names=CONTROLLER\n";
         let err = |extra: &str| {
@@ -465,6 +494,10 @@ mod tests {
             FETCH_TIMEOUT_MS
         );
         assert_eq!(key_of(err("controller.quorum.voters=1@h\n")), VOTERS);
+        assert_eq!(
+            key_of(err("controller.quorum.auto.join.enable=yes\n")),
+            AUTO_JOIN_ENABLE
+        );
         assert_eq!(
             key_of(err("listener.security.protocol.map=CONTROLLER:SASL_SSL\n")),
             SECURITY_PROTOCOL_MAP

@@ -37,6 +37,8 @@ pub struct NodeSettings {
     pub tls: Option<std::sync::Arc<Tls>>,
     /// Kafka's snapshot and retention properties.
     pub snapshots: SnapshotSettings,
+    /// Kafka's `controller.quorum.auto.join.enable` (KIP-1186): as an observer, add itself as a voter.
+    pub auto_join: bool,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -51,6 +53,7 @@ struct FileConfig {
     fetch_timeout_ms: Option<u64>,
     fetch_interval_ms: Option<u64>,
     request_timeout_ms: Option<u64>,
+    auto_join: Option<bool>,
     max_frame_bytes: Option<usize>,
     idle_timeout_ms: Option<u64>,
     frame_timeout_ms: Option<u64>,
@@ -179,6 +182,7 @@ impl NodeSettings {
                     election_timeout_ms: k.election_timeout_ms,
                     fetch_timeout_ms: k.fetch_timeout_ms,
                     request_timeout_ms: k.request_timeout_ms,
+                    auto_join: k.auto_join,
                     kafka_tls: k.tls.clone(),
                     kafka_snapshots: k.snapshots.clone(),
                     ..FileConfig::default()
@@ -290,6 +294,7 @@ impl NodeSettings {
                 .unwrap_or(true),
             tls: tls.map(std::sync::Arc::new),
             snapshots,
+            auto_join: args.auto_join || file.auto_join.unwrap_or(false),
         };
         if settings.election_timeout_ms == 0
             || settings.fetch_timeout_ms == 0

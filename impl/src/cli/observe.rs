@@ -129,6 +129,7 @@ impl Observer {
                 fetch_snapshot_max_bytes: FETCH_SNAPSHOT_MAX_BYTES,
                 ..Default::default()
             },
+            auto_join: false,
         };
         let bootstrap_count = config.bootstrap_servers.len();
         let node = Node::new(config, Default::default(), ElectionState::default())?;

@@ -81,6 +81,7 @@ pub async fn start_node(
         observer_expiry_ms: 300_000,
         seed: settings.seed ^ (meta.node_id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
         snapshots: snapshot_config(&settings.snapshots),
+        auto_join: settings.auto_join,
     };
     let node = Node::with_snapshots(config, view, state, snapshots)
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;

@@ -109,6 +109,7 @@ impl Node {
             return;
         };
         self.maybe_take_snapshot(now, out);
+        self.on_features_hw(hw, out);
         if let Some(p) = self.pending.as_ref().filter(|p| hw > p.offset).cloned() {
             self.pending = None;
             self.reply_change(p.client, p.kind, p.key, ChangeOutcome::Committed, out);

@@ -106,6 +106,7 @@ impl Node {
         self.outstanding_fetch = Some(fetch);
         self.next_fetch_at = None;
         self.maybe_send_update_voter(now, out);
+        self.maybe_send_auto_join(now, out);
         out.requests.push((to, Message::FetchRequest(req)));
     }
 

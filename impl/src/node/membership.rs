@@ -73,7 +73,7 @@ pub enum Refusal {
     Pending,
     /// The HW is unknown (no commit in this epoch yet) → REQUEST_TIMED_OUT.
     HighWatermarkUnknown,
-    /// `kraft.version` 0 (static voters) → UNSUPPORTED_VERSION.
+    /// Add or remove at `kraft.version` 0 (static voters) → UNSUPPORTED_VERSION.
     UnsupportedVersion,
     /// The last VotersRecord is not below the HW → REQUEST_TIMED_OUT.
     UncommittedVoters,
@@ -113,6 +113,8 @@ pub enum ChangeOutcome {
     Committed,
     /// AddRaftVoter v1 with `AckWhenCommitted=false`: the VotersRecord is appended → NONE (KIP-1186).
     Appended,
+    /// UpdateRaftVoter at `kraft.version` 0: the leader's volatile voter set holds the entry → NONE.
+    Stored,
     /// Refused before anything was appended.
     Refused(Refusal),
     /// The request deadline passed first (a record already appended stays in the log) → REQUEST_TIMED_OUT.
@@ -130,7 +132,9 @@ impl ChangeOutcome {
     /// The Kafka error code the reply carries.
     pub fn error_code(self) -> i16 {
         match self {
-            ChangeOutcome::Committed | ChangeOutcome::Appended => errors::NONE,
+            ChangeOutcome::Committed | ChangeOutcome::Appended | ChangeOutcome::Stored => {
+                errors::NONE
+            }
             ChangeOutcome::Refused(r) => r.error_code(),
             ChangeOutcome::TimedOut | ChangeOutcome::ApiVersionsFailed => errors::REQUEST_TIMED_OUT,
             ChangeOutcome::LeadershipLost => errors::NOT_LEADER_OR_FOLLOWER,
@@ -176,6 +180,19 @@ impl Node {
                     .map_err(|_| Refusal::DuplicateVoter)
             }
             ChangeOp::Remove(key) => latest.remove_voter(key).map_err(|_| Refusal::VoterNotFound),
+            ChangeOp::Update { node, .. } if self.kraft_version() < 1 => {
+                // Kafka 4.4 `UpdateVoterHandler` at `kraft.version` 0: the leader's volatile set, gone
+                // once an upgrade is appended (REQUEST_TIMED_OUT until the record is read back).
+                let Some(voters) = self.volatile_voters() else {
+                    return Err(Refusal::UncommittedVoters);
+                };
+                if !node.supported.contains(0) {
+                    return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
+                }
+                voters
+                    .update_voter_ignoring_directory(node.clone())
+                    .map_err(|_| Refusal::VoterNotFound)
+            }
             ChangeOp::Update { node, .. } => {
                 if !node.supported.contains(self.kraft_version()) {
                     return Err(Refusal::Invalid(InvalidChange::KraftVersionNotSupported));
@@ -228,7 +245,7 @@ impl Node {
                 return Err(Refusal::Invalid(InvalidChange::BadKraftVersionRange));
             }
         }
-        self.check_one_change_at_a_time()?;
+        self.check_one_change_at_a_time(matches!(op, ChangeOp::Update { .. }))?;
         if matches!(op, ChangeOp::Add(_)) && self.history.latest().contains_id(key.id) {
             return Err(Refusal::DuplicateVoter);
         }
@@ -236,8 +253,9 @@ impl Node {
     }
 
     /// §3 steps 2–5, in this order: no pending change, HW known, `kraft.version` ≥ 1, last VotersRecord
-    /// committed.
-    fn check_one_change_at_a_time(&self) -> Result<(), Refusal> {
+    /// committed. An update at `kraft.version` 0 goes to the leader's volatile set instead of the last
+    /// two (Kafka 4.4; see [`Node::check_change`]).
+    fn check_one_change_at_a_time(&self, update: bool) -> Result<(), Refusal> {
         #[cfg(feature = "faults")]
         let skip = self.faults.accept_change_while_pending;
         #[cfg(not(feature = "faults"))]
@@ -249,7 +267,11 @@ impl Node {
             return Err(Refusal::HighWatermarkUnknown);
         };
         if self.kraft_version() < 1 {
-            return Err(Refusal::UnsupportedVersion);
+            return if update {
+                Ok(())
+            } else {
+                Err(Refusal::UnsupportedVersion)
+            };
         }
         if skip {
             // Seeded fault: the uncommitted-record rule is skipped too.
@@ -419,9 +441,19 @@ impl Node {
         };
         let cluster_id = req.cluster_id.as_ref().map(|c| c.as_str());
         let key = op.key();
-        // Kafka's UpdateVoterHandler answers once the record is appended, not at commit.
+        // Kafka's UpdateVoterHandler answers once the record is appended, not at commit; at
+        // `kraft.version` 0 once the volatile set holds the entry.
         let outcome = match self.check_change(cluster_id, &op) {
             Err(r) => ChangeOutcome::Refused(r),
+            Ok(set) if self.kraft_version() < 1 => {
+                self.store_volatile_voters(set);
+                // Kafka 4.4: the update is evidence that the voter follows this leader.
+                let window = self.config.check_quorum_timeout_ms;
+                if let RoleState::Leader(l) = &mut self.role {
+                    l.update_check_quorum_for_voter(key, now, window);
+                }
+                ChangeOutcome::Stored
+            }
             Ok(set) => match self.leader_append(now, vec![Record::Voters(set)], out) {
                 Ok(_) => ChangeOutcome::Appended,
                 Err(e) => {

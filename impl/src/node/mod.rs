@@ -46,7 +46,8 @@
 //! - `commit.rs`: leader appends, the HW, control records read into the voter-set history.
 //! - `membership.rs`: Add/Remove/UpdateRaftVoter at the leader, every precondition in one function;
 //!   `add_check.rs`: the ApiVersions round trip to a voter being added; `update_voter.rs`: a voter's own
-//!   entry brought up to date.
+//!   entry brought up to date; `auto_join.rs`: an observer that adds itself (KIP-1186);
+//!   `kraft_version.rs`: the `kraft.version` upgrade (UpdateFeatures).
 //! - `snapshot.rs`, `snapshot_fetch.rs`, `snapshot_own.rs`: snapshots served, fetched, taken and cleaned.
 //! - `admin.rs`, `describe_cluster.rs`: ApiVersions, DescribeQuorum, DescribeCluster.
 //! - `messages.rs`: building and reading the RPCs' structs; `view.rs`: accessors.
@@ -66,11 +67,13 @@ use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 
 mod add_check;
 mod admin;
+mod auto_join;
 mod commit;
 mod describe_cluster;
 mod fetch;
 mod fetch_wait;
 mod harness;
+mod kraft_version;
 mod membership;
 mod messages;
 mod quorum_epoch;
@@ -85,10 +88,14 @@ mod view;
 mod vote;
 
 pub use add_check::api_versions_request;
+pub use auto_join::AutoJoin;
 pub use describe_cluster::{ENDPOINT_TYPE_BROKER, ENDPOINT_TYPE_CONTROLLER};
 pub use fetch::MAX_FETCH_BYTES;
 pub use fetch_wait::{FETCH_MAX_WAIT_MS, MAX_PARKED_FETCHES};
 pub use harness::Harness;
+pub use kraft_version::{
+    features_response, FeatureRefusal, UpgradeType, KRAFT_VERSION_FEATURE, MAX_FEATURE_WAITERS,
+};
 pub use membership::{ChangeOp, ChangeOutcome, InvalidChange, Refusal};
 pub use messages::{
     error_message, errors, FetchEcho, FETCH_ECHO_TAG, METADATA_PARTITION, METADATA_TOPIC,
@@ -147,10 +154,16 @@ pub struct Node {
     bootstrap_cursor: usize,
     /// Follower: when it next checks its own voter entry (`update_voter.rs`).
     update_voter_due: Option<update_voter::UpdateVoterDue>,
+    /// Observer with auto-join: when it next may ask to join (`auto_join.rs`).
+    auto_join_due: Option<auto_join::AutoJoinDue>,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,
     last_change_reply: Option<ChangeReply>,
+    /// Leader: the `kraft.version` upgrade state and the UpdateFeatures requests waiting for its commit
+    /// (`kraft_version.rs`).
+    upgrade: Option<kraft_version::Upgrade>,
+    feature_waiters: Vec<kraft_version::FeatureWaiter>,
     #[cfg(feature = "faults")]
     faults: Faults,
     /// Whether the deadlines armed by `new` (relative to 0) were moved to the shell's clock.
@@ -269,9 +282,12 @@ impl Node {
             outstanding_fetch: None,
             bootstrap_cursor: 0,
             update_voter_due: None,
+            auto_join_due: None,
             pending: None,
             add_check: None,
             last_change_reply: None,
+            upgrade: None,
+            feature_waiters: Vec::new(),
             #[cfg(feature = "faults")]
             faults: Faults::default(),
             clock_started: false,
@@ -409,7 +425,18 @@ impl Node {
                 self.on_api_versions_response(now, from, r, &mut out)
             }
             Message::UpdateRaftVoterRequest(r) => self.on_peer_update_voter(now, from, r, &mut out),
-            Message::UpdateRaftVoterResponse(r) => self.on_update_voter_response(from, r),
+            Message::UpdateRaftVoterResponse(r) => self.on_update_voter_response(now, from, r),
+            Message::AddRaftVoterResponse(r) => {
+                self.on_auto_join_response(now, from, "AddRaftVoter", r.error_code)
+            }
+            Message::RemoveRaftVoterResponse(r) => {
+                self.on_auto_join_response(now, from, "RemoveRaftVoter", r.error_code)
+            }
+            // A peer's AddRaftVoter / RemoveRaftVoter reaches the core as the client request the shell
+            // decodes it as (its answer goes back on that connection); as a peer message it is ignored.
+            Message::AddRaftVoterRequest(_) | Message::RemoveRaftVoterRequest(_) => {
+                tracing::debug!(from, "ignoring a membership request sent as a peer message");
+            }
         }
         self.finish(now, &mut out);
         out
@@ -440,6 +467,9 @@ impl Node {
                 let resp = self.describe_cluster(version, &request);
                 out.client_replies
                     .push((id, ClientResponse::DescribeCluster(resp)));
+            }
+            ClientRequest::UpdateFeatures { version, request } => {
+                self.on_update_features(now, id, version, request, &mut out)
             }
         }
         self.finish(now, &mut out);

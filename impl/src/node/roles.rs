@@ -77,6 +77,7 @@ impl Node {
                 let outcome = ChangeOutcome::LeadershipLost;
                 self.reply_change(c.client, ChangeKind::Add, c.key, outcome, out);
             }
+            self.drop_upgrade_state(out);
         }
         // Kafka's transitions pass the old state's HW on: a deposed leader keeps its HW; a resigned one
         // has none (a new leader drops it in `maybe_become_leader`).
@@ -281,6 +282,7 @@ impl Node {
             leader
         };
         self.role = RoleState::Leader(Box::new(leader));
+        self.start_upgrade_state();
         self.persist(
             ElectionState {
                 leader_id: Some(self.local.id),

@@ -5,8 +5,8 @@ use kafka_protocol::messages::{
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeClusterRequest,
     DescribeClusterResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
     FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
-    VoteResponse,
+    RemoveRaftVoterResponse, UpdateFeaturesRequest, UpdateFeaturesResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 use uuid::Uuid;
 
@@ -42,6 +42,14 @@ pub enum Message {
     /// answers it.
     UpdateRaftVoterRequest(UpdateRaftVoterRequest),
     UpdateRaftVoterResponse(UpdateRaftVoterResponse),
+    /// An observer with auto-join asks the leader to add it (KIP-1186, `auto_join.rs`; sent at v1 with
+    /// `AckWhenCommitted = false`). The shell decodes one a peer sends as [`ClientRequest::AddRaftVoter`].
+    AddRaftVoterRequest(AddRaftVoterRequest),
+    AddRaftVoterResponse(AddRaftVoterResponse),
+    /// An observer with auto-join asks the leader to remove the voter with its id and another directory
+    /// id (`auto_join.rs`). The shell decodes one a peer sends as [`ClientRequest::RemoveRaftVoter`].
+    RemoveRaftVoterRequest(RemoveRaftVoterRequest),
+    RemoveRaftVoterResponse(RemoveRaftVoterResponse),
 }
 
 impl Message {
@@ -63,6 +71,12 @@ impl Message {
             Message::UpdateRaftVoterRequest(_) | Message::UpdateRaftVoterResponse(_) => {
                 ApiKey::UpdateRaftVoter
             }
+            Message::AddRaftVoterRequest(_) | Message::AddRaftVoterResponse(_) => {
+                ApiKey::AddRaftVoter
+            }
+            Message::RemoveRaftVoterRequest(_) | Message::RemoveRaftVoterResponse(_) => {
+                ApiKey::RemoveRaftVoter
+            }
         }
     }
 
@@ -77,6 +91,8 @@ impl Message {
                 | Message::FetchSnapshotRequest(_)
                 | Message::ApiVersionsRequest(_)
                 | Message::UpdateRaftVoterRequest(_)
+                | Message::AddRaftVoterRequest(_)
+                | Message::RemoveRaftVoterRequest(_)
         )
     }
 }
@@ -108,6 +124,11 @@ pub enum ClientRequest {
         version: i16,
         request: DescribeClusterRequest,
     },
+    /// UpdateFeatures (API 57) at `version` (0–2): `kraft.version` only (`kraft_version.rs`).
+    UpdateFeatures {
+        version: i16,
+        request: UpdateFeaturesRequest,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +139,7 @@ pub enum ClientResponse {
     RemoveRaftVoter(RemoveRaftVoterResponse),
     UpdateRaftVoter(UpdateRaftVoterResponse),
     DescribeCluster(DescribeClusterResponse),
+    UpdateFeatures(UpdateFeaturesResponse),
 }
 
 /// Election state that must be durable before the messages that depend on it leave the node
@@ -244,6 +266,9 @@ pub struct NodeConfig {
     pub seed: u64,
     /// Snapshots (KIP-630): the FetchSnapshot size and this replica's own snapshots and retention.
     pub snapshots: SnapshotConfig,
+    /// Kafka's `controller.quorum.auto.join.enable` (KIP-1186): an observer adds itself as a voter
+    /// (`auto_join.rs`).
+    pub auto_join: bool,
 }
 
 /// Snapshot settings, named after Kafka's properties. `Default`: own snapshots off (no trigger, no

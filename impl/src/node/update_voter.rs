@@ -1,8 +1,11 @@
 //! A follower that is a voter brings its own entry of the voter set up to date (KIP-853): when its
 //! listeners or supported `kraft.version` range differ from that entry and `kraft.version` ≥ 1, it sends
-//! UpdateRaftVoter (API 82) to the leader, as Kafka 4.x's `pollFollowerAsVoter` does. Kafka checks once
-//! per update-voter period (3 × fetch timeout) from the moment the replica follows, and sends the
-//! request in place of that poll's Fetch; here the check rides on the follower's next Fetch, and both go.
+//! UpdateRaftVoter (API 82) to the leader, as Kafka 4.x's `pollFollowerAsVoter` does. At `kraft.version`
+//! 0 (static voters, whose entries have no directory id) it sends it until its leader of this epoch has
+//! answered NONE or UNSUPPORTED_VERSION (Kafka 4.4's `hasUpdatedLeader`): the leader keeps the entry in
+//! memory for the `kraft.version` upgrade (`kraft_version.rs`). Kafka checks once per update-voter period
+//! (3 × fetch timeout) from the moment the replica follows, and sends the request in place of that
+//! poll's Fetch; here the check rides on the follower's next Fetch, and both go.
 
 use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
 use kafka_protocol::messages::{UpdateRaftVoterRequest, UpdateRaftVoterResponse};
@@ -11,28 +14,20 @@ use kafka_protocol::protocol::StrBytes;
 use super::messages::errors;
 use super::types::*;
 use super::{Node, RoleState};
-use crate::voter_set::{SupportedVersions, VoterNode};
 
 /// When this follower next checks its entry: in `epoch`, at `due`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct UpdateVoterDue {
     epoch: i32,
     due: Millis,
+    /// `kraft.version` 0: the leader of this epoch took this voter's entry.
+    updated_leader: bool,
 }
 
 impl Node {
     /// Kafka's `updateVoterPeriodMs`: a few rounds of Fetch before the first attempt, and between attempts.
     fn update_voter_period(&self) -> Millis {
         self.config.fetch_timeout_ms.saturating_mul(3)
-    }
-
-    /// This node's entry as configured now.
-    fn local_voter_node(&self) -> VoterNode {
-        VoterNode {
-            key: self.local,
-            listeners: self.config.listeners.clone(),
-            supported: SupportedVersions::CURRENT,
-        }
     }
 
     /// Called as a follower sends a Fetch: arms the period when it starts following in an epoch, and once
@@ -43,23 +38,32 @@ impl Node {
             return;
         };
         let epoch = self.election.epoch;
-        match self.update_voter_due {
+        let due = now.saturating_add(self.update_voter_period());
+        let updated_leader = match self.update_voter_due {
             Some(d) if d.epoch == epoch && now < d.due => return,
-            Some(d) if d.epoch == epoch => {}
+            Some(d) if d.epoch == epoch => d.updated_leader,
             _ => {
                 self.update_voter_due = Some(UpdateVoterDue {
                     epoch,
-                    due: now.saturating_add(self.update_voter_period()),
+                    due,
+                    updated_leader: false,
                 });
                 return;
             }
-        }
+        };
         self.update_voter_due = Some(UpdateVoterDue {
             epoch,
-            due: now.saturating_add(self.update_voter_period()),
+            due,
+            updated_leader,
         });
         let local = self.local_voter_node();
-        if self.kraft_version() < 1 || !self.history.latest().voter_node_needs_update(&local) {
+        let send = if self.kraft_version() >= 1 {
+            self.history.latest().voter_node_needs_update(&local)
+        } else {
+            // Kafka 4.4 `shouldSendUpdateVoteRequest`: only a voter reports itself.
+            !updated_leader && self.history.latest().contains_id(self.local.id)
+        };
+        if !send {
             return;
         }
         let req = UpdateRaftVoterRequest::default()
@@ -88,7 +92,8 @@ impl Node {
             node = self.local.id,
             leader,
             epoch,
-            "own voter entry differs from this node's listeners or kraft.version range; sending UpdateRaftVoter"
+            kraft_version = self.kraft_version(),
+            "own voter entry differs from this node's listeners, directory id or kraft.version range; sending UpdateRaftVoter"
         );
         out.requests
             .push((leader, Message::UpdateRaftVoterRequest(req)));
@@ -114,8 +119,25 @@ impl Node {
         }
     }
 
-    /// The leader's answer: logged when refused (the next period retries while the entry differs).
-    pub(super) fn on_update_voter_response(&mut self, from: i32, resp: UpdateRaftVoterResponse) {
+    /// The leader's answer: logged when refused (the next period retries while the entry differs). NONE
+    /// or UNSUPPORTED_VERSION from this epoch's leader ends the reports at `kraft.version` 0 and counts as
+    /// a successful fetch (Kafka's `handleUpdateVoterResponse`).
+    pub(super) fn on_update_voter_response(
+        &mut self,
+        now: Millis,
+        from: i32,
+        resp: UpdateRaftVoterResponse,
+    ) {
+        let taken = matches!(resp.error_code, errors::NONE | errors::UNSUPPORTED_VERSION);
+        let epoch = self.election.epoch;
+        if let (true, RoleState::Follower { leader, .. }, Some(d)) =
+            (taken, &self.role, self.update_voter_due.as_mut())
+        {
+            if *leader == from && d.epoch == epoch {
+                d.updated_leader = true;
+                self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
+            }
+        }
         if resp.error_code != errors::NONE {
             tracing::info!(
                 node = self.local.id,

@@ -179,6 +179,12 @@ pub fn unsupported_answer(request: &Message) -> Option<Message> {
         Message::UpdateRaftVoterRequest(_) => Message::UpdateRaftVoterResponse(
             kafka_protocol::messages::UpdateRaftVoterResponse::default().with_error_code(code),
         ),
+        Message::AddRaftVoterRequest(_) => Message::AddRaftVoterResponse(
+            kafka_protocol::messages::AddRaftVoterResponse::default().with_error_code(code),
+        ),
+        Message::RemoveRaftVoterRequest(_) => Message::RemoveRaftVoterResponse(
+            kafka_protocol::messages::RemoveRaftVoterResponse::default().with_error_code(code),
+        ),
         _ => return None,
     })
 }

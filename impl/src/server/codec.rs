@@ -11,7 +11,8 @@ use kafka_protocol::messages::{
     EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
     FetchSnapshotRequest, FetchSnapshotResponse, MetadataRequest, MetadataResponse,
     RemoveRaftVoterRequest, RemoveRaftVoterResponse, RequestHeader, ResponseHeader,
-    UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest, VoteResponse,
+    UpdateFeaturesRequest, UpdateFeaturesResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse,
+    VoteRequest, VoteResponse,
 };
 use kafka_protocol::protocol::{
     decode_request_header_from_buffer, encode_request_header_into_buffer, Decodable, Encodable,
@@ -34,6 +35,8 @@ pub const END_QUORUM_EPOCH_VERSION: i16 = max_version(ApiKey::EndQuorumEpoch);
 pub const API_VERSIONS_VERSION: i16 = max_version(ApiKey::ApiVersions);
 pub const FETCH_SNAPSHOT_VERSION: i16 = max_version(ApiKey::FetchSnapshot);
 pub const UPDATE_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::UpdateRaftVoter);
+pub const ADD_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::AddRaftVoter);
+pub const REMOVE_RAFT_VOTER_VERSION: i16 = max_version(ApiKey::RemoveRaftVoter);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -154,6 +157,11 @@ pub fn decode_request(payload: Bytes) -> Result<(Reply, Incoming), CodecError> {
             UpdateRaftVoterRequest::decode(&mut buf, version)
                 .map_err(|e| malformed("UpdateRaftVoterRequest", e))?,
         )),
+        ApiKey::UpdateFeatures => Incoming::Client(ClientRequest::UpdateFeatures {
+            version,
+            request: UpdateFeaturesRequest::decode(&mut buf, version)
+                .map_err(|e| malformed("UpdateFeaturesRequest", e))?,
+        }),
         ApiKey::Vote => {
             let r =
                 VoteRequest::decode(&mut buf, version).map_err(|e| malformed("VoteRequest", e))?;
@@ -264,6 +272,7 @@ pub fn client_response(reply: &Reply, resp: &ClientResponse) -> Result<Bytes, Co
         ClientResponse::RemoveRaftVoter(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         ClientResponse::UpdateRaftVoter(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
         ClientResponse::DescribeCluster(r) => encode_body("DescribeClusterResponse", r, v, buf),
+        ClientResponse::UpdateFeatures(r) => encode_body("UpdateFeaturesResponse", r, v, buf),
     })
 }
 
@@ -289,6 +298,11 @@ pub fn peer_response(reply: &Reply, message: &Message) -> Result<Bytes, CodecErr
         Message::FetchSnapshotResponse(r) => encode_body("FetchSnapshotResponse", r, v, buf),
         Message::ApiVersionsResponse(r) => encode_body("ApiVersionsResponse", r, v, buf),
         Message::UpdateRaftVoterResponse(r) => encode_body("UpdateRaftVoterResponse", r, v, buf),
+        Message::AddRaftVoterResponse(r) => {
+            let v = crate::wire::add_raft_voter::response_encoding_version(v);
+            encode_body("AddRaftVoterResponse", r, v, buf)
+        }
+        Message::RemoveRaftVoterResponse(r) => encode_body("RemoveRaftVoterResponse", r, v, buf),
         other => Err(CodecError::Encode {
             what: "response",
             reason: format!("{other:?} is a request"),
@@ -337,6 +351,10 @@ pub fn request_api(message: &Message) -> Option<(i16, i16)> {
         Message::ApiVersionsRequest(_) => (ApiKey::ApiVersions as i16, API_VERSIONS_VERSION),
         Message::UpdateRaftVoterRequest(_) => {
             (ApiKey::UpdateRaftVoter as i16, UPDATE_RAFT_VOTER_VERSION)
+        }
+        Message::AddRaftVoterRequest(_) => (ApiKey::AddRaftVoter as i16, ADD_RAFT_VOTER_VERSION),
+        Message::RemoveRaftVoterRequest(_) => {
+            (ApiKey::RemoveRaftVoter as i16, REMOVE_RAFT_VOTER_VERSION)
         }
         _ => return None,
     })
@@ -392,6 +410,15 @@ pub fn peer_request_frame_at(
         Message::FetchSnapshotRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::ApiVersionsRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         Message::UpdateRaftVoterRequest(r) => request_frame(key, v, correlation_id, client_id, r),
+        // Auto-join's request (KIP-1186): at v1 it asks to be answered once the record is appended.
+        Message::AddRaftVoterRequest(r) => {
+            let body = crate::wire::add_raft_voter::OutgoingRequest {
+                request: r.clone(),
+                ack_when_committed: false,
+            };
+            request_frame(key, v, correlation_id, client_id, &body)
+        }
+        Message::RemoveRaftVoterRequest(r) => request_frame(key, v, correlation_id, client_id, r),
         other => Err(CodecError::Encode {
             what: "request",
             reason: format!("{other:?} is a response"),
@@ -465,6 +492,17 @@ pub fn decode_peer_response(
             UpdateRaftVoterResponse::decode(&mut body, v)
                 .map_err(|e| malformed("UpdateRaftVoterResponse", e))?,
         ),
+        Ok(ApiKey::AddRaftVoter) => Message::AddRaftVoterResponse(
+            AddRaftVoterResponse::decode(
+                &mut body,
+                crate::wire::add_raft_voter::response_encoding_version(v),
+            )
+            .map_err(|e| malformed("AddRaftVoterResponse", e))?,
+        ),
+        Ok(ApiKey::RemoveRaftVoter) => Message::RemoveRaftVoterResponse(
+            RemoveRaftVoterResponse::decode(&mut body, v)
+                .map_err(|e| malformed("RemoveRaftVoterResponse", e))?,
+        ),
         _ => {
             return Err(CodecError::Malformed {
                 what: "response",
@@ -511,6 +549,10 @@ pub fn decode_client_response(
         Ok(ApiKey::DescribeCluster) => ClientResponse::DescribeCluster(
             DescribeClusterResponse::decode(&mut b, v)
                 .map_err(|e| malformed("DescribeClusterResponse", e))?,
+        ),
+        Ok(ApiKey::UpdateFeatures) => ClientResponse::UpdateFeatures(
+            UpdateFeaturesResponse::decode(&mut b, v)
+                .map_err(|e| malformed("UpdateFeaturesResponse", e))?,
         ),
         _ => {
             return Err(CodecError::Malformed {

@@ -388,6 +388,7 @@ mod tests {
             observer_expiry_ms: 1000,
             seed: 1,
             snapshots: Default::default(),
+            auto_join: false,
         };
         let node = Node::new(config, MemoryLog::new(), Default::default()).unwrap();
         let (events_tx, events) = mpsc::channel(16);

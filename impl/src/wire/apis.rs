@@ -20,8 +20,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// id, v18 the follower's HW, KIP-1166), Vote with pre-vote (v2, KIP-996), Metadata as a minimal answer served by the shell, DescribeQuorum v3
 /// with CommittedVoters (KIP-1204), DescribeCluster for controllers (KIP-919), AddRaftVoter v1 with
 /// `AckWhenCommitted` (KIP-1186; decoded by `wire::add_raft_voter`, kafka-protocol 0.18 has v0 only),
-/// FetchSnapshot v0–1 (KIP-630; v1 adds the directory id and NodeEndpoints, KIP-853).
-pub const SERVED_APIS: [ServedApi; 12] = [
+/// FetchSnapshot v0–1 (KIP-630; v1 adds the directory id and NodeEndpoints, KIP-853), UpdateFeatures
+/// v0–2 for `kraft.version` only (the static-to-dynamic upgrade, as Kafka 4.4's controllers serve it).
+pub const SERVED_APIS: [ServedApi; 13] = [
     api(ApiKey::Fetch, 15, 18),
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::ApiVersions, 0, 4),
@@ -33,6 +34,7 @@ pub const SERVED_APIS: [ServedApi; 12] = [
         0,
         super::describe_quorum::MAX_VERSION,
     ),
+    api(ApiKey::UpdateFeatures, 0, 2),
     api(ApiKey::FetchSnapshot, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::AddRaftVoter, 0, 1),

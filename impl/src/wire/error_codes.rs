@@ -24,6 +24,10 @@ pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = ResponseError::UnsupportedEndpointTyp
 pub const INVALID_VOTER_KEY: i16 = ResponseError::InvalidVoterKey.code();
 pub const DUPLICATE_VOTER: i16 = ResponseError::DuplicateVoter.code();
 pub const VOTER_NOT_FOUND: i16 = ResponseError::VoterNotFound.code();
+/// UpdateFeatures sent to a controller that is not the active one.
+pub const NOT_CONTROLLER: i16 = ResponseError::NotController.code();
+/// UpdateFeatures: a level the controller refuses.
+pub const INVALID_UPDATE_VERSION: i16 = ResponseError::InvalidUpdateVersion.code();
 
 /// Kafka's default message for an error code (`Errors.message()`); `None` for NONE.
 pub fn error_message(code: i16) -> Option<&'static str> {
@@ -32,6 +36,8 @@ pub fn error_message(code: i16) -> Option<&'static str> {
         UNKNOWN_TOPIC_OR_PARTITION => "This server does not host this topic-partition.",
         NOT_LEADER_OR_FOLLOWER => "For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition.",
         REQUEST_TIMED_OUT => "The request timed out.",
+        NOT_CONTROLLER => "This is not the correct controller for this cluster.",
+        INVALID_UPDATE_VERSION => "The given update version was invalid.",
         UNSUPPORTED_VERSION => "The version of API is not supported.",
         INVALID_REQUEST => "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
         FENCED_LEADER_EPOCH => "The leader epoch in the request is older than the epoch on the broker.",

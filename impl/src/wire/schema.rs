@@ -139,6 +139,8 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/SnapshotFooterRecord.json"),
     include_str!("../../../specs/messages/DescribeClusterRequest.json"),
     include_str!("../../../specs/messages/DescribeClusterResponse.json"),
+    include_str!("../../../specs/messages/UpdateFeaturesRequest.json"),
+    include_str!("../../../specs/messages/UpdateFeaturesResponse.json"),
 ];
 
 /// All embedded schemas by name, parsed on first use. The files are part of the build, so a parse

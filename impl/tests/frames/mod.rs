@@ -324,6 +324,29 @@ pub fn samples() -> Vec<Sample> {
                 .with_max_supported_version(1),
         );
     request(&mut out, "update", 82, range(82), &update);
+    let features =
+        kafka_protocol::messages::UpdateFeaturesRequest::default().with_feature_updates(vec![
+            kafka_protocol::messages::update_features_request::FeatureUpdateKey::default()
+                .with_feature(StrBytes::from_static_str("kraft.version"))
+                .with_max_version_level(1),
+        ]);
+    request(&mut out, "update_features", 57, range(57), &features);
+    let validate = features.with_validate_only(true);
+    request(&mut out, "update_features_validate", 57, (1, 2), &validate);
+    let refused = kraft::node::FeatureRefusal::Busy;
+    let answer = ClientResponse::UpdateFeatures(kraft::node::features_response(
+        1,
+        &[StrBytes::from_static_str("kraft.version")],
+        Some(&refused),
+    ));
+    response(
+        &mut out,
+        "features_resp",
+        Side::ClientResponse,
+        57,
+        range(57),
+        |reply| codec::client_response(reply, &answer),
+    );
     let metadata = MetadataRequest::default()
         .with_topics(Some(vec![MetadataRequestTopic::default()
             .with_name(Some(TopicName(StrBytes::from_static_str("t"))))]));
@@ -351,6 +374,7 @@ pub fn samples() -> Vec<Sample> {
             ClientResponse::RemoveRaftVoter(_) => 81,
             ClientResponse::UpdateRaftVoter(_) => 82,
             ClientResponse::DescribeCluster(_) => 60,
+            ClientResponse::UpdateFeatures(_) => 57,
         };
         response(
             &mut out,

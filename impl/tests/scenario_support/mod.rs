@@ -192,3 +192,44 @@ pub fn edit(msg: &mut Message, o: &Opts) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// UpdateFeatures for `kraft.version` (or `feature=NAME`) at `level`, with `type=upgrade|safe|unsafe|N`
+/// (v1+ `UpgradeType`), `validate=true`, `version=V` (default 2; v0 turns a downgrade type into
+/// `AllowDowngrade`).
+pub fn update_features(level: i16, o: &Opts) -> Result<ClientRequest, String> {
+    use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
+    let version = o.num::<i16>("version")?.unwrap_or(2);
+    let upgrade_type: i8 = match o.get("type") {
+        None | Some("upgrade") => 1,
+        Some("safe") => 2,
+        Some("unsafe") => 3,
+        Some(n) => n
+            .parse()
+            .map_err(|_| format!("type={n}: expected upgrade, safe, unsafe or a number"))?,
+    };
+    let feature = o
+        .get("feature")
+        .unwrap_or(kraft::node::KRAFT_VERSION_FEATURE);
+    let key = FeatureUpdateKey::default()
+        .with_feature(StrBytes::from_string(feature.to_string()))
+        .with_max_version_level(level)
+        .with_allow_downgrade(version == 0 && upgrade_type != 1)
+        .with_upgrade_type(upgrade_type);
+    Ok(ClientRequest::UpdateFeatures {
+        version,
+        request: kafka_protocol::messages::UpdateFeaturesRequest::default()
+            .with_feature_updates(vec![key])
+            .with_validate_only(o.get("validate") == Some("true")),
+    })
+}
+
+/// One line for an UpdateFeatures answer: the top-level code, then the message when refused.
+pub fn features_summary(
+    r: &kafka_protocol::messages::UpdateFeaturesResponse,
+    code_name: impl Fn(i16) -> String,
+) -> String {
+    match &r.error_message {
+        Some(m) => format!("UpdateFeatures {}: {m}", code_name(r.error_code)),
+        None => format!("UpdateFeatures {}", code_name(r.error_code)),
+    }
+}

@@ -22,7 +22,8 @@ import org.apache.kafka.common.Uuid;
  * directory {@code kraft format} wrote ({@link KraftFormatsKafkaScenario}), (n) a {@code kraft} node from a
  * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
- * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}). One
+ * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}), (u)
+ * Kafka's {@code kafka-features} against our quorum, (w, x) auto-join both ways ({@link AutoJoinScenario}). One
  * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -140,6 +141,25 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        if (wants("w")) {
+            report.scenario("w: auto-join (KIP-1186): an Apache Kafka controller with controller.quorum.auto.join.enable"
+                + " joins a kraft-led quorum and becomes a voter (kafka-metadata-quorum and kraft describe,"
+                + " CommittedVoters included)");
+            try {
+                new AutoJoinScenario(report, tools, work.resolve("auto-join"), kraft).runKafkaJoins();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("x")) {
+            report.scenario("x: auto-join (KIP-1186): a kraft node with --auto-join joins an Apache Kafka quorum and"
+                + " becomes a voter (kafka-metadata-quorum and kraft describe)");
+            try {
+                new AutoJoinScenario(report, tools, work.resolve("auto-join"), kraft).runKraftJoins();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
         if (wants("r")) {
             report.scenario("r: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
                 + " an observer: an add-controller uncommitted then committed, a remove-controller truncated after"
@@ -176,6 +196,48 @@ final class Scenarios {
             }
         }
         if (wants("l")) new TlsMixedScenario(report, tools, work.resolve("tls-mixed"), kraft).run();
+        if (wants("u")) {
+            report.scenario("u: kafka-features --bootstrap-controller against a kraft quorum (kraft.version 1): describe,"
+                + " upgrade, dry run, downgrade and an unknown feature refused");
+            try (KraftQuorum ours = new KraftQuorum(work.resolve("kraft-features"), kraft)) {
+                ours.startCluster(3);
+                kafkaFeaturesAgainstKraft(ours);
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+    }
+
+    /** Kafka's {@code kafka-features} through each node: ApiVersions' features, UpdateFeatures (API 57). */
+    private void kafkaFeaturesAgainstKraft(KraftQuorum ours) throws Exception {
+        // Until a leader is elected DescribeCluster names no active controller (ControllerId -1, as a Kafka
+        // controller answers), and the admin client waits for its next metadata refresh, past the tool's timeout.
+        Procs.Result elected = tools.kraft("describe", "--bootstrap-controller", ours.address(1), "--status");
+        report.check("kraft quorum elects a leader", elected.code() == 0, elected.toString());
+        for (int id = 1; id <= 3; id++) {
+            Procs.Result d = Tools.features("--bootstrap-controller", ours.address(id), "describe");
+            report.check("describe via node " + id + " exits 0", d.code() == 0, d.toString());
+            report.check("describe via node " + id + " names kraft.version 0-1, finalized 1",
+                Pattern.compile("Feature: kraft\\.version\\s+SupportedMinVersion: 0\\s+SupportedMaxVersion: 1\\s+"
+                    + "FinalizedVersionLevel: 1\\s+Epoch: \\d+").matcher(d.out()).find(), d.toString());
+        }
+        Procs.Result up = Tools.features("--bootstrap-controller", ours.address(2), "upgrade",
+            "--feature", "kraft.version=1");
+        report.check("upgrade kraft.version=1 exits 0", up.code() == 0, up.toString());
+        report.equal("upgrade output", "kraft.version was upgraded to 1.", up.out().trim());
+        Procs.Result dry = Tools.features("--bootstrap-controller", ours.address(3), "upgrade",
+            "--feature", "kraft.version=1", "--dry-run");
+        report.equal("dry-run output", "kraft.version can be upgraded to 1.", dry.out().trim());
+        Procs.Result down = Tools.features("--bootstrap-controller", ours.address(1), "downgrade",
+            "--feature", "kraft.version=0");
+        report.check("downgrade kraft.version=0 fails", down.code() != 0, down.toString());
+        report.check("downgrade names Kafka's reason", down.out().contains(
+            "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."),
+            down.toString());
+        Procs.Result other = Tools.features("--bootstrap-controller", ours.address(1), "upgrade",
+            "--feature", "metadata.version=20");
+        report.check("an unknown feature is refused", other.code() != 0
+            && other.out().contains("does not support this feature"), other.toString());
     }
 
     private void runSharedQuorums() throws Exception {

@@ -9,9 +9,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.kafka.tools.FeatureCommand;
 import org.apache.kafka.tools.MetadataQuorumCommand;
 
-/** Kafka's {@code kafka-metadata-quorum} (in this JVM) and our {@code kraft} CLI (a child process). */
+/**
+ * Kafka's {@code kafka-metadata-quorum} and {@code kafka-features} (in this JVM) and our {@code kraft} CLI (a child
+ * process).
+ */
 final class Tools {
     private final String kraft;
 
@@ -20,8 +24,17 @@ final class Tools {
     }
 
     /** Runs {@code MetadataQuorumCommand} as {@code kafka-metadata-quorum} does, without its System.exit. */
-    static synchronized Procs.Result kafka(String... args) throws Exception {
-        Method main = MetadataQuorumCommand.class.getDeclaredMethod("mainNoExit", String[].class);
+    static Procs.Result kafka(String... args) throws Exception {
+        return inProcess(MetadataQuorumCommand.class, args);
+    }
+
+    /** Runs {@code FeatureCommand} as {@code kafka-features} does, without its System.exit. */
+    static Procs.Result features(String... args) throws Exception {
+        return inProcess(FeatureCommand.class, args);
+    }
+
+    private static synchronized Procs.Result inProcess(Class<?> tool, String... args) throws Exception {
+        Method main = tool.getDeclaredMethod("mainNoExit", String[].class);
         main.setAccessible(true);
         PrintStream out = System.out, err = System.err;
         ByteArrayOutputStream o = new ByteArrayOutputStream(), e = new ByteArrayOutputStream();
