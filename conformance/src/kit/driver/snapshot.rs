@@ -49,32 +49,19 @@ impl Kit {
         let key = fetch_key(fetch)?;
         let end = key.fetch_offset.saturating_add(ahead);
         let id = SnapshotId { end, epoch };
-        let answer = FetchResponse {
-            request: key,
-            error: model::types::ErrorCode::None,
-            leader_epoch: epoch,
-            leader_id: Some(leader),
-            high_watermark: Some(end),
-            diverging: None,
-            records: Log::from_slice(&[]),
-            snapshot_id: Some(id),
-        };
-        let resp = encode::response(
-            &self.eps,
-            leader,
-            &req,
-            Some(&Msg::FetchResponse(answer)),
-            (epoch, Some(leader)),
-        )
-        .map_err(|e| Box::new(Divergence::Kit(e)))?;
-        self.write_answer(
+        let what = format!(
+            "node Fetch at {} (epoch {}): answered SnapshotId {end}@{epoch}",
+            key.fetch_offset, key.last_fetched_epoch
+        );
+        self.answer_fetch(
             conn,
             &reply,
-            &resp,
-            format!(
-                "node Fetch at {} (epoch {}): answered SnapshotId {end}@{epoch}",
-                key.fetch_offset, key.last_fetched_epoch
-            ),
+            &req,
+            key,
+            (leader, epoch),
+            end,
+            Some(id),
+            what,
         )?;
         let file = self.snapshot_file(id)?;
         let size = file.len() as u64;
@@ -134,30 +121,8 @@ impl Kit {
                 ),
             ));
         }
-        let answer = FetchResponse {
-            request: after,
-            error: model::types::ErrorCode::None,
-            leader_epoch: epoch,
-            leader_id: Some(leader),
-            high_watermark: Some(end),
-            diverging: None,
-            records: Log::from_slice(&[]),
-            snapshot_id: None,
-        };
-        let resp = encode::response(
-            &self.eps,
-            leader,
-            &req,
-            Some(&Msg::FetchResponse(answer)),
-            (epoch, Some(leader)),
-        )
-        .map_err(|e| Box::new(Divergence::Kit(e)))?;
-        self.write_answer(
-            conn,
-            &reply,
-            &resp,
-            format!("node Fetch at {end} after the install: no records, HW {end}"),
-        )?;
+        let what = format!("node Fetch at {end} after the install: no records, HW {end}");
+        self.answer_fetch(conn, &reply, &req, after, (leader, epoch), end, None, what)?;
         Ok(install)
     }
 
@@ -178,6 +143,41 @@ impl Kit {
         SnapshotEncoder::new(kid, 0, 1, Some(&voters), 0)
             .and_then(|e| e.finish(0))
             .map_err(|e| Box::new(Divergence::Kit(format!("snapshot {kid}: {e}"))))
+    }
+
+    /// Answers the node's Fetch `req` as played leader `leader` of `epoch`: no records, HW `end`, and
+    /// `snapshot_id` when the node must fetch a snapshot.
+    #[allow(clippy::too_many_arguments)]
+    fn answer_fetch(
+        &mut self,
+        conn: u64,
+        reply: &codec::Reply,
+        req: &Message,
+        request: FetchKey,
+        (leader, epoch): (Id, u8),
+        end: u8,
+        snapshot_id: Option<SnapshotId>,
+        what: String,
+    ) -> R<()> {
+        let answer = FetchResponse {
+            request,
+            error: model::types::ErrorCode::None,
+            leader_epoch: epoch,
+            leader_id: Some(leader),
+            high_watermark: Some(end),
+            diverging: None,
+            records: Log::from_slice(&[]),
+            snapshot_id,
+        };
+        let resp = encode::response(
+            &self.eps,
+            leader,
+            req,
+            Some(&Msg::FetchResponse(answer)),
+            (epoch, Some(leader)),
+        )
+        .map_err(|e| Box::new(Divergence::Kit(e)))?;
+        self.write_answer(conn, reply, &resp, what)
     }
 
     /// The node's next peer request to played replica `to` (handshakes answered on the way).
