@@ -321,3 +321,108 @@ fn forged_responses_write_nothing_and_the_download_then_completes() {
         cluster.node(1).log().end_offset()
     );
 }
+
+/// An error answer to FetchSnapshot in the follower's epoch, as Kafka 4.4's `handleFetchSnapshotResponse`
+/// takes it: the epoch and leader errors (`maybeHandleCommonResponse`) keep the download; after them,
+/// SNAPSHOT_NOT_FOUND or any other error without a snapshot id (a Kafka leader's POSITION_OUT_OF_RANGE
+/// carries none) drops the download and fetches again at once.
+#[test]
+fn an_error_answer_without_a_snapshot_id_starts_over_unless_it_is_about_the_epoch_or_leader() {
+    let (mut cluster, id) = leader_with_snapshot(5, 7);
+    let _ = follower_waiting_for_a_chunk(&mut cluster);
+    let epoch = cluster.node(1).epoch();
+    let waiting = cluster.node(2).clone();
+    let now = cluster.clock(2);
+    let no_id = SnapshotId {
+        end_offset: -1,
+        epoch: -1,
+    };
+    let answer = |code: i16| {
+        let mut resp = chunk(no_id, epoch, -1, -1, &[]);
+        resp.topics[0].partitions[0].error_code = code;
+        Message::FetchSnapshotResponse(resp)
+    };
+    let fetches = |out: &Output| {
+        out.requests
+            .iter()
+            .filter(|(to, m)| *to == 1 && matches!(m, Message::FetchRequest(_)))
+            .count()
+    };
+    for code in [
+        errors::SNAPSHOT_NOT_FOUND,
+        errors::POSITION_OUT_OF_RANGE,
+        errors::UNKNOWN_TOPIC_OR_PARTITION,
+        errors::UNKNOWN_SERVER_ERROR,
+    ] {
+        let mut node = waiting.clone();
+        let mut out = node.handle(now, 1, answer(code));
+        out.requests.extend(node.tick(now).requests);
+        assert_eq!(node.snapshot_download(), None, "error {code}");
+        assert_eq!(fetches(&out), 1, "error {code}: {:?}", out.requests);
+        assert_eq!((node.role(), node.epoch()), (Role::Follower, epoch));
+    }
+    for code in [
+        errors::NOT_LEADER_OR_FOLLOWER,
+        errors::FENCED_LEADER_EPOCH,
+        errors::UNKNOWN_LEADER_EPOCH,
+        errors::BROKER_NOT_AVAILABLE,
+        errors::INVALID_VOTER_KEY,
+        errors::INVALID_REQUEST,
+    ] {
+        let mut node = waiting.clone();
+        let mut out = node.handle(now, 1, answer(code));
+        out.requests.extend(node.tick(now).requests);
+        assert_eq!(node.snapshot_download(), Some((id, 0)), "error {code}");
+        assert_eq!(fetches(&out), 0, "error {code}: {:?}", out.requests);
+    }
+}
+
+/// The last chunk completes the download; until the shell answers `CompleteSnapshot` the follower reports
+/// the install as pending, sends nothing and its timers wait (no Fetch, no election), whatever the time;
+/// the shell's answer installs it and the follower fetches again at once.
+#[test]
+fn a_fetched_snapshot_waits_for_the_shells_install_and_the_follower_sends_nothing_meanwhile() {
+    let (mut cluster, id) = leader_with_snapshot(5, 7);
+    let file = snapshot_file(&[1]);
+    let _ = follower_waiting_for_a_chunk(&mut cluster);
+    let epoch = cluster.node(1).epoch();
+    let mut node = cluster.node(2).clone();
+    let now = cluster.clock(2);
+    let out = node.handle(
+        now,
+        1,
+        Message::FetchSnapshotResponse(chunk(id, epoch, file.len() as i64, 0, &file)),
+    );
+    assert!(
+        out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::CompleteSnapshot { id: done, .. } if *done == id)),
+        "{:?}",
+        out.effects
+    );
+    assert_eq!(node.installing_snapshot(), Some(id));
+    assert_eq!(node.snapshot_download(), None);
+    for later in [now, now + 1_000, now + 60_000] {
+        let out = node.tick(later);
+        assert!(out.requests.is_empty(), "at {later}: {:?}", out.requests);
+        assert_eq!((node.role(), node.epoch()), (Role::Follower, epoch));
+    }
+    let meta = cluster
+        .node(1)
+        .snapshots()
+        .find(|m| m.id == id)
+        .unwrap()
+        .clone();
+    let later = now + 60_000;
+    let mut out = node.snapshot_loaded(later, id, Ok(meta));
+    out.requests.extend(node.tick(later).requests);
+    assert_eq!(node.installing_snapshot(), None);
+    assert_eq!(node.log().start_offset(), id.end_offset);
+    assert!(
+        out.requests
+            .iter()
+            .any(|(to, m)| *to == 1 && matches!(m, Message::FetchRequest(_))),
+        "{:?}",
+        out.requests
+    );
+}

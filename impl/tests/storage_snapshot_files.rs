@@ -7,7 +7,8 @@
 use bytes::Bytes;
 use kraft::log::Record;
 use kraft::records::{
-    decode_snapshot, scan_batches, SnapshotEncoder, SnapshotFileKind, SnapshotId, SnapshotRecord,
+    decode_snapshot, scan_batches, RecordsError, SnapshotEncoder, SnapshotFileKind, SnapshotId,
+    SnapshotRecord,
 };
 use kraft::storage::{
     delete_snapshot, list_snapshots, parse_directory_id, read_snapshot_meta, snapshot_path,
@@ -293,5 +294,38 @@ fn file_names_are_kafkas() {
         "00000000000000000020_0000000001.checkpoint",
     ] {
         assert_eq!(SnapshotId::parse_file_name(bad), None, "{bad}");
+    }
+}
+
+/// A file cut inside a batch after its length prefix: the error names the batch's position, the bytes
+/// its length asks for and the bytes the file still holds from there.
+#[test]
+fn a_cut_batch_names_the_bytes_it_needs_and_the_bytes_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = snapshot_path(dir.path(), ID, SnapshotFileKind::Checkpoint);
+    let mut start = 0;
+    while start < KAFKA_SNAPSHOT.len() {
+        let len = i32::from_be_bytes(KAFKA_SNAPSHOT[start + 8..start + 12].try_into().unwrap());
+        let end = start + 12 + len as usize;
+        for cut in [start + 12, start + 13, end - 1] {
+            std::fs::write(&path, &KAFKA_SNAPSHOT[..cut]).unwrap();
+            match read_snapshot_meta(&path).unwrap_err() {
+                SnapshotError::Corrupt {
+                    position,
+                    source:
+                        RecordsError::Truncated {
+                            position: at,
+                            needed,
+                            available,
+                        },
+                    ..
+                } => {
+                    assert_eq!((position, at), (start as u64, start), "cut {cut}");
+                    assert_eq!((needed, available), (end - start, cut - start), "cut {cut}");
+                }
+                other => panic!("cut {cut}: {other}"),
+            }
+        }
+        start = end;
     }
 }

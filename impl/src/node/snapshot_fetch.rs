@@ -18,6 +18,18 @@ use super::snapshot::fetch_snapshot_partition;
 use super::types::*;
 use super::{Node, RoleState};
 
+/// The partition errors Kafka's `maybeHandleCommonResponse` settles before the snapshot's own rules (the
+/// epoch and the leader, a replica not ready, a request it could not take): an answer carrying one
+/// keeps the download.
+const COMMON_RESPONSE_ERRORS: [i16; 6] = [
+    errors::UNKNOWN_LEADER_EPOCH,
+    errors::FENCED_LEADER_EPOCH,
+    errors::NOT_LEADER_OR_FOLLOWER,
+    errors::BROKER_NOT_AVAILABLE,
+    errors::INVALID_VOTER_KEY,
+    errors::INVALID_REQUEST,
+];
+
 /// A snapshot being fetched from the leader (Kafka's `FollowerState.fetchingSnapshot`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Download {
@@ -159,12 +171,14 @@ impl Node {
         {
             self.learn_leader_endpoint(leader_epoch, leader_id, e.host.to_string(), e.port);
         }
+        // Kafka's `handleFetchSnapshotResponse`: after the epoch and leader errors
+        // (`maybeHandleCommonResponse`), SNAPSHOT_NOT_FOUND or an answer without a snapshot id, whatever
+        // its error, starts the download over from a Fetch.
         if p.error_code == errors::SNAPSHOT_NOT_FOUND
-            || (p.error_code == errors::NONE && id.is_none())
+            || (id.is_none() && !COMMON_RESPONSE_ERRORS.contains(&p.error_code))
         {
-            // The leader no longer has it: start over from a Fetch (Kafka's answer).
             if leader_epoch == self.election.epoch {
-                tracing::info!(node = self.local.id, id = %sent.id, "leader has no such snapshot; fetching again");
+                tracing::info!(node = self.local.id, id = %sent.id, error = p.error_code, "leader has no such snapshot; fetching again");
                 self.abort_download(out);
                 self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
                 self.next_fetch_at = Some(now);
