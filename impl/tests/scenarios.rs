@@ -15,7 +15,8 @@
 //!
 //! Commands (node ids are plain integers):
 //! - `cluster voters=N [observers=M] [seed=S] [static]`: a fresh cluster (bootstrap checkpoint, or
-//!   static voters with `kraft.version` 0); prints `raft-state`.
+//!   static voters with `kraft.version` 0); prints `raft-state`. Own snapshots: `snapshot-bytes=B`
+//!   (retention checked every 1000 ms), `retention-bytes=B`, `retention-ms=MS`, `snapshot-max-bytes=B`.
 //! - `raft-state`: one line per node: role, epoch, known leader, HW, log end, latest and committed voters.
 //! - `elect ID`: fires ID's election timer (its fetch timeout if it follows a leader) and delivers every
 //!   message until the network is quiet; prints `raft-state`.
@@ -805,6 +806,7 @@ impl Runner {
                         Some(("retention-bytes", v)) => {
                             snapshots.max_retention_bytes = num(v)? as i64
                         }
+                        Some(("retention-ms", v)) => snapshots.max_retention_ms = num(v)? as i64,
                         Some(("snapshot-max-bytes", v)) => {
                             snapshots.fetch_snapshot_max_bytes = num(v)?
                         }
