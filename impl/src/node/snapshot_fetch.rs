@@ -174,16 +174,15 @@ impl Node {
         // Kafka's `handleFetchSnapshotResponse`: after the epoch and leader errors
         // (`maybeHandleCommonResponse`), SNAPSHOT_NOT_FOUND or an answer without a snapshot id, whatever
         // its error, starts the download over from a Fetch.
-        if p.error_code == errors::SNAPSHOT_NOT_FOUND
-            || (id.is_none() && !COMMON_RESPONSE_ERRORS.contains(&p.error_code))
+        if (p.error_code == errors::SNAPSHOT_NOT_FOUND
+            || (id.is_none() && !COMMON_RESPONSE_ERRORS.contains(&p.error_code)))
+            && leader_epoch == self.election.epoch
         {
-            if leader_epoch == self.election.epoch {
-                tracing::info!(node = self.local.id, id = %sent.id, error = p.error_code, "leader has no such snapshot; fetching again");
-                self.abort_download(out);
-                self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
-                self.next_fetch_at = Some(now);
-                return;
-            }
+            tracing::info!(node = self.local.id, id = %sent.id, error = p.error_code, "leader has no such snapshot; fetching again");
+            self.abort_download(out);
+            self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
+            self.next_fetch_at = Some(now);
+            return;
         }
         if p.error_code != errors::NONE {
             let before = (self.role(), self.election.epoch, self.leader_id());
