@@ -186,11 +186,13 @@ impl Identity<'_> {
             ));
         }
         let directory_id = match (self.listed, self.directory_id) {
-            (Some(listed), Some(given)) if listed != given => return Err(usage(format!(
+            (Some(listed), Some(given)) if listed != given => {
+                return Err(usage(format!(
                 "--directory-id {} differs from node {node_id}'s entry {} in --initial-controllers",
                 format_directory_id(given),
                 format_directory_id(listed)
-            ))),
+            )))
+            }
             (Some(listed), _) => listed,
             (None, Some(given)) => given,
             (None, None) => new_directory_id(),
