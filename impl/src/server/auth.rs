@@ -6,8 +6,7 @@
 //! controller with an authorizer answers a principal without CLUSTER_ACTION/ALTER), and a log line.
 
 use kafka_protocol::messages::{
-    AddRaftVoterResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-    RemoveRaftVoterResponse, UpdateRaftVoterResponse, VoteResponse,
+    AddRaftVoterResponse, RemoveRaftVoterResponse, UpdateRaftVoterResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -109,22 +108,7 @@ fn message_name(message: &Message) -> &'static str {
 
 /// The refusal answer to a peer request.
 pub fn refused_peer(request: &Message) -> Option<Message> {
-    let code = CLUSTER_AUTHORIZATION_FAILED;
-    Some(match request {
-        Message::VoteRequest(_) => {
-            Message::VoteResponse(VoteResponse::default().with_error_code(code))
-        }
-        Message::BeginQuorumEpochRequest(_) => Message::BeginQuorumEpochResponse(
-            BeginQuorumEpochResponse::default().with_error_code(code),
-        ),
-        Message::EndQuorumEpochRequest(_) => {
-            Message::EndQuorumEpochResponse(EndQuorumEpochResponse::default().with_error_code(code))
-        }
-        Message::FetchRequest(_) => {
-            Message::FetchResponse(FetchResponse::default().with_error_code(code))
-        }
-        _ => return None,
-    })
+    request.error_answer(CLUSTER_AUTHORIZATION_FAILED)
 }
 
 /// The refusal answer to a client request (only membership changes are ever refused).
