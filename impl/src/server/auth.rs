@@ -102,6 +102,7 @@ fn message_name(message: &Message) -> &'static str {
         Message::BeginQuorumEpochRequest(_) => "BeginQuorumEpoch",
         Message::EndQuorumEpochRequest(_) => "EndQuorumEpoch",
         Message::FetchRequest(_) => "Fetch",
+        Message::FetchSnapshotRequest(_) => "FetchSnapshot",
         _ => "response",
     }
 }
@@ -182,6 +183,33 @@ mod tests {
             Ok(())
         );
         assert_eq!(check(None, &Identity::Plaintext, &vote(1)), Ok(()));
+    }
+
+    #[test]
+    fn a_refused_snapshot_download_is_answered_not_dropped() {
+        let t = tls(Some("CN=node-{id}"), &[]);
+        let message = Message::FetchSnapshotRequest(Default::default());
+        let incoming = Incoming::Peer {
+            from: 2,
+            message: message.clone(),
+        };
+        let denied = check(
+            Some(&t),
+            &Identity::Principal("CN=node-1".into()),
+            &incoming,
+        )
+        .expect_err("node-1 cannot fetch as node 2");
+        assert!(denied.0.starts_with("FetchSnapshot from"), "{}", denied.0);
+        match refused_peer(&message) {
+            Some(Message::FetchSnapshotResponse(r)) => {
+                assert_eq!(r.error_code, CLUSTER_AUTHORIZATION_FAILED)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            refused_peer(&Message::VoteResponse(Default::default())),
+            None
+        );
     }
 
     #[test]
