@@ -506,8 +506,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
                 let props = scenarios::node_properties(run[run.len() - 1]);
-                let mut p =
-                    start_node(&bin, work.join(format!("run{n}")), &eps, timers[i], props)?;
+                let mut p = start_node(&bin, work.join(format!("run{n}")), &eps, timers[i], props)?;
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;

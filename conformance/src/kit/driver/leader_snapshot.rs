@@ -152,7 +152,10 @@ impl Kit {
     /// trips, for the result.
     pub fn check_snapshot(&mut self, id: SnapshotId, bytes: Bytes, chunks: u64) -> R<Served> {
         let size = bytes.len() as u64;
-        let mut line = Line::new("kit", format!("snapshot {}@{} ({size} bytes)", id.end, id.epoch));
+        let mut line = Line::new(
+            "kit",
+            format!("snapshot {}@{} ({size} bytes)", id.end, id.epoch),
+        );
         let me = &self.state.servers[self.nut as usize];
         let want = model::spec::committed_voters(self.state.bootstrap, &me.log, Some(id.end));
         line.expected =
@@ -171,7 +174,8 @@ impl Kit {
         if snap.kraft_version != Some(1) || mask.clone().and_then(Result::ok) != want {
             return Err(self.mismatch_line(line));
         }
-        self.report.push(line.verdict("ok".into()));
+        self.report
+            .push(line.verdict(format!("ok ({} data records)", snap.data_records)));
         Ok(Served {
             id,
             size,
@@ -330,9 +334,7 @@ fn fetch_snapshot_request(
         .with_replica_id(BrokerId(i32::from(replica)))
         .with_max_bytes(KIT_SNAPSHOT_MAX_BYTES)
         .with_topics(vec![TopicSnapshot::default()
-            .with_name(TopicName(StrBytes::from_static_str(
-                "__cluster_metadata",
-            )))
+            .with_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
             .with_partitions(vec![partition])])
 }
 
