@@ -53,11 +53,7 @@ final class KafkaQuorum implements AutoCloseable {
 
     /** kill -9 of controller {@code id}. */
     void kill(int id) throws InterruptedException {
-        Process p = processes.remove(id);
-        if (p != null) {
-            p.destroyForcibly();
-            p.waitFor();
-        }
+        Procs.kill(processes.remove(id));
     }
 
     /** Starts a killed controller again on its directory and port. */

@@ -238,11 +238,7 @@ final class KraftQuorum implements AutoCloseable {
 
     /** kill -9 of a node started with {@link #startJoiner}. */
     void kill(int id) throws InterruptedException {
-        Process p = nodes.remove(id);
-        if (p != null) {
-            p.destroyForcibly();
-            p.waitFor();
-        }
+        Procs.kill(nodes.remove(id));
     }
 
     /** (Re)starts a node started with {@link #startJoiner} on its data directory. */
