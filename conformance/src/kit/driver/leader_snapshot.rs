@@ -45,7 +45,7 @@ impl Kit {
     /// with the model's HW; a snapshot id must end at or below that HW, on an entry of the node's log
     /// whose epoch it names, with no records beside it.
     pub fn probe_snapshot(&mut self, replica: Id) -> R<Option<SnapshotId>> {
-        let me = self.state.servers[self.nut as usize].clone();
+        let me = self.state.servers[self.nut as usize];
         let key = FetchKey {
             epoch: me.epoch,
             fetch_offset: 0,
