@@ -9,7 +9,13 @@ use super::driver::{Divergence, Kit};
 type R<T> = Result<T, Box<Divergence>>;
 
 /// Scenario names, in the order `all` runs them.
-pub const ALL: [&str; 4] = ["first-election", "add-voter", "follow", "install-snapshot"];
+pub const ALL: [&str; 5] = [
+    "first-election",
+    "add-voter",
+    "follow",
+    "install-snapshot",
+    "leader-snapshot",
+];
 
 /// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
 /// A timer the scenario waits for is short; one it must not see is far beyond the scenario's length.
@@ -17,6 +23,17 @@ pub fn timers(scenario: &str) -> (u64, u64) {
     match scenario {
         "follow" | "install-snapshot" => (60_000, 60_000),
         _ => (300, 60_000),
+    }
+}
+
+/// Kafka properties the node under test is started with for a run that begins with `scenario` (as
+/// `kraft node` flags, or for a `--node-script` in `KIT_NODE_PROPS`): `leader-snapshot` needs a node that
+/// snapshots its own log as soon as a committed batch allows (`metadata.log.max.record.bytes.between.snapshots`
+/// at its minimum, 1). Every other run keeps the defaults, under which the node takes no snapshot.
+pub fn node_properties(scenario: &str) -> &'static [(&'static str, &'static str)] {
+    match scenario {
+        "leader-snapshot" => &[("metadata.log.max.record.bytes.between.snapshots", "1")],
+        _ => &[],
     }
 }
 
@@ -152,6 +169,47 @@ pub fn install_snapshot(k: &mut Kit) -> R<()> {
             "the snapshot went in {} chunk(s), expected at least 2: {install:?}",
             install.chunks
         ))));
+    }
+    Ok(())
+}
+
+/// After [`first_election`] on a node started with [`node_properties`]`("leader-snapshot")`: the
+/// node leads and snapshots its own log once a batch commits. Observer 3 fetches at offset 0 outside the
+/// model until the node answers with a `SnapshotId` (between tries the voters fetch in the model, which
+/// commits what the node writes on its own); it downloads the snapshot with FetchSnapshot in chunks of
+/// at most [`KIT_SNAPSHOT_MAX_BYTES`](super::driver::leader_snapshot::KIT_SNAPSHOT_MAX_BYTES), checks
+/// its bytes, fetches at its end offset, and the voters fetch once more in the model (see
+/// `driver/leader_snapshot.rs`).
+pub fn leader_snapshot(k: &mut Kit) -> R<()> {
+    const OBSERVER: Id = 3;
+    let start = std::time::Instant::now();
+    let id = loop {
+        if let Some(id) = k.probe_snapshot(OBSERVER)? {
+            break id;
+        }
+        if start.elapsed() >= k.wait {
+            return Err(Box::new(Divergence::Timeout {
+                waiting_for: "a snapshot of the node's own (a SnapshotId answer to a fetch at 0)"
+                    .into(),
+                waited_ms: start.elapsed().as_millis(),
+            }));
+        }
+        for r in [1, 2] {
+            fetch_from_node(k, r)?;
+        }
+        k.serve_for(std::time::Duration::from_millis(50))?;
+    };
+    let (bytes, chunks) = k.download_snapshot(OBSERVER, id)?;
+    let served = k.check_snapshot(id, bytes, chunks)?;
+    if served.chunks < 2 {
+        return Err(Box::new(Divergence::Kit(format!(
+            "the snapshot went in {} chunk(s), expected at least 2: {served:?}",
+            served.chunks
+        ))));
+    }
+    k.fetch_after_snapshot(OBSERVER, id)?;
+    for r in [1, 2] {
+        fetch_from_node(k, r)?;
     }
     Ok(())
 }
