@@ -301,9 +301,15 @@ mod tests {
 
     /// Starts a node on `dir` (listener on an ephemeral port) and returns the error it must refuse with.
     fn start_refused(dir: &Path, why: &str) -> Failure {
+        start_refused_with(dir, None, why)
+    }
+
+    /// [`start_refused`] with static voters `--voters`.
+    fn start_refused_with(dir: &Path, voters: Option<&str>, why: &str) -> Failure {
         let settings = NodeSettings::resolve(NodeArgs {
             data_dir: Some(dir.to_path_buf()),
             listener: Some("127.0.0.1:0".into()),
+            voters: voters.map(str::to_string),
             ..NodeArgs::default()
         })
         .unwrap();
@@ -346,22 +352,7 @@ mod tests {
     fn a_static_directory_needs_its_voters_and_this_node_among_them() {
         let dir = tempfile::tempdir().unwrap();
         super::super::format::format_static_dir(dir.path(), "c", 2, None, false).unwrap();
-        let refused = |voters: Option<&str>| {
-            let settings = NodeSettings::resolve(NodeArgs {
-                data_dir: Some(dir.path().to_path_buf()),
-                listener: Some("127.0.0.1:0".into()),
-                voters: voters.map(str::to_string),
-                ..NodeArgs::default()
-            })
-            .unwrap();
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(start_node(&settings, std::future::pending()))
-                .err()
-                .expect("refused")
-        };
+        let refused = |voters| start_refused_with(dir.path(), voters, "refused");
         let err = refused(None);
         assert_eq!(err.code, EXIT_USAGE);
         assert!(
@@ -377,24 +368,14 @@ mod tests {
             "{}",
             err.message
         );
-        // A directory with a voter set refuses nothing for static voters: they are ignored.
+        // A --no-initial-controllers directory (kraft.version 1, no voter set) with static voters is refused.
         let dynamic = tempfile::tempdir().unwrap();
         format_dir(dynamic.path(), "c", 4, None, None, false).unwrap();
-        let settings = NodeSettings::resolve(NodeArgs {
-            data_dir: Some(dynamic.path().to_path_buf()),
-            listener: Some("127.0.0.1:0".into()),
-            voters: Some("4@127.0.0.1:1".into()),
-            ..NodeArgs::default()
-        })
-        .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let err = rt
-            .block_on(start_node(&settings, std::future::pending()))
-            .err()
-            .expect("a --no-initial-controllers directory with static voters is refused");
+        let err = start_refused_with(
+            dynamic.path(),
+            Some("4@127.0.0.1:1"),
+            "a --no-initial-controllers directory with static voters is refused",
+        );
         assert!(
             err.message.contains("without initial voters"),
             "{}",
