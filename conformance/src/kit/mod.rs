@@ -39,10 +39,11 @@ pub const NUT: Id = 0;
     about = "Drive one KRaft node over TCP with model traces: the kit plays the other replicas"
 )]
 pub struct KitArgs {
-    /// Scenarios to run (first-election, add-voter, follow, install-snapshot, leader-snapshot, all).
-    /// add-voter runs after first-election on the same node, install-snapshot after follow,
-    /// leader-snapshot after first-election on a node of its own that snapshots its log
-    /// (`scenarios::node_properties`).
+    /// Scenarios to run (first-election, add-voter, follow, install-snapshot, leader-snapshot,
+    /// leader-log-start, all: every one but leader-log-start, which waits for the node's 60 s
+    /// retention clock). add-voter runs after first-election on the same node, install-snapshot after
+    /// follow, leader-snapshot and leader-log-start each after first-election on a node of its own
+    /// that snapshots its log (`scenarios::node_properties`).
     #[arg(long, default_value = "all")]
     pub scenario: Vec<String>,
     /// Test an already running node at HOST:PORT instead of starting one. It must be formatted as
@@ -434,7 +435,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     let mut wanted: Vec<&str> = Vec::new();
     for s in &args.scenario {
         match s.as_str() {
-            "all" => wanted.extend(scenarios::ALL),
+            "all" => wanted.extend(scenarios::ALL.iter().filter(|s| scenarios::in_all(s))),
             s if scenarios::ALL.contains(&s) => wanted
                 .push(scenarios::ALL[scenarios::ALL.iter().position(|x| *x == s).unwrap_or(0)]),
             other => {
@@ -447,8 +448,11 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     }
     // add-voter continues first-election on the same node; leader-snapshot does on a node of its own.
     let snapshot = wanted.contains(&"leader-snapshot");
+    let log_start = wanted.contains(&"leader-log-start");
     let mut runs: Vec<Vec<&str>> = Vec::new();
-    if wanted.contains(&"add-voter") || (wanted.contains(&"first-election") && !snapshot) {
+    if wanted.contains(&"add-voter")
+        || (wanted.contains(&"first-election") && !snapshot && !log_start)
+    {
         let mut r = vec!["first-election"];
         if wanted.contains(&"add-voter") {
             r.push("add-voter");
@@ -465,6 +469,9 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     }
     if snapshot {
         runs.push(vec!["first-election", "leader-snapshot"]);
+    }
+    if wanted.contains(&"leader-log-start") {
+        runs.push(vec!["first-election", "leader-log-start"]);
     }
     let mut report = Report::default();
     if let Some(p) = &args.report {
@@ -534,6 +541,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 "add-voter" => scenarios::add_voter(&mut kit, dq.clone()),
                 "install-snapshot" => scenarios::install_snapshot(&mut kit),
                 "leader-snapshot" => scenarios::leader_snapshot(&mut kit),
+                "leader-log-start" => scenarios::leader_log_start(&mut kit),
                 _ => scenarios::follow(&mut kit, dq.clone()),
             };
             if let Err(d) = &r {

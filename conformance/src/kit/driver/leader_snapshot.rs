@@ -39,23 +39,32 @@ pub struct Served {
 }
 
 impl Kit {
-    /// Played replica `replica` fetches at offset 0 (last fetched epoch 0) from the node, which leads:
-    /// `Some(id)` when the answer points to snapshot `id`, `None` when it carries records (no snapshot
-    /// of the node's own yet). Either way the answer must come from the leader of the model's epoch
-    /// with the model's HW; a snapshot id must end at or below that HW, on an entry of the node's log
-    /// whose epoch it names, with no records beside it.
-    pub fn probe_snapshot(&mut self, replica: Id) -> R<Option<SnapshotId>> {
+    /// Played replica `replica` fetches at `offset` from the node, which leads (last fetched epoch:
+    /// the epoch of the entry before `offset` in the node's log as the model knows it, 0 at offset 0):
+    /// `Some(id)` when the answer points to snapshot `id`, `None` when it carries records (at 0: no
+    /// snapshot of the node's own yet; above 0: the log still starts at or below `offset`). Either way
+    /// the answer must come from the leader of the model's epoch with the model's HW; a snapshot id
+    /// must end above `offset` and at or below that HW, on an entry of the node's log whose epoch it
+    /// names, with no records beside it.
+    pub fn probe_snapshot(&mut self, replica: Id, offset: u8) -> R<Option<SnapshotId>> {
         let me = self.state.servers[self.nut as usize];
+        let last_fetched_epoch = match offset.checked_sub(1) {
+            None => 0,
+            Some(o) => me.log.get(o).map_or(0, |e| e.epoch),
+        };
         let key = FetchKey {
             epoch: me.epoch,
-            fetch_offset: 0,
-            last_fetched_epoch: 0,
+            fetch_offset: offset,
+            last_fetched_epoch,
         };
-        let action = format!("replica {replica} fetches at offset 0 (outside the model)");
+        let action = format!(
+            "replica {replica} fetches at offset {offset} (last fetched epoch \
+             {last_fetched_epoch}; outside the model)"
+        );
         let (f, mut line) = self.fetch_outside(replica, key, action)?;
         line.expected = format!(
-            "leader {} of epoch {}, HW {:?}: records from 0, or a SnapshotId at or below the HW \
-             and no records",
+            "leader {} of epoch {}, HW {:?}: records from {offset}, or a SnapshotId above {offset} \
+             and at or below the HW, and no records",
             self.nut, me.epoch, me.hw
         );
         line.observed = format!("{f:?}");
@@ -68,13 +77,19 @@ impl Kit {
             if !from_leader {
                 return Err(self.mismatch_line(line));
             }
-            self.report
-                .push(line.verdict("ok (records: no snapshot of the node's own yet)".into()));
+            self.report.push(line.verdict(format!(
+                "ok (records from {offset}: no snapshot {})",
+                if offset == 0 {
+                    "of the node's own yet"
+                } else {
+                    "at this offset yet (the log starts at or below it)"
+                }
+            )));
             return Ok(None);
         };
         let hw = me.hw.unwrap_or(0);
         let entry_epoch = id.end.checked_sub(1).and_then(|o| me.log.get(o));
-        let valid = id.end >= 1
+        let valid = id.end > offset
             && id.end <= hw
             && entry_epoch.is_some_and(|e| e.epoch == id.epoch)
             && f.records.is_empty();
