@@ -3,7 +3,8 @@
 # kit.sh for its scenarios and tours): one KRaft controller, node 0, in directory DIR.
 #   kit-node.sh format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID   formats it with Kafka's StorageTool
 #   kit-node.sh start DIR PORT ELECTION_MS FETCH_MS              runs kafka.Kafka in the foreground (exec)
-# Needs KIT_CLASSPATH (the harness classpath, set by kit.sh); KIT_FORMAT_ARGS as in kit.sh.
+# Needs KIT_CLASSPATH (the harness classpath, set by kit.sh); KIT_FORMAT_ARGS as in kit.sh; KIT_NODE_PROPS
+# (set by the kit for a scenario that needs them, e.g. leader-snapshot): extra controller properties.
 set -euo pipefail
 cmd="$1" dir="$2" port="$3"
 : "${KIT_CLASSPATH:?set by kit.sh}"
@@ -25,6 +26,8 @@ controller.quorum.election.timeout.ms=$1
 controller.quorum.fetch.timeout.ms=$2
 controller.quorum.request.timeout.ms=60000
 PROPS
+    # Properties of the scenario (the kit's scenarios::node_properties), one key=value a line.
+    if [ -n "${KIT_NODE_PROPS:-}" ]; then printf '%s\n' "$KIT_NODE_PROPS" >> "$dir/controller.properties"; fi
 }
 case "$cmd" in
 format)

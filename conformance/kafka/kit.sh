@@ -3,7 +3,9 @@
 # StorageTool so that its other voters are the kit's replicas, starts the kit (its replicas listen first),
 # then the controller with `kafka.Kafka` (both through kit-node.sh), and lets the kit drive it, declaring
 # Kafka's one request in flight per connection (--one-in-flight): first-election + add-voter on one
-# controller (300 ms election timeout), follow + install-snapshot on a second (60 s election timeout). Divergences found in
+# controller (300 ms election timeout), follow + install-snapshot on a second (60 s election timeout),
+# first-election + leader-snapshot on a third that snapshots its own log (300 ms), first-election +
+# leader-log-start on a fourth that also moves its log start (about 60 s more). Divergences found in
 # Kafka are findings (conformance/README.md, "Findings in Apache Kafka"), so this script is NOT part of CI;
 # it exits with the kit's status. Needs Java 17+, Maven 3.8+ and cargo, like run.sh.
 # Usage: conformance/kafka/kit.sh                      (both runs)
@@ -69,6 +71,12 @@ elif [ $# -gt 0 ]; then
 else
     run_one election 300 --scenario first-election --scenario add-voter || status=1
     run_one follow 60000 --scenario follow --scenario install-snapshot || status=1
+    # The controller snapshots its own log once a batch commits (the kit's scenarios::node_properties).
+    KIT_NODE_PROPS="metadata.log.max.record.bytes.between.snapshots=1" \
+        run_one snapshot 300 --scenario leader-snapshot || status=1
+    # ... and moves its log start to it at its first retention check, up to 60 s after its start.
+    KIT_NODE_PROPS="$(printf '%s\n' metadata.log.max.record.bytes.between.snapshots=1 metadata.max.retention.bytes=1)" \
+        run_one log-start 300 --scenario leader-log-start || status=1
 fi
 echo "kafka kit: work directory $work (Apache Kafka 4.4.0); kit exit status $status"
 exit $status

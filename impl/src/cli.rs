@@ -51,6 +51,7 @@ pub mod properties;
 pub mod run;
 pub mod snapshot_head;
 pub mod snapshot_settings;
+pub mod static_voters;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -146,7 +147,7 @@ pub struct BenchDescribeArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("voters").required(true).args(["initial_controllers", "no_initial_controllers", "standalone"])))]
+#[command(group(clap::ArgGroup::new("bootstrap_voters").args(["initial_controllers", "no_initial_controllers", "standalone"])))]
 pub struct FormatArgs {
     /// A Kafka controller's properties file (`kafka-storage format --config`): node id from `node.id`, the
     /// data directory from `metadata.log.dir` or the first of `log.dirs`, the endpoint for `--standalone`
@@ -170,6 +171,12 @@ pub struct FormatArgs {
     /// listener; needs `--config`.
     #[arg(short = 's', long, requires = "config")]
     pub standalone: bool,
+    /// Static voters (Kafka's `controller.quorum.voters`): `ID@HOST:PORT,...`, this node among them. The
+    /// directory is formatted for kraft.version 0, as `kafka-storage format` does when the key is set;
+    /// the set itself is configured (`kraft node --voters`), not written. Without it (and without the key
+    /// in `--config`) one of `--standalone`, `--initial-controllers`, `--no-initial-controllers` is needed.
+    #[arg(long, conflicts_with_all = ["initial_controllers", "standalone"])]
+    pub voters: Option<String>,
     /// Directory id of this node when it is not among the initial controllers (default: random).
     #[arg(long)]
     pub directory_id: Option<String>,
@@ -194,6 +201,11 @@ pub struct NodeArgs {
     /// `--no-initial-controllers`.
     #[arg(long)]
     pub bootstrap_servers: Option<String>,
+    /// Static voters (Kafka's `controller.quorum.voters`): `ID@HOST:PORT,...`, this node among them; for a
+    /// directory formatted with them (kraft.version 0). A directory with a voter set (kraft.version 1)
+    /// ignores them, as Kafka does.
+    #[arg(long)]
+    pub voters: Option<String>,
     /// Refuse to start unless the data directory belongs to this node id.
     #[arg(long)]
     pub node_id: Option<i32>,

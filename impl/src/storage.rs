@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 pub use file_log::{FileLog, DEFAULT_SEGMENT_BYTES};
 pub use meta::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    read_bootstrap, write_bootstrap, write_bootstrap_snapshot, MetaProperties,
+    read_bootstrap, write_bootstrap, write_bootstrap_snapshot, write_static_bootstrap_snapshot,
+    MetaProperties,
 };
 pub use metadata_log::{kept_at_start, MetadataLog};
 pub use quorum_state::{read_quorum_state, write_quorum_state};
@@ -113,14 +114,17 @@ impl DataDir {
             self.bootstrap_path()
         }
     }
-    /// The bootstrap voters of this directory. Kafka 4.0's `kafka-storage format --no-initial-controllers`
-    /// writes no bootstrap snapshot, only its metadata.version bootstrap (`bootstrap.checkpoint` beside
-    /// `meta.properties`); Kafka 4.1+ write one with kraft.version 1 and no voters. Both read as
-    /// [`crate::node::Bootstrap::NoInitialVoters`].
+    /// The bootstrap voters of this directory, as [`meta::read_bootstrap`] reads them. Kafka 4.0's
+    /// `kafka-storage format` writes no bootstrap snapshot with `--no-initial-controllers` or static
+    /// voters, only its metadata.version bootstrap (`bootstrap.checkpoint` beside `meta.properties`):
+    /// kraft.version 0 and no voter set, read as [`crate::node::Bootstrap::Static`] with an empty set
+    /// (`cli::static_voters::resolve` makes it an observer's start without static voters configured).
     pub fn read_bootstrap(&self) -> Result<crate::node::Bootstrap, StorageError> {
         let path = self.bootstrap_file();
         if !path.exists() && self.root.join(BOOTSTRAP_FILE).exists() {
-            return Ok(crate::node::Bootstrap::NoInitialVoters);
+            return Ok(crate::node::Bootstrap::Static(
+                crate::voter_set::VoterSet::empty(),
+            ));
         }
         meta::read_bootstrap(&path)
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cluster_support::*;
 
-/// The update-voter period is 3 × fetch timeout: 3 s here.
+/// The update-voter period is one fetch timeout (Kafka 4.4): 1 s here.
 const TIMING: &[&str] = &[
     "--election-timeout-ms",
     "300",

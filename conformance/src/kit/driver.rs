@@ -40,6 +40,7 @@ use crate::schema::MessageSchema;
 
 mod client;
 pub mod hold;
+pub mod leader_snapshot;
 pub mod race;
 mod restart;
 pub mod snapshot;

@@ -39,8 +39,11 @@ pub const NUT: Id = 0;
     about = "Drive one KRaft node over TCP with model traces: the kit plays the other replicas"
 )]
 pub struct KitArgs {
-    /// Scenarios to run (first-election, add-voter, follow, install-snapshot, all). add-voter runs
-    /// after first-election on the same node, install-snapshot after follow.
+    /// Scenarios to run (first-election, add-voter, follow, install-snapshot, leader-snapshot,
+    /// leader-log-start, all: every one but leader-log-start, which waits for the node's 60 s
+    /// retention clock). add-voter runs after first-election on the same node, install-snapshot after
+    /// follow, leader-snapshot and leader-log-start each after first-election on a node of its own
+    /// that snapshots its log (`scenarios::node_properties`).
     #[arg(long, default_value = "all")]
     pub scenario: Vec<String>,
     /// Test an already running node at HOST:PORT instead of starting one. It must be formatted as
@@ -188,6 +191,8 @@ pub struct NodeProcess {
     pub dir: PathBuf,
     launcher: Launcher,
     port: u16,
+    /// Kafka properties the node is started with (`scenarios::node_properties`).
+    props: &'static [(&'static str, &'static str)],
 }
 
 impl Drop for NodeProcess {
@@ -208,7 +213,7 @@ impl NodeProcess {
     /// Starts the node again on the same data directory with timers `(election, fetch)` (ms), and
     /// waits until it listens.
     pub fn start(&mut self, timers: (u64, u64), wait: Duration) -> Result<(), String> {
-        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers)?;
+        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers, self.props)?;
         let a: SocketAddr = format!("127.0.0.1:{}", self.port)
             .parse()
             .map_err(|e| format!("{e}"))?;
@@ -266,12 +271,14 @@ fn default_work_dir() -> PathBuf {
     std::env::temp_dir().join(format!("kraft-kit-{}-{n}", std::process::id()))
 }
 
-/// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`.
+/// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`, with Kafka properties
+/// `props` beside the timers.
 fn start_node(
     launcher: &Launcher,
     dir: PathBuf,
     eps: &Endpoints,
     timers: (u64, u64),
+    props: &'static [(&'static str, &'static str)],
 ) -> Result<NodeProcess, String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -306,21 +313,25 @@ fn start_node(
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let child = spawn_node(launcher, &dir, eps.ports[0], timers)?;
+    let child = spawn_node(launcher, &dir, eps.ports[0], timers, props)?;
     Ok(NodeProcess {
         child,
         dir,
         launcher: launcher.clone(),
         port: eps.ports[0],
+        props,
     })
 }
 
-/// The node on `dir` listening on `port` (its log appended to `dir`/node.log).
+/// The node on `dir` listening on `port` (its log appended to `dir`/node.log). `props`: Kafka properties,
+/// given to `kraft node` as its flags of the same names and to a script as `KIT_NODE_PROPS` (one
+/// `key=value` a line).
 fn spawn_node(
     launcher: &Launcher,
     dir: &std::path::Path,
     port: u16,
     (election, fetch): (u64, u64),
+    props: &[(&str, &str)],
 ) -> Result<Child, String> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -340,6 +351,9 @@ fn spawn_node(
                 // The kit checks the node as a Kafka controller, which answers a DescribeQuorum it
                 // cannot serve with NOT_LEADER_OR_FOLLOWER; its played leaders serve no clients.
                 .args(["--describe-quorum-forwarding", "false"]);
+            for (k, v) in props {
+                c.arg(format!("--{}", k.replace('.', "-"))).arg(v);
+            }
             c
         }
         Launcher::Script(script) => {
@@ -349,6 +363,8 @@ fn spawn_node(
                 election.to_string(),
                 fetch.to_string(),
             ]);
+            let lines: Vec<String> = props.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            c.env("KIT_NODE_PROPS", lines.join("\n"));
             c
         }
     };
@@ -419,7 +435,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     let mut wanted: Vec<&str> = Vec::new();
     for s in &args.scenario {
         match s.as_str() {
-            "all" => wanted.extend(scenarios::ALL),
+            "all" => wanted.extend(scenarios::ALL.iter().filter(|s| scenarios::in_all(s))),
             s if scenarios::ALL.contains(&s) => wanted
                 .push(scenarios::ALL[scenarios::ALL.iter().position(|x| *x == s).unwrap_or(0)]),
             other => {
@@ -430,9 +446,13 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             }
         }
     }
-    // add-voter continues first-election on the same node.
+    // add-voter continues first-election on the same node; leader-snapshot does on a node of its own.
+    let snapshot = wanted.contains(&"leader-snapshot");
+    let log_start = wanted.contains(&"leader-log-start");
     let mut runs: Vec<Vec<&str>> = Vec::new();
-    if wanted.contains(&"first-election") || wanted.contains(&"add-voter") {
+    if wanted.contains(&"add-voter")
+        || (wanted.contains(&"first-election") && !snapshot && !log_start)
+    {
         let mut r = vec!["first-election"];
         if wanted.contains(&"add-voter") {
             r.push("add-voter");
@@ -446,6 +466,12 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             r.push("install-snapshot");
         }
         runs.push(r);
+    }
+    if snapshot {
+        runs.push(vec!["first-election", "leader-snapshot"]);
+    }
+    if wanted.contains(&"leader-log-start") {
+        runs.push(vec!["first-election", "leader-log-start"]);
     }
     let mut report = Report::default();
     if let Some(p) = &args.report {
@@ -486,7 +512,8 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             None => {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
-                let mut p = start_node(&bin, work.join(format!("run{n}")), &eps, timers[i])?;
+                let props = scenarios::node_properties(run[run.len() - 1]);
+                let mut p = start_node(&bin, work.join(format!("run{n}")), &eps, timers[i], props)?;
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;
@@ -513,6 +540,8 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 "first-election" => scenarios::first_election(&mut kit, dq.clone()),
                 "add-voter" => scenarios::add_voter(&mut kit, dq.clone()),
                 "install-snapshot" => scenarios::install_snapshot(&mut kit),
+                "leader-snapshot" => scenarios::leader_snapshot(&mut kit),
+                "leader-log-start" => scenarios::leader_log_start(&mut kit),
                 _ => scenarios::follow(&mut kit, dq.clone()),
             };
             if let Err(d) = &r {

@@ -9,7 +9,20 @@ use super::driver::{Divergence, Kit};
 type R<T> = Result<T, Box<Divergence>>;
 
 /// Scenario names, in the order `all` runs them.
-pub const ALL: [&str; 4] = ["first-election", "add-voter", "follow", "install-snapshot"];
+pub const ALL: [&str; 6] = [
+    "first-election",
+    "add-voter",
+    "follow",
+    "install-snapshot",
+    "leader-snapshot",
+    "leader-log-start",
+];
+
+/// The scenarios `all` runs: every one but `leader-log-start`, which waits for the node's 60 s
+/// retention clock (run it by name).
+pub fn in_all(scenario: &str) -> bool {
+    scenario != "leader-log-start"
+}
 
 /// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
 /// A timer the scenario waits for is short; one it must not see is far beyond the scenario's length.
@@ -19,6 +32,28 @@ pub fn timers(scenario: &str) -> (u64, u64) {
         _ => (300, 60_000),
     }
 }
+
+/// Kafka properties the node under test is started with for a run that begins with `scenario` (as
+/// `kraft node` flags, or for a `--node-script` in `KIT_NODE_PROPS`): `leader-snapshot` needs a node that
+/// snapshots its own log as soon as a committed batch allows (`metadata.log.max.record.bytes.between.snapshots`
+/// at its minimum, 1); `leader-log-start` also needs it to move its log start to that snapshot at its
+/// next retention check (`metadata.max.retention.bytes` 1: the log and snapshots always exceed it).
+/// Every other run keeps the defaults, under which the node takes no snapshot.
+pub fn node_properties(scenario: &str) -> &'static [(&'static str, &'static str)] {
+    match scenario {
+        "leader-snapshot" => &[("metadata.log.max.record.bytes.between.snapshots", "1")],
+        "leader-log-start" => &[
+            ("metadata.log.max.record.bytes.between.snapshots", "1"),
+            ("metadata.max.retention.bytes", "1"),
+        ],
+        _ => &[],
+    }
+}
+
+/// How long `leader-log-start` waits at least for the node's log start to move: Kafka checks
+/// retention every 60 s (`KafkaRaftLog.maybeClean`, a fixed interval; `kraft` too), the first time
+/// up to 60 s after its start.
+pub const LOG_START_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
 /// The first in-flight message from a played replica, if any.
 fn kit_message(k: &Kit) -> Option<Envelope> {
@@ -152,6 +187,69 @@ pub fn install_snapshot(k: &mut Kit) -> R<()> {
             "the snapshot went in {} chunk(s), expected at least 2: {install:?}",
             install.chunks
         ))));
+    }
+    Ok(())
+}
+
+/// After [`first_election`] on a node started with [`node_properties`]`("leader-snapshot")`: the
+/// node leads and snapshots its own log once a batch commits. Observer 3 fetches at offset 0 outside the
+/// model until the node answers with a `SnapshotId` (between tries the voters fetch in the model, which
+/// commits what the node writes on its own), then installs it as [`serve_snapshot`] says.
+pub fn leader_snapshot(k: &mut Kit) -> R<()> {
+    let wait = k.wait;
+    serve_snapshot(k, 0, wait, std::time::Duration::from_millis(50))
+}
+
+/// As [`leader_snapshot`] on a node started with [`node_properties`]`("leader-log-start")`, but
+/// observer 3 fetches at offset 1, which a snapshot answers only once the node has moved its log
+/// start past it (Kafka's `validateOffsetAndEpoch`: a fetch below the log start gets the latest
+/// snapshot id); it waits up to [`LOG_START_WAIT`] (or the kit's wait, if longer), trying every
+/// 500 ms.
+pub fn leader_log_start(k: &mut Kit) -> R<()> {
+    let wait = k.wait.max(LOG_START_WAIT);
+    serve_snapshot(k, 1, wait, std::time::Duration::from_millis(500))
+}
+
+/// Observer 3 fetches at `offset` outside the model every `every` until the node answers with a
+/// `SnapshotId` (at most `wait`; between tries voters 1 and 2 fetch in the model), downloads that
+/// snapshot with FetchSnapshot in chunks of at most
+/// [`KIT_SNAPSHOT_MAX_BYTES`](super::driver::leader_snapshot::KIT_SNAPSHOT_MAX_BYTES) (at least two),
+/// checks its bytes, fetches at its end offset, and the voters fetch once more in the model (see
+/// `driver/leader_snapshot.rs`).
+fn serve_snapshot(
+    k: &mut Kit,
+    offset: u8,
+    wait: std::time::Duration,
+    every: std::time::Duration,
+) -> R<()> {
+    const OBSERVER: Id = 3;
+    let start = std::time::Instant::now();
+    let id = loop {
+        if let Some(id) = k.probe_snapshot(OBSERVER, offset)? {
+            break id;
+        }
+        if start.elapsed() >= wait {
+            return Err(Box::new(Divergence::Timeout {
+                waiting_for: format!("a SnapshotId answer to a fetch at offset {offset}"),
+                waited_ms: start.elapsed().as_millis(),
+            }));
+        }
+        for r in [1, 2] {
+            fetch_from_node(k, r)?;
+        }
+        k.serve_for(every)?;
+    };
+    let (bytes, chunks) = k.download_snapshot(OBSERVER, id)?;
+    let served = k.check_snapshot(id, bytes, chunks)?;
+    if served.chunks < 2 {
+        return Err(Box::new(Divergence::Kit(format!(
+            "the snapshot went in {} chunk(s), expected at least 2: {served:?}",
+            served.chunks
+        ))));
+    }
+    k.fetch_after_snapshot(OBSERVER, id)?;
+    for r in [1, 2] {
+        fetch_from_node(k, r)?;
     }
     Ok(())
 }

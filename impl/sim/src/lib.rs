@@ -520,7 +520,11 @@ impl Sim {
         // Whatever is in flight to it was sent to the crashed process (or while it was down) over
         // connections that died with it (TCP): the new process never gets an answer to a request it did
         // not send (a stale pre-vote grant would count as a vote for its restored candidacy).
-        self.network.retain(|e| e.to != id);
+        // Likewise a request its earlier run sent that is still in flight: the peer's answer would go back
+        // over a dead connection, never to the new process (a peer's pre-vote grant, answered to it, would
+        // count as a vote for the candidacy it restores in the same epoch).
+        self.network
+            .retain(|e| e.to != id && !(e.from == id && e.msg.is_request()));
         let log = sim_node.crashed_log.take().unwrap_or_default();
         // What the node starts from is its durable log (a test may have replaced the disk meanwhile).
         sim_node.storage = log.clone();

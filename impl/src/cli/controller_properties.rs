@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::server::tls::{self, Properties};
 
-use super::{snapshot_settings, Failure, EXIT_STORAGE};
+use super::{snapshot_settings, static_voters, Failure, EXIT_STORAGE};
+use crate::voter_set::VoterSet;
 
 pub const PROCESS_ROLES: &str = "process.roles";
 pub const NODE_ID: &str = "node.id";
@@ -91,8 +92,9 @@ pub struct ControllerProperties {
     pub advertised: Option<String>,
     /// `controller.quorum.bootstrap.servers`, else the endpoints of `controller.quorum.voters`.
     pub bootstrap_servers: Option<String>,
-    /// Whether `controller.quorum.voters` (static voters, kraft.version 0) is set.
-    pub static_voters: bool,
+    /// `controller.quorum.voters` (static voters, kraft.version 0) on this node's listener, when set; it
+    /// lists `node.id` (Kafka's rule for a controller).
+    pub static_voters: Option<VoterSet>,
     pub election_timeout_ms: Option<u64>,
     pub fetch_timeout_ms: Option<u64>,
     pub request_timeout_ms: Option<u64>,
@@ -145,24 +147,6 @@ pub fn parse_listeners(
             })
         })
         .collect()
-}
-
-/// Parses `ID@HOST:PORT,...` (`controller.quorum.voters`) into `HOST:PORT,...`.
-fn voter_endpoints(value: &str) -> Result<String, ControllerConfigError> {
-    let mut out = Vec::new();
-    for item in list(value) {
-        let (id, address) = item
-            .split_once('@')
-            .ok_or_else(|| bad(VOTERS, value, format!("{item:?} is not ID@HOST:PORT")))?;
-        id.parse::<u32>()
-            .map_err(|_| bad(VOTERS, value, format!("bad node id in {item:?}")))?;
-        let port = address.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
-        if !matches!(port, Some(Ok(_))) {
-            return Err(bad(VOTERS, value, format!("bad port in {item:?}")));
-        }
-        out.push(address.to_string());
-    }
-    Ok(out.join(","))
 }
 
 fn millis(props: &Properties, key: &'static str) -> Result<Option<u64>, ControllerConfigError> {
@@ -306,15 +290,37 @@ impl ControllerProperties {
             }
             .host_port()
         });
-        let static_voters = props.get(VOTERS).is_some_and(|v| !v.trim().is_empty());
-        let bootstrap_servers = match (props.get(BOOTSTRAP_SERVERS), props.get(VOTERS)) {
+        let static_voters = props
+            .get(VOTERS)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                let set = static_voters::parse(v, &listener_name)
+                    .map_err(|e| bad(VOTERS, v, e.to_string()))?;
+                if let Some(id) = node_id {
+                    static_voters::check_member(&set, id)
+                        .map_err(|e| bad(VOTERS, v, e.to_string()))?;
+                }
+                Ok(set)
+            })
+            .transpose()?;
+        let bootstrap_servers = match (props.get(BOOTSTRAP_SERVERS), &static_voters) {
             (Some(b), _) => Some(b.clone()),
-            (None, Some(v)) => Some(voter_endpoints(v)?),
+            (None, Some(set)) => Some(
+                set.nodes()
+                    .flat_map(|v| v.listeners.first())
+                    .map(|e| {
+                        ListenerAddress {
+                            name: e.name.clone(),
+                            host: e.host.clone(),
+                            port: e.port,
+                        }
+                        .host_port()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             (None, None) => None,
         };
-        if let Some(v) = props.get(VOTERS) {
-            voter_endpoints(v)?;
-        }
         let data_dir = props
             .get(METADATA_LOG_DIR)
             .map(|d| d.trim().to_string())
@@ -456,7 +462,9 @@ mod tests {
         assert_eq!(c.advertised.as_deref(), Some("c7.example:9093"));
         assert_eq!(c.tls["security.protocol"], "SSL");
         assert_eq!(c.tls["ssl.keystore.location"], "/k.pem");
-        assert!(c.static_voters);
+        let voters = c.static_voters.as_ref().unwrap();
+        assert_eq!(voters.ids().collect::<Vec<_>>(), [1, 7]);
+        assert_eq!(voters.voter(7).unwrap().listeners[0].name, "CTL");
         assert_eq!(
             c.bootstrap_servers.as_deref(),
             Some("h1:9093,c7.example:9093")
@@ -494,6 +502,18 @@ mod tests {
             FETCH_TIMEOUT_MS
         );
         assert_eq!(key_of(err("controller.quorum.voters=1@h\n")), VOTERS);
+        assert_eq!(
+            key_of(err("controller.quorum.voters=1@0.0.0.0:1\n")),
+            VOTERS
+        );
+        assert_eq!(
+            key_of(err("controller.quorum.voters=1@h:1,1@h:2\n")),
+            VOTERS
+        );
+        // Kafka's rule: a controller is one of the static voters.
+        let e = err("node.id=4\ncontroller.quorum.voters=1@h:1,2@h:2\n");
+        assert!(e.to_string().contains("node id 4 must be included"), "{e}");
+        assert_eq!(key_of(e), VOTERS);
         assert_eq!(
             key_of(err("controller.quorum.auto.join.enable=yes\n")),
             AUTO_JOIN_ENABLE

@@ -203,23 +203,22 @@ impl QuorumDescription {
         (adding, removing)
     }
 
+    /// One replica as Kafka 4.4's `kafka-metadata-quorum` prints it: no `directoryId` key for the zero
+    /// id (a static voter before the kraft.version upgrade, an old client).
     fn item(&self, r: &ReplicaState) -> String {
-        let directory = if r.replica_directory_id.is_nil() {
-            "null".to_string()
-        } else {
-            format!("\"{}\"", format_directory_id(r.replica_directory_id))
-        };
-        let endpoints = self.endpoints(r.replica_id);
-        if endpoints.is_empty() {
-            format!("{{\"id\": {}, \"directoryId\": {directory}}}", r.replica_id)
-        } else {
-            let list: Vec<String> = endpoints.iter().map(|e| format!("\"{e}\"")).collect();
-            format!(
-                "{{\"id\": {}, \"directoryId\": {directory}, \"endpoints\": [{}]}}",
-                r.replica_id,
-                list.join(", ")
-            )
+        let mut fields = vec![format!("\"id\": {}", r.replica_id)];
+        if !r.replica_directory_id.is_nil() {
+            fields.push(format!(
+                "\"directoryId\": \"{}\"",
+                format_directory_id(r.replica_directory_id)
+            ));
         }
+        let endpoints = self.endpoints(r.replica_id);
+        if !endpoints.is_empty() {
+            let list: Vec<String> = endpoints.iter().map(|e| format!("\"{e}\"")).collect();
+            fields.push(format!("\"endpoints\": [{}]", list.join(", ")));
+        }
+        format!("{{{}}}", fields.join(", "))
     }
 
     fn list(&self, replicas: &[ReplicaState]) -> String {
@@ -511,8 +510,8 @@ LeaderEpoch:            5\n\
 HighWatermark:          100\n\
 MaxFollowerLag:         10\n\
 MaxFollowerLagTimeMs:   600\n\
-CurrentVoters:          [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
-CommittedVoters:        [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"directoryId\": null, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
+CurrentVoters:          [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
+CommittedVoters:        [{\"id\": 1, \"directoryId\": \"IAAAAAAAAAAAAAAAAAAAAA\", \"endpoints\": [\"CONTROLLER://localhost:9093\"]}, {\"id\": 2, \"endpoints\": [\"CONTROLLER://localhost:9094\"]}]\n\
 CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABw\"}]\n";
         assert_eq!(text, expected);
     }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::{Failure, FormatArgs, EXIT_STORAGE, EXIT_USAGE};
 use crate::storage::{
     format_directory_id, is_reserved_directory_id, new_directory_id, parse_directory_id,
-    write_bootstrap_snapshot, DataDir, MetaProperties,
+    write_bootstrap_snapshot, write_static_bootstrap_snapshot, DataDir, MetaProperties,
 };
 use crate::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -112,63 +112,112 @@ pub fn format_dir(
     directory_id: Option<Uuid>,
     ignore_formatted: bool,
 ) -> Result<MetaProperties, Failure> {
-    if cluster_id.is_empty() {
-        return Err(usage("--cluster-id must not be empty"));
-    }
-    if node_id < 0 {
-        return Err(usage("--node-id must be non-negative"));
-    }
-    let data = DataDir::new(dir);
-    if data.is_formatted() {
-        let existing = MetaProperties::read(&data.meta_path())?;
-        if ignore_formatted && existing.cluster_id == cluster_id && existing.node_id == node_id {
-            return Ok(existing);
-        }
-        return Err(Failure::new(
-            EXIT_STORAGE,
-            format!(
-                "{} is already formatted (cluster {}, node {}); use a fresh directory",
-                dir.display(),
-                existing.cluster_id,
-                existing.node_id
-            ),
-        ));
-    }
     let listed = voters
         .and_then(|v| v.voter(node_id))
         .and_then(|v| v.key.directory_id);
-    let directory_id = match (listed, directory_id) {
-        (Some(listed), Some(given)) if listed != given => {
-            return Err(usage(format!(
+    let identity = Identity {
+        cluster_id,
+        node_id,
+        listed,
+        directory_id,
+        ignore_formatted,
+    };
+    identity.write(dir, |path| write_bootstrap_snapshot(path, voters))
+}
+
+/// [`format_dir`] for static voters (Kafka's `controller.quorum.voters`): kraft.version 0, no voter set
+/// in the bootstrap snapshot, a fresh directory id unless one is given.
+pub fn format_static_dir(
+    dir: &Path,
+    cluster_id: &str,
+    node_id: i32,
+    directory_id: Option<Uuid>,
+    ignore_formatted: bool,
+) -> Result<MetaProperties, Failure> {
+    let identity = Identity {
+        cluster_id,
+        node_id,
+        listed: None,
+        directory_id,
+        ignore_formatted,
+    };
+    identity.write(dir, write_static_bootstrap_snapshot)
+}
+
+/// What `meta.properties` will say, and the directory id the voter list gives this node, if any.
+struct Identity<'a> {
+    cluster_id: &'a str,
+    node_id: i32,
+    listed: Option<Uuid>,
+    directory_id: Option<Uuid>,
+    ignore_formatted: bool,
+}
+
+impl Identity<'_> {
+    fn write(
+        &self,
+        dir: &Path,
+        bootstrap: impl FnOnce(&Path) -> Result<(), crate::storage::StorageError>,
+    ) -> Result<MetaProperties, Failure> {
+        let (cluster_id, node_id) = (self.cluster_id, self.node_id);
+        if cluster_id.is_empty() {
+            return Err(usage("--cluster-id must not be empty"));
+        }
+        if node_id < 0 {
+            return Err(usage("--node-id must be non-negative"));
+        }
+        let data = DataDir::new(dir);
+        if data.is_formatted() {
+            let existing = MetaProperties::read(&data.meta_path())?;
+            if self.ignore_formatted
+                && existing.cluster_id == cluster_id
+                && existing.node_id == node_id
+            {
+                return Ok(existing);
+            }
+            return Err(Failure::new(
+                EXIT_STORAGE,
+                format!(
+                    "{} is already formatted (cluster {}, node {}); use a fresh directory",
+                    dir.display(),
+                    existing.cluster_id,
+                    existing.node_id
+                ),
+            ));
+        }
+        let directory_id = match (self.listed, self.directory_id) {
+            (Some(listed), Some(given)) if listed != given => {
+                return Err(usage(format!(
                 "--directory-id {} differs from node {node_id}'s entry {} in --initial-controllers",
                 format_directory_id(given),
                 format_directory_id(listed)
             )))
+            }
+            (Some(listed), _) => listed,
+            (None, Some(given)) => given,
+            (None, None) => new_directory_id(),
+        };
+        if is_reserved_directory_id(directory_id) {
+            return Err(usage(format!(
+                "--directory-id {}: {RESERVED}",
+                format_directory_id(directory_id)
+            )));
         }
-        (Some(listed), _) => listed,
-        (None, Some(given)) => given,
-        (None, None) => new_directory_id(),
-    };
-    if is_reserved_directory_id(directory_id) {
-        return Err(usage(format!(
-            "--directory-id {}: {RESERVED}",
-            format_directory_id(directory_id)
-        )));
+        let meta = MetaProperties {
+            cluster_id: cluster_id.to_string(),
+            node_id,
+            directory_id,
+        };
+        let io = |source| crate::storage::StorageError::Io {
+            path: data.log_dir(),
+            source,
+        };
+        std::fs::create_dir_all(data.log_dir()).map_err(io)?;
+        bootstrap(&data.bootstrap_path())?;
+        // meta.properties last: its presence means "formatted".
+        meta.write(&data.meta_path())?;
+        Ok(meta)
     }
-    let meta = MetaProperties {
-        cluster_id: cluster_id.to_string(),
-        node_id,
-        directory_id,
-    };
-    let io = |source| crate::storage::StorageError::Io {
-        path: data.log_dir(),
-        source,
-    };
-    std::fs::create_dir_all(data.log_dir()).map_err(io)?;
-    write_bootstrap_snapshot(&data.bootstrap_path(), voters)?;
-    // meta.properties last: its presence means "formatted".
-    meta.write(&data.meta_path())?;
-    Ok(meta)
 }
 
 pub fn format(args: &FormatArgs) -> Result<(), Failure> {
@@ -178,13 +227,12 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
         .map(super::controller_properties::read)
         .transpose()?;
     let name = kafka.as_ref().map_or(LISTENER_NAME, |k| &k.listener_name);
-    if kafka.as_ref().is_some_and(|k| k.static_voters) {
-        return Err(usage(format!(
-            "{} is set: static voters (kraft.version 0) are not formatted by this tool; set \
-             controller.quorum.bootstrap.servers instead",
-            super::controller_properties::VOTERS,
-        )));
-    }
+    let static_voters = match &args.voters {
+        Some(list) => Some(
+            super::static_voters::parse(list, name).map_err(|e| usage(format!("--voters: {e}")))?,
+        ),
+        None => kafka.as_ref().and_then(|k| k.static_voters.clone()),
+    };
     let data_dir = args
         .data_dir
         .clone()
@@ -202,6 +250,9 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
         .map(parse_directory_id)
         .transpose()
         .map_err(usage)?;
+    if let Some(set) = &static_voters {
+        return format_static(args, set, &data_dir, node_id, directory_id);
+    }
     let voters = match (
         &args.initial_controllers,
         args.no_initial_controllers,
@@ -223,7 +274,8 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
             )?)
         }
         _ => return Err(usage(
-            "give exactly one of --standalone, --initial-controllers and --no-initial-controllers",
+            "give exactly one of --standalone, --initial-controllers and --no-initial-controllers \
+             (or static voters: --voters, or controller.quorum.voters in --config)",
         )),
     };
     let meta = format_dir(
@@ -246,6 +298,44 @@ pub fn format(args: &FormatArgs) -> Result<(), Failure> {
         meta.node_id,
         format_directory_id(meta.directory_id),
         voters.as_ref().map_or(0, VoterSet::len)
+    );
+    Ok(())
+}
+
+/// `kraft format` with static voters, as `kafka-storage format` with `controller.quorum.voters`: kraft.version
+/// 0, `--no-initial-controllers` allowed and changing nothing, `--standalone` and `--initial-controllers`
+/// refused with Kafka's message, the node one of the voters.
+fn format_static(
+    args: &FormatArgs,
+    voters: &VoterSet,
+    data_dir: &Path,
+    node_id: i32,
+    directory_id: Option<Uuid>,
+) -> Result<(), Failure> {
+    if args.standalone || args.initial_controllers.is_some() {
+        return Err(usage(
+            "You cannot specify controller.quorum.voters and format the node with --initial-controllers \
+             or --standalone. If you want to use dynamic quorum, please remove controller.quorum.voters \
+             and specify controller.quorum.bootstrap.servers instead.",
+        ));
+    }
+    super::static_voters::check_member(voters, node_id)
+        .map_err(|e| usage(format!("controller.quorum.voters: {e}")))?;
+    let meta = format_static_dir(
+        data_dir,
+        &args.cluster_id,
+        node_id,
+        directory_id,
+        args.ignore_formatted,
+    )?;
+    out!(
+        "Formatted {} for cluster {} as node {} (static voter, kraft.version 0), directory id {}, \
+         static voters {:?}",
+        data_dir.display(),
+        meta.cluster_id,
+        meta.node_id,
+        format_directory_id(meta.directory_id),
+        voters.ids().collect::<Vec<_>>()
     );
     Ok(())
 }
@@ -292,6 +382,59 @@ mod tests {
                 "{bad:?} must be refused"
             );
         }
+    }
+
+    #[test]
+    fn static_voters_format_kraft_version_0() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        let args = |voters: &str| FormatArgs {
+            config: None,
+            data_dir: Some(data.clone()),
+            cluster_id: "c".into(),
+            node_id: Some(2),
+            initial_controllers: None,
+            no_initial_controllers: false,
+            standalone: false,
+            voters: Some(voters.into()),
+            directory_id: None,
+            ignore_formatted: false,
+        };
+        // Kafka's rule: the node is one of the voters; nothing is written otherwise.
+        let err = format(&args("1@h:1,3@h:3")).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(
+            err.message.contains("node id 2 must be included"),
+            "{}",
+            err.message
+        );
+        assert!(!DataDir::new(&data).is_formatted());
+        let err = format(&args("1@h")).unwrap_err();
+        assert!(err.message.starts_with("--voters: "), "{}", err.message);
+        // --no-initial-controllers changes nothing, as in Kafka's storage tool.
+        format(&FormatArgs {
+            no_initial_controllers: true,
+            ..args("1@h:1,2@h:2,3@h:3")
+        })
+        .unwrap();
+        let d = DataDir::new(&data);
+        assert!(!is_reserved_directory_id(
+            d.open(Some(2), Some("c")).unwrap().directory_id
+        ));
+        assert_eq!(
+            d.read_bootstrap().unwrap(),
+            crate::node::Bootstrap::Static(VoterSet::empty())
+        );
+        // Kafka's refusal of a dynamic flag beside static voters.
+        let err = format(&FormatArgs {
+            standalone: true,
+            data_dir: Some(dir.path().join("e")),
+            ..args("1@h:1,2@h:2")
+        })
+        .unwrap_err();
+        assert!(err
+            .message
+            .starts_with("You cannot specify controller.quorum.voters"));
     }
 
     #[test]

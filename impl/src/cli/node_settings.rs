@@ -8,7 +8,7 @@ use super::snapshot_settings::{self, SnapshotSettings};
 use super::{Failure, NodeArgs, EXIT_STORAGE};
 use crate::server::tls::{Properties, Tls};
 use crate::server::Limits;
-use crate::voter_set::Endpoint;
+use crate::voter_set::{Endpoint, VoterSet};
 
 /// Node settings after merging the config file and the flags (flags win).
 #[derive(Clone, Debug)]
@@ -22,6 +22,9 @@ pub struct NodeSettings {
     pub listener_name: String,
     /// Kafka's `controller.quorum.bootstrap.servers` (see `NodeConfig::bootstrap_servers`).
     pub bootstrap_servers: Vec<Endpoint>,
+    /// Kafka's `controller.quorum.voters` (`--voters`): static voters on this node's listener name, for a
+    /// directory formatted with them (`static_voters::resolve`).
+    pub static_voters: Option<VoterSet>,
     pub node_id: Option<i32>,
     pub cluster_id: Option<String>,
     pub election_timeout_ms: u64,
@@ -47,6 +50,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     listener: Option<String>,
     bootstrap_servers: Option<String>,
+    voters: Option<String>,
     node_id: Option<i32>,
     cluster_id: Option<String>,
     election_timeout_ms: Option<u64>,
@@ -220,8 +224,16 @@ impl NodeSettings {
             .as_ref()
             .and_then(|k| k.advertised.clone())
             .filter(|_| args.listener.is_none());
+        let static_voters = match args.voters.as_deref().or(file.voters.as_deref()) {
+            Some(text) => Some(
+                super::static_voters::parse(text, &listener_name)
+                    .map_err(|e| usage(format!("--voters: {e}")))?,
+            ),
+            None => kafka.as_ref().and_then(|k| k.static_voters.clone()),
+        };
         let settings = NodeSettings {
             advertised,
+            static_voters,
             data_dir: args
                 .data_dir
                 .or(file.data_dir)

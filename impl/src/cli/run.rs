@@ -36,7 +36,24 @@ pub async fn start_node(
 ) -> Result<Running, Failure> {
     let data = DataDir::new(&settings.data_dir);
     let meta = data.open(settings.node_id, settings.cluster_id.as_deref())?;
-    let bootstrap = data.read_bootstrap()?;
+    let bootstrap = super::static_voters::resolve(
+        data.read_bootstrap()?,
+        settings.static_voters.as_ref(),
+        !settings.bootstrap_servers.is_empty(),
+    )
+    .map_err(|e| usage(format!("{}: {e}", settings.data_dir.display())))?;
+    match (&bootstrap, &settings.static_voters) {
+        (crate::node::Bootstrap::Static(set), _) => {
+            super::static_voters::check_member(set, meta.node_id)
+                .map_err(|e| usage(format!("controller.quorum.voters: {e}")))?
+        }
+        (_, Some(_)) => tracing::info!(
+            "{}: the directory holds a voter set (kraft.version 1): the static voters configured \
+             (controller.quorum.voters) are ignored, as Kafka ignores them",
+            settings.data_dir.display()
+        ),
+        _ => {}
+    }
     if bootstrap == crate::node::Bootstrap::NoInitialVoters && settings.bootstrap_servers.is_empty()
     {
         // Kafka: "Missing kraft bootstrap servers. Must specify a value for
@@ -284,9 +301,15 @@ mod tests {
 
     /// Starts a node on `dir` (listener on an ephemeral port) and returns the error it must refuse with.
     fn start_refused(dir: &Path, why: &str) -> Failure {
+        start_refused_with(dir, None, why)
+    }
+
+    /// [`start_refused`] with static voters `--voters`.
+    fn start_refused_with(dir: &Path, voters: Option<&str>, why: &str) -> Failure {
         let settings = NodeSettings::resolve(NodeArgs {
             data_dir: Some(dir.to_path_buf()),
             listener: Some("127.0.0.1:0".into()),
+            voters: voters.map(str::to_string),
             ..NodeArgs::default()
         })
         .unwrap();
@@ -326,6 +349,41 @@ mod tests {
     }
 
     #[test]
+    fn a_static_directory_needs_its_voters_and_this_node_among_them() {
+        let dir = tempfile::tempdir().unwrap();
+        super::super::format::format_static_dir(dir.path(), "c", 2, None, false).unwrap();
+        let refused = |voters| start_refused_with(dir.path(), voters, "refused");
+        let err = refused(None);
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(
+            err.message
+                .contains("controller.quorum.voters (--voters) is required"),
+            "{}",
+            err.message
+        );
+        let err = refused(Some("1@127.0.0.1:1,3@127.0.0.1:3"));
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(
+            err.message.contains("node id 2 must be included"),
+            "{}",
+            err.message
+        );
+        // A --no-initial-controllers directory (kraft.version 1, no voter set) with static voters is refused.
+        let dynamic = tempfile::tempdir().unwrap();
+        format_dir(dynamic.path(), "c", 4, None, None, false).unwrap();
+        let err = start_refused_with(
+            dynamic.path(),
+            Some("4@127.0.0.1:1"),
+            "a --no-initial-controllers directory with static voters is refused",
+        );
+        assert!(
+            err.message.contains("without initial voters"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
     fn no_initial_controllers_format_and_bootstrap_servers() {
         let dir = tempfile::tempdir().unwrap();
         let meta = format_dir(dir.path(), "c", 4, None, None, false).unwrap();
@@ -339,9 +397,10 @@ mod tests {
         std::fs::remove_file(data.bootstrap_path()).unwrap();
         assert!(data.read_bootstrap().is_err());
         std::fs::write(dir.path().join("bootstrap.checkpoint"), b"").unwrap();
+        // kraft.version 0, no voter set: an observer through its bootstrap servers (static_voters::resolve).
         assert_eq!(
             data.read_bootstrap().unwrap(),
-            crate::node::Bootstrap::NoInitialVoters
+            crate::node::Bootstrap::Static(crate::voter_set::VoterSet::empty())
         );
         assert_eq!(
             parse_bootstrap_servers(" 127.0.0.1:9091, [::1]:9092 ,").unwrap(),

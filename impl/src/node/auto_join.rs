@@ -1,6 +1,7 @@
 //! Auto-join (KIP-1186, Kafka 4.2+, `controller.quorum.auto.join.enable`): a follower that is not a voter
 //! adds itself. The rule is Kafka 4.4's `pollFollowerAsObserver`: with auto-join on, `kraft.version` ≥ 1
-//! and a directory id, once per update-voter-set period (one fetch timeout, from the moment the replica
+//! and a directory id, once per update-voter-set period (one fetch timeout, the timer UpdateRaftVoter uses:
+//! `update_voter::PeriodDue`; from the moment the replica
 //! follows in an epoch, and again from each attempt and each answer) it sends the leader
 //!
 //! - RemoveRaftVoter of the voter that has its id but another directory id (the same node on a new
@@ -19,14 +20,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::messages::errors;
 use super::types::*;
+use super::update_voter::PeriodDue;
 use super::{Node, RoleState};
-
-/// When this observer next may ask to join: in `epoch`, at `due`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct AutoJoinDue {
-    epoch: i32,
-    due: Millis,
-}
 
 /// What an observer with auto-join sends when its period has passed ([`Node::auto_join_request`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -38,11 +33,6 @@ pub enum AutoJoin {
 }
 
 impl Node {
-    /// Kafka 4.4's `updateVoterPeriodMs` for the observer's timer: one fetch timeout.
-    fn auto_join_period(&self) -> Millis {
-        self.config.fetch_timeout_ms
-    }
-
     /// What auto-join would send now, regardless of its period: `None` when it is off, this node is a
     /// voter, has no directory id, or `kraft.version` is 0.
     pub fn auto_join_request(&self) -> Option<AutoJoin> {
@@ -70,16 +60,9 @@ impl Node {
             return;
         }
         let epoch = self.election.epoch;
-        match self.auto_join_due {
-            Some(d) if d.epoch == epoch && now < d.due => return,
-            Some(d) if d.epoch == epoch => {}
-            _ => {
-                self.auto_join_due = Some(AutoJoinDue {
-                    epoch,
-                    due: now.saturating_add(self.auto_join_period()),
-                });
-                return;
-            }
+        let period = self.update_voter_set_period();
+        if !PeriodDue::passed(&mut self.auto_join_due, epoch, now, period) {
+            return;
         }
         let Some(request) = self.auto_join_request() else {
             return;
@@ -135,10 +118,8 @@ impl Node {
     }
 
     fn restart_auto_join_period(&mut self, now: Millis) {
-        self.auto_join_due = Some(AutoJoinDue {
-            epoch: self.election.epoch,
-            due: now.saturating_add(self.auto_join_period()),
-        });
+        let period = self.update_voter_set_period();
+        self.auto_join_due = Some(PeriodDue::start(self.election.epoch, now, period));
     }
 
     /// The leader's answer to an auto-join request (`code`, of `api`): NONE, REQUEST_TIMED_OUT and

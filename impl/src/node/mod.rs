@@ -153,9 +153,11 @@ pub struct Node {
     outstanding_fetch: Option<OutstandingFetch>,
     bootstrap_cursor: usize,
     /// Follower: when it next checks its own voter entry (`update_voter.rs`).
-    update_voter_due: Option<update_voter::UpdateVoterDue>,
+    update_voter_due: Option<update_voter::PeriodDue>,
+    /// `kraft.version` 0: the epoch whose leader took this voter's entry (no more reports to it).
+    update_voter_taken_in: Option<i32>,
     /// Observer with auto-join: when it next may ask to join (`auto_join.rs`).
-    auto_join_due: Option<auto_join::AutoJoinDue>,
+    auto_join_due: Option<update_voter::PeriodDue>,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,
@@ -282,6 +284,7 @@ impl Node {
             outstanding_fetch: None,
             bootstrap_cursor: 0,
             update_voter_due: None,
+            update_voter_taken_in: None,
             auto_join_due: None,
             pending: None,
             add_check: None,

@@ -80,6 +80,41 @@ impl Message {
         }
     }
 
+    /// The answer of this request's kind carrying only a top-level `code` (`None` for a response): what a
+    /// request that is refused or cannot be sent is answered with.
+    pub fn error_answer(&self, code: i16) -> Option<Message> {
+        Some(match self {
+            Message::VoteRequest(_) => {
+                Message::VoteResponse(VoteResponse::default().with_error_code(code))
+            }
+            Message::BeginQuorumEpochRequest(_) => Message::BeginQuorumEpochResponse(
+                BeginQuorumEpochResponse::default().with_error_code(code),
+            ),
+            Message::EndQuorumEpochRequest(_) => Message::EndQuorumEpochResponse(
+                EndQuorumEpochResponse::default().with_error_code(code),
+            ),
+            Message::FetchRequest(_) => {
+                Message::FetchResponse(FetchResponse::default().with_error_code(code))
+            }
+            Message::FetchSnapshotRequest(_) => Message::FetchSnapshotResponse(
+                FetchSnapshotResponse::default().with_error_code(code),
+            ),
+            Message::ApiVersionsRequest(_) => {
+                Message::ApiVersionsResponse(ApiVersionsResponse::default().with_error_code(code))
+            }
+            Message::UpdateRaftVoterRequest(_) => Message::UpdateRaftVoterResponse(
+                UpdateRaftVoterResponse::default().with_error_code(code),
+            ),
+            Message::AddRaftVoterRequest(_) => {
+                Message::AddRaftVoterResponse(AddRaftVoterResponse::default().with_error_code(code))
+            }
+            Message::RemoveRaftVoterRequest(_) => Message::RemoveRaftVoterResponse(
+                RemoveRaftVoterResponse::default().with_error_code(code),
+            ),
+            _ => return None,
+        })
+    }
+
     /// A request (else a response).
     pub fn is_request(&self) -> bool {
         matches!(

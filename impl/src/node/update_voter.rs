@@ -4,8 +4,8 @@
 //! 0 (static voters, whose entries have no directory id) it sends it until its leader of this epoch has
 //! answered NONE or UNSUPPORTED_VERSION (Kafka 4.4's `hasUpdatedLeader`): the leader keeps the entry in
 //! memory for the `kraft.version` upgrade (`kraft_version.rs`). Kafka checks once per update-voter period
-//! (3 × fetch timeout) from the moment the replica follows, and sends the request in place of that
-//! poll's Fetch; here the check rides on the follower's next Fetch, and both go.
+//! (Kafka 4.4: one fetch timeout, [`PeriodDue`]) from the moment the replica follows, and sends the
+//! request in place of that poll's Fetch; here the check rides on the follower's next Fetch, and both go.
 
 use kafka_protocol::messages::update_raft_voter_request::{KRaftVersionFeature, Listener};
 use kafka_protocol::messages::{UpdateRaftVoterRequest, UpdateRaftVoterResponse};
@@ -15,19 +15,50 @@ use super::messages::errors;
 use super::types::*;
 use super::{Node, RoleState};
 
-/// When this follower next checks its entry: in `epoch`, at `due`.
+/// Kafka 4.4's follower `updateVoterSetPeriodTimer` (`FollowerState.updateVoterPeriodMs`: one fetch timeout),
+/// which paces both a voter's UpdateRaftVoter and an observer's auto-join (`auto_join.rs`): due in `epoch` at
+/// `due`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct UpdateVoterDue {
+pub(super) struct PeriodDue {
     epoch: i32,
     due: Millis,
-    /// `kraft.version` 0: the leader of this epoch took this voter's entry.
-    updated_leader: bool,
+}
+
+impl PeriodDue {
+    /// One period from `now`, in `epoch`.
+    pub(super) fn start(epoch: i32, now: Millis, period: Millis) -> PeriodDue {
+        PeriodDue {
+            epoch,
+            due: now.saturating_add(period),
+        }
+    }
+
+    /// Whether the period in `slot` has passed at `now` in `epoch`. A slot of another epoch (or none) is
+    /// armed for one `period` from `now` (the replica starts following), and has not.
+    pub(super) fn passed(
+        slot: &mut Option<PeriodDue>,
+        epoch: i32,
+        now: Millis,
+        period: Millis,
+    ) -> bool {
+        match slot {
+            Some(d) if d.epoch == epoch => now >= d.due,
+            _ => {
+                *slot = Some(PeriodDue::start(epoch, now, period));
+                false
+            }
+        }
+    }
+
+    pub(super) fn epoch(&self) -> i32 {
+        self.epoch
+    }
 }
 
 impl Node {
-    /// Kafka's `updateVoterPeriodMs`: a few rounds of Fetch before the first attempt, and between attempts.
-    fn update_voter_period(&self) -> Millis {
-        self.config.fetch_timeout_ms.saturating_mul(3)
+    /// Kafka 4.4's `updateVoterPeriodMs`: one fetch timeout before the first attempt, and between attempts.
+    pub(super) fn update_voter_set_period(&self) -> Millis {
+        self.config.fetch_timeout_ms
     }
 
     /// Called as a follower sends a Fetch: arms the period when it starts following in an epoch, and once
@@ -38,24 +69,12 @@ impl Node {
             return;
         };
         let epoch = self.election.epoch;
-        let due = now.saturating_add(self.update_voter_period());
-        let updated_leader = match self.update_voter_due {
-            Some(d) if d.epoch == epoch && now < d.due => return,
-            Some(d) if d.epoch == epoch => d.updated_leader,
-            _ => {
-                self.update_voter_due = Some(UpdateVoterDue {
-                    epoch,
-                    due,
-                    updated_leader: false,
-                });
-                return;
-            }
-        };
-        self.update_voter_due = Some(UpdateVoterDue {
-            epoch,
-            due,
-            updated_leader,
-        });
+        let period = self.update_voter_set_period();
+        if !PeriodDue::passed(&mut self.update_voter_due, epoch, now, period) {
+            return;
+        }
+        self.update_voter_due = Some(PeriodDue::start(epoch, now, period));
+        let updated_leader = self.update_voter_taken_in == Some(epoch);
         let local = self.local_voter_node();
         let send = if self.kraft_version() >= 1 {
             self.history.latest().voter_node_needs_update(&local)
@@ -131,10 +150,10 @@ impl Node {
         let taken = matches!(resp.error_code, errors::NONE | errors::UNSUPPORTED_VERSION);
         let epoch = self.election.epoch;
         if let (true, RoleState::Follower { leader, .. }, Some(d)) =
-            (taken, &self.role, self.update_voter_due.as_mut())
+            (taken, &self.role, self.update_voter_due)
         {
-            if *leader == from && d.epoch == epoch {
-                d.updated_leader = true;
+            if *leader == from && d.epoch() == epoch {
+                self.update_voter_taken_in = Some(epoch);
                 self.timers.fetch_timeout = Some(now + self.config.fetch_timeout_ms);
             }
         }

@@ -333,6 +333,22 @@ pub fn encode_bootstrap_snapshot_without_voters(
     encoder.finish(0)
 }
 
+/// The bootstrap snapshot of `kraft format` with static voters (`controller.quorum.voters`), as Kafka 4.4's
+/// storage tool writes it then without its metadata records: {SnapshotHeader} at 0 and {SnapshotFooter} at
+/// 1 — no KRaftVersion record (kraft.version 0) and no voter set (the voters are configured).
+pub fn encode_static_bootstrap_snapshot(
+    last_contained_log_timestamp: i64,
+) -> Result<Bytes, RecordsError> {
+    SnapshotEncoder::new(
+        SnapshotId::BOOTSTRAP,
+        last_contained_log_timestamp,
+        0,
+        None,
+        0,
+    )?
+    .finish(0)
+}
+
 /// Writes a snapshot in Kafka's layout (`RecordsSnapshotWriter`): every batch's partition leader epoch is the
 /// snapshot's epoch, offsets are dense from 0, every record of a batch carries the batch's append time.
 /// Bytes are produced as batches complete ([`take`](Self::take)), so a large snapshot streams to its file.

@@ -153,40 +153,7 @@ pub fn fit(message: &Message, version: i16) -> Result<Cow<'_, Message>, VersionE
 /// as Kafka's `KafkaNetworkChannel` answers a request its client refused for a version mismatch (a
 /// Prospective then stands as Candidate at once; other kinds are retried at the core's timers).
 pub fn unsupported_answer(request: &Message) -> Option<Message> {
-    use kafka_protocol::messages::{
-        BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse, VoteResponse,
-    };
-    let code = errors::UNSUPPORTED_VERSION;
-    Some(match request {
-        Message::VoteRequest(_) => {
-            Message::VoteResponse(VoteResponse::default().with_error_code(code))
-        }
-        Message::BeginQuorumEpochRequest(_) => Message::BeginQuorumEpochResponse(
-            BeginQuorumEpochResponse::default().with_error_code(code),
-        ),
-        Message::EndQuorumEpochRequest(_) => {
-            Message::EndQuorumEpochResponse(EndQuorumEpochResponse::default().with_error_code(code))
-        }
-        Message::FetchRequest(_) => {
-            Message::FetchResponse(FetchResponse::default().with_error_code(code))
-        }
-        Message::FetchSnapshotRequest(_) => Message::FetchSnapshotResponse(
-            kafka_protocol::messages::FetchSnapshotResponse::default().with_error_code(code),
-        ),
-        Message::ApiVersionsRequest(_) => {
-            Message::ApiVersionsResponse(ApiVersionsResponse::default().with_error_code(code))
-        }
-        Message::UpdateRaftVoterRequest(_) => Message::UpdateRaftVoterResponse(
-            kafka_protocol::messages::UpdateRaftVoterResponse::default().with_error_code(code),
-        ),
-        Message::AddRaftVoterRequest(_) => Message::AddRaftVoterResponse(
-            kafka_protocol::messages::AddRaftVoterResponse::default().with_error_code(code),
-        ),
-        Message::RemoveRaftVoterRequest(_) => Message::RemoveRaftVoterResponse(
-            kafka_protocol::messages::RemoveRaftVoterResponse::default().with_error_code(code),
-        ),
-        _ => return None,
-    })
+    request.error_answer(errors::UNSUPPORTED_VERSION)
 }
 
 /// Why the ApiVersions round trip of a new connection failed (the connection is then dropped).

@@ -6,8 +6,7 @@
 //! controller with an authorizer answers a principal without CLUSTER_ACTION/ALTER), and a log line.
 
 use kafka_protocol::messages::{
-    AddRaftVoterResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-    RemoveRaftVoterResponse, UpdateRaftVoterResponse, VoteResponse,
+    AddRaftVoterResponse, RemoveRaftVoterResponse, UpdateRaftVoterResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -103,28 +102,14 @@ fn message_name(message: &Message) -> &'static str {
         Message::BeginQuorumEpochRequest(_) => "BeginQuorumEpoch",
         Message::EndQuorumEpochRequest(_) => "EndQuorumEpoch",
         Message::FetchRequest(_) => "Fetch",
+        Message::FetchSnapshotRequest(_) => "FetchSnapshot",
         _ => "response",
     }
 }
 
 /// The refusal answer to a peer request.
 pub fn refused_peer(request: &Message) -> Option<Message> {
-    let code = CLUSTER_AUTHORIZATION_FAILED;
-    Some(match request {
-        Message::VoteRequest(_) => {
-            Message::VoteResponse(VoteResponse::default().with_error_code(code))
-        }
-        Message::BeginQuorumEpochRequest(_) => Message::BeginQuorumEpochResponse(
-            BeginQuorumEpochResponse::default().with_error_code(code),
-        ),
-        Message::EndQuorumEpochRequest(_) => {
-            Message::EndQuorumEpochResponse(EndQuorumEpochResponse::default().with_error_code(code))
-        }
-        Message::FetchRequest(_) => {
-            Message::FetchResponse(FetchResponse::default().with_error_code(code))
-        }
-        _ => return None,
-    })
+    request.error_answer(CLUSTER_AUTHORIZATION_FAILED)
 }
 
 /// The refusal answer to a client request (only membership changes are ever refused).
@@ -198,6 +183,33 @@ mod tests {
             Ok(())
         );
         assert_eq!(check(None, &Identity::Plaintext, &vote(1)), Ok(()));
+    }
+
+    #[test]
+    fn a_refused_snapshot_download_is_answered_not_dropped() {
+        let t = tls(Some("CN=node-{id}"), &[]);
+        let message = Message::FetchSnapshotRequest(Default::default());
+        let incoming = Incoming::Peer {
+            from: 2,
+            message: message.clone(),
+        };
+        let denied = check(
+            Some(&t),
+            &Identity::Principal("CN=node-1".into()),
+            &incoming,
+        )
+        .expect_err("node-1 cannot fetch as node 2");
+        assert!(denied.0.starts_with("FetchSnapshot from"), "{}", denied.0);
+        match refused_peer(&message) {
+            Some(Message::FetchSnapshotResponse(r)) => {
+                assert_eq!(r.error_code, CLUSTER_AUTHORIZATION_FAILED)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            refused_peer(&Message::VoteResponse(Default::default())),
+            None
+        );
     }
 
     #[test]

@@ -188,22 +188,9 @@ impl Forwarder {
             Ok(Err(e)) => return Err(ForwardError::Tls(e.to_string())),
             Err(_) => return Err(ForwardError::Timeout(timeout)),
         };
-        if tls.identities.is_configured() {
-            let principal = stream
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .map(tls::principal);
-            match principal {
-                Some(Ok(p)) if tls.identities.proves(&p, leader) => {}
-                other => {
-                    return Err(ForwardError::Tls(format!(
-                        "certificate does not prove node id {leader}: {other:?}"
-                    )))
-                }
-            }
-        }
+        tls.identities
+            .check_server(&stream, leader)
+            .map_err(ForwardError::Tls)?;
         let (r, w) = tokio::io::split(stream);
         Ok((Box::new(r), Box::new(w)))
     }

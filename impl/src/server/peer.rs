@@ -272,22 +272,10 @@ impl PeerTask {
         };
         // A bootstrap server (peer id ≤ −2: its node id is not known yet) is only checked as trusted and
         // named by the host dialled; its answers only point at the leader, whose link proves its id.
-        if tls.identities.is_configured() && peer >= 0 {
-            let principal = stream
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .map(tls::principal);
-            match principal {
-                Some(Ok(p)) if tls.identities.proves(&p, peer) => {}
-                other => {
-                    self.handshake_failed(
-                        endpoint,
-                        format_args!("peer certificate does not prove node id {peer}: {other:?}"),
-                    );
-                    return None;
-                }
+        if peer >= 0 {
+            if let Err(e) = tls.identities.check_server(&stream, peer) {
+                self.handshake_failed(endpoint, format_args!("peer {e}"));
+                return None;
             }
         }
         if self.tls_failing.swap(false, Ordering::Relaxed) {

@@ -115,6 +115,30 @@ impl ControllerIdentities {
     pub fn proves(&self, principal: &str, id: i32) -> bool {
         id >= 0 && self.principal_of(id).is_some_and(|p| p == principal)
     }
+
+    /// Whether the certificate a dialled server presented proves node `id`; `Err` says why not. Always
+    /// `Ok` when no identities are configured.
+    pub fn check_server<S>(
+        &self,
+        stream: &tokio_rustls::client::TlsStream<S>,
+        id: i32,
+    ) -> Result<(), String> {
+        if !self.is_configured() {
+            return Ok(());
+        }
+        let principal = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(principal);
+        match principal {
+            Some(Ok(p)) if self.proves(&p, id) => Ok(()),
+            other => Err(format!(
+                "certificate does not prove node id {id}: {other:?}"
+            )),
+        }
+    }
 }
 
 /// Flat `key -> value` properties (a Java properties file, or a node's TOML flattened to dotted keys).

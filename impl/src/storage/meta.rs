@@ -191,9 +191,25 @@ pub fn write_bootstrap_snapshot(
     write_atomically(path, &bytes)
 }
 
-/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1, or
+/// Writes the bootstrap snapshot Kafka's `kafka-storage format` writes with `controller.quorum.voters` set
+/// (kraft.version 0: no KRaftVersion record, no voter set; no metadata records), read back as
+/// [`Bootstrap::Static`] with an empty set: the voters are configured, not formatted.
+pub fn write_static_bootstrap_snapshot(path: &Path) -> Result<(), StorageError> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let bytes =
+        records::encode_static_bootstrap_snapshot(now_ms).map_err(|e| StorageError::Corrupt {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    write_atomically(path, &bytes)
+}
+
+/// Reads a bootstrap file (CRC checked): the voter set at offset −1 with `kraft.version` 1,
 /// [`Bootstrap::NoInitialVoters`] for a snapshot with `kraft.version` 1 and no voter set (Kafka's
-/// `--no-initial-controllers`). A file named
+/// `--no-initial-controllers`), or [`Bootstrap::Static`] with an empty set for one with neither
+/// (`kraft.version` 0: static voters, whose set the caller takes from the configuration). A file named
 /// `bootstrap.checkpoint` is the one control batch {KRaftVersion(1), Voters} older `kraft format` wrote;
 /// any other is a Kafka snapshot (Kafka's storage tool or `kraft format`), whose metadata records are
 /// skipped.
@@ -227,6 +243,11 @@ pub fn read_bootstrap(path: &Path) -> Result<Bootstrap, StorageError> {
         (Some(1), Some(set)) => Ok(Bootstrap::Checkpoint(set)),
         (Some(1), None) if path.file_name() != Some(std::ffi::OsStr::new(BOOTSTRAP_FILE)) => {
             Ok(Bootstrap::NoInitialVoters)
+        }
+        // kraft.version 0 (no KRaftVersion record) and no voter set: a static quorum's directory
+        // (Kafka's storage tool with `controller.quorum.voters`); the voters come from the configuration.
+        (None, None) if path.file_name() != Some(std::ffi::OsStr::new(BOOTSTRAP_FILE)) => {
+            Ok(Bootstrap::Static(VoterSet::empty()))
         }
         (version, voters) => Err(corrupt(format!(
             "expected kraft.version 1 and a voter set, found version {version:?}, voters present: {}",

@@ -34,6 +34,19 @@ pub struct Install {
     pub max_bytes: i32,
 }
 
+/// The played leader's answer to a Fetch of the node: no records, its HW, and a snapshot to fetch
+/// when the node must install one.
+#[derive(Clone, Copy, Debug)]
+struct FetchAnswer {
+    /// The node's request, as the model reads it.
+    request: FetchKey,
+    /// The played leader and its epoch.
+    leader: Id,
+    epoch: u8,
+    high_watermark: u8,
+    snapshot_id: Option<SnapshotId>,
+}
+
 impl Kit {
     /// The node follows played leader `leader` in epoch `epoch`: its next Fetch is answered with
     /// `SnapshotId` (end offset = the node's fetch offset + `ahead`, `epoch`); the node then downloads it
@@ -53,16 +66,14 @@ impl Kit {
             "node Fetch at {} (epoch {}): answered SnapshotId {end}@{epoch}",
             key.fetch_offset, key.last_fetched_epoch
         );
-        self.answer_fetch(
-            conn,
-            &reply,
-            &req,
-            key,
-            (leader, epoch),
-            end,
-            Some(id),
-            what,
-        )?;
+        let answer = FetchAnswer {
+            request: key,
+            leader,
+            epoch,
+            high_watermark: end,
+            snapshot_id: Some(id),
+        };
+        self.answer_fetch(conn, &reply, &req, answer, what)?;
         let file = self.snapshot_file(id)?;
         let size = file.len() as u64;
         let mut written = 0u64;
@@ -122,7 +133,14 @@ impl Kit {
             ));
         }
         let what = format!("node Fetch at {end} after the install: no records, HW {end}");
-        self.answer_fetch(conn, &reply, &req, after, (leader, epoch), end, None, what)?;
+        let answer = FetchAnswer {
+            request: after,
+            leader,
+            epoch,
+            high_watermark: end,
+            snapshot_id: None,
+        };
+        self.answer_fetch(conn, &reply, &req, answer, what)?;
         Ok(install)
     }
 
@@ -145,26 +163,28 @@ impl Kit {
             .map_err(|e| Box::new(Divergence::Kit(format!("snapshot {kid}: {e}"))))
     }
 
-    /// Answers the node's Fetch `req` as played leader `leader` of `epoch`: no records, HW `end`, and
-    /// `snapshot_id` when the node must fetch a snapshot.
-    #[allow(clippy::too_many_arguments)]
+    /// Answers the node's Fetch `req` with `answer` (no records).
     fn answer_fetch(
         &mut self,
         conn: u64,
         reply: &codec::Reply,
         req: &Message,
-        request: FetchKey,
-        (leader, epoch): (Id, u8),
-        end: u8,
-        snapshot_id: Option<SnapshotId>,
+        answer: FetchAnswer,
         what: String,
     ) -> R<()> {
+        let FetchAnswer {
+            request,
+            leader,
+            epoch,
+            high_watermark,
+            snapshot_id,
+        } = answer;
         let answer = FetchResponse {
             request,
             error: model::types::ErrorCode::None,
             leader_epoch: epoch,
             leader_id: Some(leader),
-            high_watermark: Some(end),
+            high_watermark: Some(high_watermark),
             diverging: None,
             records: Log::from_slice(&[]),
             snapshot_id,

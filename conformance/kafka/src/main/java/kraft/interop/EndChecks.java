@@ -204,7 +204,8 @@ final class EndChecks {
 
     /**
      * The voter sets of the final log below {@code hw}, by the offset where each takes effect: the bootstrap
-     * snapshot's at -1 (the first replica whose snapshot has a Voters record), then every VotersRecord.
+     * snapshot's at -1 (the first replica whose snapshot has a Voters record; else a static quorum's configured
+     * voters), then every VotersRecord.
      */
     static TreeMap<Long, List<Integer>> voterSets(MixedQuorum m, long hw) throws Exception {
         TreeMap<Long, List<Integer>> out = new TreeMap<>();
@@ -218,6 +219,8 @@ final class EndChecks {
                 break;
             }
         }
+        // A static quorum (kraft.version 0): its bootstrap snapshots hold no voters; the configured ones govern.
+        if (out.isEmpty() && m.staticVoters != null) out.put(-1L, m.staticVoters.stream().sorted().toList());
         // Every replica's snapshots (their voters at end offset - 1, as Kafka loads them) and logs: with log
         // starts past 0 no single file holds the whole history; the committed parts agree, which the checks above
         // judge.

@@ -24,6 +24,11 @@ final class KafkaQuorum implements AutoCloseable {
     String clusterId = Uuid.randomUuid().toString();
     /** {@code controller.quorum.bootstrap.servers}; null: the initial voters' addresses. */
     String bootstrapServers;
+    /**
+     * {@code controller.quorum.voters} (static voters, kraft.version 0), written instead of
+     * {@code controller.quorum.bootstrap.servers} when set.
+     */
+    String staticVoters;
     final Map<Integer, Integer> ports = new LinkedHashMap<>();
     final Map<Integer, Uuid> directoryIds = new LinkedHashMap<>();
     private final Map<Integer, Process> processes = new LinkedHashMap<>();
@@ -53,11 +58,7 @@ final class KafkaQuorum implements AutoCloseable {
 
     /** kill -9 of controller {@code id}. */
     void kill(int id) throws InterruptedException {
-        Process p = processes.remove(id);
-        if (p != null) {
-            p.destroyForcibly();
-            p.waitFor();
-        }
+        Procs.kill(processes.remove(id));
     }
 
     /** Starts a killed controller again on its directory and port. */
@@ -127,6 +128,20 @@ final class KafkaQuorum implements AutoCloseable {
         }
     }
 
+    /**
+     * Formats controllers {@code ids} (ports reserved) for the static voters {@link #staticVoters}, as
+     * {@code kafka-storage format --config} does with {@code controller.quorum.voters} set (kraft.version 0), without
+     * starting them.
+     */
+    void formatStatic(int... ids) throws Exception {
+        Files.createDirectories(dir);
+        for (int id : ids) {
+            writeConfig(id);
+            format(id);
+            directoryIds.put(id, readDirectoryId(logDir(id)));
+        }
+    }
+
     /** Formats (no initial controllers) and starts a controller that joins as an observer. */
     void startObserver(int id) throws Exception {
         formatObserver(id);
@@ -175,8 +190,12 @@ final class KafkaQuorum implements AutoCloseable {
         p.setProperty("controller.listener.names", "CONTROLLER");
         p.setProperty("listeners", "CONTROLLER://127.0.0.1:" + port);
         p.setProperty("listener.security.protocol.map", "CONTROLLER:PLAINTEXT");
-        p.setProperty("controller.quorum.bootstrap.servers", bootstrapServers != null ? bootstrapServers
-            : bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
+        if (staticVoters != null) {
+            p.setProperty("controller.quorum.voters", staticVoters);
+        } else {
+            p.setProperty("controller.quorum.bootstrap.servers", bootstrapServers != null ? bootstrapServers
+                : bootstrapIds.stream().map(this::address).collect(Collectors.joining(",")));
+        }
         p.setProperty("log.dirs", logDir.toString());
         // No NoOpRecords: an idle quorum keeps its high watermark, so two tools see the same values.
         p.setProperty("metadata.max.idle.interval.ms", "0");

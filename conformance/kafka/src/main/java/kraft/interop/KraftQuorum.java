@@ -174,6 +174,24 @@ final class KraftQuorum implements AutoCloseable {
     }
 
     /**
+     * Formats node {@code id} with {@code kraft format --config config --cluster-id clusterId} plus
+     * {@code formatArgs} (a Kafka controller's properties file) and sets its command to {@code kraft node --config
+     * config} plus {@code nodeArgs}, without starting it ({@link #restart} starts it).
+     */
+    void formatFromConfig(int id, Path config, String clusterId, List<String> formatArgs, String... nodeArgs)
+            throws Exception {
+        reservePort(id);
+        List<String> format = new ArrayList<>(List.of(kraft, "format", "--config", config.toString(), "--cluster-id",
+            clusterId));
+        format.addAll(formatArgs);
+        Procs.Result f = Procs.run(format, 30);
+        if (f.code() != 0) throw new IOException("kraft format --config of node " + id + " failed: " + f);
+        List<String> cmd = new ArrayList<>(List.of(kraft, "node", "--config", config.toString()));
+        cmd.addAll(List.of(nodeArgs));
+        nodeCommands.put(id, cmd);
+    }
+
+    /**
      * Node {@code id} on a directory Kafka's storage tool formatted with {@code --no-initial-controllers}
      * (meta.properties and a bootstrap snapshot with KRaftVersion 1 and no voters), started with
      * {@code --bootstrap-servers bootstrapServers} and {@code nodeArgs}: an observer that finds the quorum through
@@ -238,11 +256,7 @@ final class KraftQuorum implements AutoCloseable {
 
     /** kill -9 of a node started with {@link #startJoiner}. */
     void kill(int id) throws InterruptedException {
-        Process p = nodes.remove(id);
-        if (p != null) {
-            p.destroyForcibly();
-            p.waitFor();
-        }
+        Procs.kill(nodes.remove(id));
     }
 
     /** (Re)starts a node started with {@link #startJoiner} on its data directory. */

@@ -36,6 +36,8 @@ final class MixedQuorum implements AutoCloseable {
     /** Every (epoch, leader) either kind reported. */
     final Map<Integer, Integer> leaders = new TreeMap<>();
     final List<Sample> samples = new ArrayList<>();
+    /** The static voters (kraft.version 0) the quorum started with, or null: its voter set before any VotersRecord. */
+    List<Integer> staticVoters;
     /** Replicas stopped with SIGSTOP now: not asked anything (they cannot answer). */
     final java.util.Set<Integer> paused = new java.util.TreeSet<>();
 

@@ -20,7 +20,8 @@ import org.apache.kafka.common.Uuid;
  * two Kafka controllers, which elect one of theirs; the {@code kraft} node restarts on a new port, sends
  * UpdateRaftVoter to the Kafka leader, and Kafka's {@code describe --status}, its Admin
  * {@code describeMetadataQuorum} (the voters' endpoints) and {@code describe --replication} show it there; the end
- * checks. The update period is 3 x fetch timeout on both sides (Kafka's 3 s: 9 s; ours 2 s: 6 s).
+ * checks. The update period is one fetch timeout on both sides (Kafka 4.4's {@code updateVoterPeriodMs}: 3 s;
+ * ours 2 s).
  */
 record MovedVoterScenario(Report report, Tools tools, Path work, String kraft) {
     private static final List<Integer> KAFKA = List.of(1, 2);

@@ -222,11 +222,7 @@ abstract class PerfQuorum implements AutoCloseable {
 
         @Override
         void kill(int id) throws InterruptedException {
-            Process p = processes.remove(id);
-            if (p != null) {
-                p.destroyForcibly();
-                p.waitFor();
-            }
+            Procs.kill(processes.remove(id));
         }
 
         @Override

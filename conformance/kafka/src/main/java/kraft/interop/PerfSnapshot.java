@@ -339,11 +339,7 @@ final class PerfSnapshot {
         }
 
         void kill(int id) throws InterruptedException {
-            Process p = processes.remove(id);
-            if (p != null) {
-                p.destroyForcibly();
-                p.waitFor();
-            }
+            Procs.kill(processes.remove(id));
         }
 
         @Override

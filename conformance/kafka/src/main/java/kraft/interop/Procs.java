@@ -70,6 +70,13 @@ final class Procs {
         }
     }
 
+    /** kill -9, waiting for the process to be gone; null is a no-op. */
+    static void kill(Process p) throws InterruptedException {
+        if (p == null) return;
+        p.destroyForcibly();
+        p.waitFor();
+    }
+
     static List<String> list(String... parts) {
         return new ArrayList<>(List.of(parts));
     }

@@ -23,7 +23,8 @@ import org.apache.kafka.common.Uuid;
  * {@code --no-initial-controllers} directory joining Kafka's quorum ({@link NoInitialControllersScenario}), (r)
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
  * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}), (u)
- * Kafka's {@code kafka-features} against our quorum, (w, x) auto-join both ways ({@link AutoJoinScenario}). One
+ * Kafka's {@code kafka-features} against our quorum, (w, x) auto-join both ways ({@link AutoJoinScenario}), (y, z)
+ * static quorums upgraded to kraft.version 1 and reconfigured ({@link StaticQuorumScenario}). One
  * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -156,6 +157,26 @@ final class Scenarios {
                 + " becomes a voter (kafka-metadata-quorum and kraft describe)");
             try {
                 new AutoJoinScenario(report, tools, work.resolve("auto-join"), kraft).runKraftJoins();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("y")) {
+            report.scenario("y: a static kraft quorum (controller.quorum.voters, kraft.version 0) from properties files,"
+                + " upgraded with Kafka's kafka-features to kraft.version 1, then a fourth kraft node added with Kafka's"
+                + " add-controller");
+            try {
+                new StaticQuorumScenario(report, tools, work.resolve("static"), kraft).runKraft();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("z")) {
+            report.scenario("z: a static mixed quorum (an Apache Kafka controller formatted by kafka-storage format and"
+                + " two kraft nodes, one controller.quorum.voters) led by a kraft node, upgraded with Kafka's"
+                + " kafka-features, then a second Kafka controller added with add-controller");
+            try {
+                new StaticQuorumScenario(report, tools, work.resolve("static"), kraft).runMixed();
             } catch (Exception e) {
                 report.aborted(e);
             }
