@@ -250,11 +250,6 @@ impl SnapshotFrame {
         Ok((batch, frame.len))
     }
 
-    /// Whether the footer has been seen (nothing may follow it).
-    pub fn complete(&self) -> bool {
-        self.seen_footer
-    }
-
     /// The snapshot's description, once the whole file went through `push`.
     pub fn finish(self, id: SnapshotId, size: u64) -> Result<SnapshotInfo, RecordsError> {
         if !self.seen_footer {

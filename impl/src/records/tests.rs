@@ -362,3 +362,15 @@ proptest! {
         let _ = scan_batches(Bytes::from(bytes));
     }
 }
+
+#[test]
+fn metadata_record_type_reads_the_frame_version_1_header_only() {
+    // Frame version 1, api key 23 (BeginTransactionRecord), then the record's own version.
+    assert_eq!(metadata_record_type(&[1, 23, 0]), Some(23));
+    assert_eq!(metadata_record_type(&[1, 0x7f]), Some(0x7f));
+    // A type of 128 or more takes two varint bytes: not a type this reader knows.
+    assert_eq!(metadata_record_type(&[1, 0x80, 0x01]), None);
+    assert_eq!(metadata_record_type(&[0, 23]), None);
+    assert_eq!(metadata_record_type(&[1]), None);
+    assert_eq!(metadata_record_type(&[]), None);
+}
