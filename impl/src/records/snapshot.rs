@@ -465,3 +465,49 @@ pub fn metadata_record_type(value: &[u8]) -> Option<u8> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: SnapshotId = SnapshotId {
+        end_offset: 5,
+        epoch: 2,
+    };
+
+    fn reason(bytes: Bytes) -> String {
+        match decode_snapshot(bytes) {
+            Err(RecordsError::Malformed { reason, .. }) => reason,
+            other => panic!("expected a malformed snapshot, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_has_exactly_one_header_and_it_comes_first() {
+        // One header at offset 0, then the footer: a valid (empty) snapshot.
+        let fine = SnapshotEncoder::new(ID, 7, 0, None, 9).unwrap();
+        assert!(decode_snapshot(fine.finish(9).unwrap()).is_ok());
+
+        // A second header batch after the first.
+        let mut twice = SnapshotEncoder::new(ID, 7, 0, None, 9).unwrap();
+        let header = SnapshotHeaderRecord::default().with_last_contained_log_timestamp(7);
+        let header = encode_message(&header, SNAPSHOT_HEADER_VERSION).unwrap();
+        let second = twice
+            .control(0, CONTROL_SNAPSHOT_HEADER, header, 9)
+            .unwrap();
+        twice.write(&[second]).unwrap();
+        let r = reason(twice.finish(9).unwrap());
+        assert!(r.contains("a second header"), "{r}");
+
+        // Offset 0 holds a KRaftVersion record, not the header.
+        let mut headless = SnapshotEncoder {
+            epoch: ID.epoch,
+            next_offset: 0,
+            out: BytesMut::new(),
+        };
+        let first = headless.record(&Record::KRaftVersion(1), 0, 9).unwrap();
+        headless.write(&[first]).unwrap();
+        let r = reason(headless.finish(9).unwrap());
+        assert!(r.contains("does not start with a header"), "{r}");
+    }
+}
