@@ -265,26 +265,21 @@ impl Kit {
             .ok_or_else(|| Box::new(Divergence::Kit("connection vanished".into())))
     }
 
-    /// Delivers in-flight message `env` (from a played replica) to the node over the wire.
-    pub fn deliver_to_node(&mut self, env: Envelope) -> R<()> {
-        let mut line = Line::new("kit", story(&Action::Deliver(env)));
-        if env.dst != self.nut || !self.state.network.contains(&env) {
-            return Err(self.fail(
-                line,
-                Divergence::Kit(format!("{env:?} is not in flight to the node")),
-            ));
-        }
-        let hw = self.state.servers[env.src as usize].hw;
-        let msg = encode::request(&self.eps, env.src, env.dst, &env.msg, hw)
-            .map_err(|e| Box::new(Divergence::Kit(e)))?;
-        let (key, version) = codec::request_api(&msg).unwrap_or((-1, -1));
+    /// Sends `msg` as played replica `src` on its connection to the node and reads the answer, recorded in
+    /// `line` (its bytes both ways) and in the coverage.
+    fn round_trip(
+        &mut self,
+        src: Id,
+        msg: &kraft::node::Message,
+        mut line: Line,
+    ) -> R<(kraft::node::Message, Line)> {
+        let (key, version) = codec::request_api(msg).unwrap_or((-1, -1));
         let corr = self.next_corr();
-        let frame = codec::peer_request_frame(&msg, corr, "kraft-kit")
+        let frame = codec::peer_request_frame(msg, corr, "kraft-kit")
             .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
         line.sent = hex(&frame);
-        self.report
-            .cover(format!("kit→node {}", encode::name(&msg)));
-        let conn = self.conn(env.src)?;
+        self.report.cover(format!("kit→node {}", encode::name(msg)));
+        let conn = self.conn(src)?;
         let got = conn.send(&frame).and_then(|_| conn.recv());
         let payload = match got {
             Ok(p) => p,
@@ -308,6 +303,22 @@ impl Kit {
             encode::name(&resp),
             encode::error_code(&resp)
         ));
+        Ok((resp, line))
+    }
+
+    /// Delivers in-flight message `env` (from a played replica) to the node over the wire.
+    pub fn deliver_to_node(&mut self, env: Envelope) -> R<()> {
+        let line = Line::new("kit", story(&Action::Deliver(env)));
+        if env.dst != self.nut || !self.state.network.contains(&env) {
+            return Err(self.fail(
+                line,
+                Divergence::Kit(format!("{env:?} is not in flight to the node")),
+            ));
+        }
+        let hw = self.state.servers[env.src as usize].hw;
+        let msg = encode::request(&self.eps, env.src, env.dst, &env.msg, hw)
+            .map_err(|e| Box::new(Divergence::Kit(e)))?;
+        let (resp, mut line) = self.round_trip(env.src, &msg, line)?;
         let sent_key = match env.msg {
             Msg::FetchRequest(k) => Some(k),
             _ => None,

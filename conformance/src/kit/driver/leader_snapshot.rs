@@ -13,10 +13,9 @@ use kafka_protocol::messages::fetch_snapshot_request::{
 use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, FetchSnapshotResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::node::Message;
-use kraft::server::codec;
 use model::types::{Action, Envelope, ErrorCode, FetchKey, FetchResponse, Id, Msg, SnapshotId};
 
-use super::{added, hex, is_response, Divergence, Kit, Line, R};
+use super::{added, is_response, Divergence, Kit, Line, R};
 use crate::kit::encode;
 
 /// `MaxBytes` of the kit's FetchSnapshot requests: far below a snapshot, so the download takes several
@@ -276,38 +275,7 @@ impl Kit {
 
     /// Sends `msg` as played replica `src` on its connection to the node and reads the answer.
     fn exchange(&mut self, src: Id, msg: &Message, action: String) -> R<(Message, Line)> {
-        let mut line = Line::new("kit", action);
-        let (key, version) = codec::request_api(msg).unwrap_or((-1, -1));
-        let corr = self.next_corr();
-        let frame = codec::peer_request_frame(msg, corr, "kraft-kit")
-            .map_err(|e| Box::new(Divergence::Kit(e.to_string())))?;
-        line.sent = hex(&frame);
-        self.report.cover(format!("kit→node {}", encode::name(msg)));
-        let conn = self.conn(src)?;
-        let got = conn.send(&frame).and_then(|_| conn.recv());
-        let payload = match got {
-            Ok(p) => p,
-            Err(e) => return Err(self.fail(line, Divergence::Io(e))),
-        };
-        line.received = hex(&payload);
-        let decoded = codec::response_body(payload, key, version)
-            .map_err(|e| e.to_string())
-            .and_then(|(c, body)| {
-                if c != corr {
-                    return Err(format!("correlation id {c}, expected {corr}"));
-                }
-                codec::decode_peer_response(body, key, version).map_err(|e| e.to_string())
-            });
-        let resp = match decoded {
-            Ok(r) => r,
-            Err(e) => return Err(self.fail(line, Divergence::Decode(e))),
-        };
-        self.report.cover(format!(
-            "node→kit {} error {}",
-            encode::name(&resp),
-            encode::error_code(&resp)
-        ));
-        Ok((resp, line))
+        self.round_trip(src, msg, Line::new("kit", action))
     }
 
     fn mismatch_line(&mut self, line: Line) -> Box<Divergence> {
