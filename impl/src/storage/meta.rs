@@ -177,32 +177,32 @@ pub fn write_bootstrap_snapshot(
     path: &Path,
     voters: Option<&VoterSet>,
 ) -> Result<(), StorageError> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let bytes = match voters {
+    write_encoded_bootstrap(path, |now_ms| match voters {
         Some(voters) => records::encode_bootstrap_snapshot(voters, now_ms),
         None => records::encode_bootstrap_snapshot_without_voters(now_ms),
-    }
-    .map_err(|e| StorageError::Corrupt {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    write_atomically(path, &bytes)
+    })
 }
 
 /// Writes the bootstrap snapshot Kafka's `kafka-storage format` writes with `controller.quorum.voters` set
 /// (kraft.version 0: no KRaftVersion record, no voter set; no metadata records), read back as
 /// [`Bootstrap::Static`] with an empty set: the voters are configured, not formatted.
 pub fn write_static_bootstrap_snapshot(path: &Path) -> Result<(), StorageError> {
+    write_encoded_bootstrap(path, records::encode_static_bootstrap_snapshot)
+}
+
+/// Writes the bootstrap snapshot `encode` makes, stamped with the current time (its header's
+/// LastContainedLogTimestamp, as Kafka's storage tool stamps it).
+fn write_encoded_bootstrap(
+    path: &Path,
+    encode: impl FnOnce(i64) -> Result<Bytes, records::RecordsError>,
+) -> Result<(), StorageError> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let bytes =
-        records::encode_static_bootstrap_snapshot(now_ms).map_err(|e| StorageError::Corrupt {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let bytes = encode(now_ms).map_err(|e| StorageError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     write_atomically(path, &bytes)
 }
 
