@@ -8,7 +8,7 @@ use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::history::committed_voter_set;
 use kraft::log::{RaftLog, SnapshotId};
-use kraft::node::{errors, Message, Role, METADATA_TOPIC};
+use kraft::node::{errors, Bootstrap, Effect, Harness, Message, NodeConfig, Role, METADATA_TOPIC};
 use kraft_sim::{self as sim, Envelope, Sim};
 use snapshot_support::{ask, fetch_snapshot, leader_with_snapshot, snapshot_file};
 
@@ -240,30 +240,103 @@ fn offset_zero_with_only_the_bootstrap_snapshot_is_served_records_whatever_its_e
 }
 
 #[test]
-fn a_snapshot_the_shell_reports_is_taken_on_only_as_asked_and_within_the_high_watermark() {
+fn a_snapshot_the_shell_reports_is_taken_on_only_as_asked() {
     let (mut cluster, id) = leader_with_snapshot(3, 3);
     let hw = cluster.node(1).high_watermark().unwrap();
     assert!(hw > 2);
-    let above = SnapshotId {
-        end_offset: hw + 1,
-        epoch: id.epoch,
+    let held =
+        |cluster: &Sim| -> Vec<SnapshotId> { cluster.node(1).snapshots().map(|m| m.id).collect() };
+    let report = |cluster: &mut Sim, asked: SnapshotId, written: SnapshotId| {
+        let meta = sim::snapshot_meta(written, &snapshot_file(&[1])).unwrap();
+        let now = cluster.clock(1);
+        let _ = cluster.node_mut(1).snapshot_taken(now, asked, Ok(meta));
     };
-    cluster.store_snapshot(1, above, snapshot_file(&[1]));
-    // A shell that reports another snapshot than the one asked for (both within the log start and HW).
-    let asked = SnapshotId {
+    // Snapshots nobody asked for, within the log start and HW and above it.
+    for end_offset in [1, 2, hw + 1] {
+        let unasked = SnapshotId {
+            end_offset,
+            epoch: id.epoch,
+        };
+        report(&mut cluster, unasked, unasked);
+        assert_eq!(
+            held(&cluster),
+            [SnapshotId::BOOTSTRAP, id],
+            "{unasked} not asked for"
+        );
+    }
+    // One asked for, reported as another.
+    cluster.append(1, &[b"more"]).unwrap();
+    cluster.replicate(3);
+    let now = cluster.clock(1);
+    let out = cluster.node_mut(1).take_snapshot_now(now);
+    let [Effect::TakeSnapshot { id: asked, .. }] = out.effects.as_slice() else {
+        panic!("one snapshot asked for: {:?}", out.effects);
+    };
+    let other = SnapshotId {
         end_offset: 2,
         epoch: id.epoch,
     };
-    let other = SnapshotId {
-        end_offset: 1,
-        epoch: id.epoch,
-    };
-    let meta = sim::snapshot_meta(other, &snapshot_file(&[1])).unwrap();
+    report(&mut cluster, *asked, other);
+    assert_eq!(
+        held(&cluster),
+        [SnapshotId::BOOTSTRAP, id],
+        "{other} reported for {asked}"
+    );
+}
+
+#[test]
+fn one_snapshot_is_written_at_a_time() {
+    let mut cluster = Sim::new(1, 0, 5).unwrap();
+    cluster.elect(1);
+    cluster.append(1, &[b"r0"]).unwrap();
+    cluster.replicate(2);
     let now = cluster.clock(1);
-    let _ = cluster.node_mut(1).snapshot_taken(now, asked, Ok(meta));
+    let first = cluster.node_mut(1).take_snapshot_now(now);
+    let [Effect::TakeSnapshot { id, .. }] = first.effects.as_slice() else {
+        panic!("one snapshot asked for: {:?}", first.effects);
+    };
+    let id = *id;
+    assert_eq!(Some(id.end_offset), cluster.node(1).high_watermark());
+    // Until the shell answers, no other snapshot is asked for, even past a later HW.
+    let again = cluster.node_mut(1).take_snapshot_now(now);
+    assert_eq!(again.effects, [], "asked again while {id} is written");
+    cluster.append(1, &[b"r1"]).unwrap();
+    cluster.replicate(2);
+    assert!(cluster.node(1).high_watermark() > Some(id.end_offset));
+    let later = cluster.node_mut(1).take_snapshot_now(now);
+    assert_eq!(later.effects, [], "asked past the HW while {id} is written");
+    cluster.absorb(1, first);
     let held: Vec<SnapshotId> = cluster.node(1).snapshots().map(|m| m.id).collect();
+    assert_eq!(held, [SnapshotId::BOOTSTRAP, id]);
+    let next = cluster
+        .take_snapshot(1)
+        .expect("the next snapshot once the first is answered");
+    assert_eq!(Some(next.end_offset), cluster.node(1).high_watermark());
+}
+
+#[test]
+fn a_snapshot_asked_for_survives_a_leader_change_that_leaves_the_high_watermark_unknown() {
+    // Static voters (kraft.version 0): the first batch, the leader's LeaderChange, ends at offset 1.
+    let mut cluster = Sim::new_static(3, 7).unwrap();
+    cluster.elect(1);
+    cluster.replicate(3);
+    assert_eq!(cluster.node(2).high_watermark(), Some(1));
+    let now = cluster.clock(2);
+    let out = cluster.node_mut(2).take_snapshot_now(now);
+    let [Effect::TakeSnapshot { id, voters, .. }] = out.effects.as_slice() else {
+        panic!("one snapshot asked for: {:?}", out.effects);
+    };
+    let id = *id;
+    assert_eq!((id.end_offset, voters.clone()), (1, None));
+    // While the shell writes it, node 2 is elected in a new epoch and knows no HW yet (Kafka's new
+    // LeaderState); the snapshot was committed when it was asked for and stays so.
+    cluster.crash(1);
+    cluster.elect(2);
+    assert_eq!(cluster.node(2).role(), Role::Leader);
+    assert_eq!(cluster.node(2).high_watermark(), None);
+    cluster.absorb(2, out);
+    let held: Vec<SnapshotId> = cluster.node(2).snapshots().map(|m| m.id).collect();
     assert!(held.contains(&id), "{held:?}");
-    assert!(!held.contains(&above) && !held.contains(&other) && !held.contains(&asked));
 }
 
 #[test]
@@ -279,7 +352,7 @@ fn a_log_that_starts_at_a_snapshot_answers_by_validate_offset_and_epoch() {
         end_offset: cluster.node(1).high_watermark().unwrap(),
         epoch: e1,
     };
-    cluster.store_snapshot(1, id, snapshot_file(&[1]));
+    assert_eq!(cluster.take_snapshot(1), Some(id), "a snapshot at the HW");
     // Restart from the snapshot and an empty log suffix that starts at it; lead again (a later epoch).
     cluster.crash(1);
     let sim_node = cluster.nodes.get_mut(&1).unwrap();
@@ -333,4 +406,47 @@ fn a_log_that_starts_at_a_snapshot_answers_by_validate_offset_and_epoch() {
         Some(&sim::voter_set(&[1])),
         "HW − 1 is the snapshot's last offset"
     );
+}
+
+#[test]
+fn a_snapshot_being_written_when_a_fetched_one_is_installed_is_not_taken_on() {
+    let mut configs: Vec<NodeConfig> = (1..=2)
+        .map(|id| sim::config(id, Bootstrap::Checkpoint(sim::voter_set(&[1])), 9))
+        .collect();
+    // The leader moves its log start to its latest snapshot at each retention check.
+    configs[0].snapshots.enabled = true;
+    configs[0].snapshots.max_retention_bytes = 0;
+    let mut cluster = Sim::with_configs(configs).unwrap();
+    cluster.elect(1);
+    cluster.append(1, &[b"r0"]).unwrap();
+    cluster.replicate(3);
+    // Observer 2 starts a snapshot of what it has, and falls behind while the shell writes it.
+    let now = cluster.clock(2);
+    let writing = cluster.node_mut(2).take_snapshot_now(now);
+    let [Effect::TakeSnapshot { id: old, .. }] = writing.effects.as_slice() else {
+        panic!("one snapshot asked for: {:?}", writing.effects);
+    };
+    let old = *old;
+    for i in 1..4 {
+        cluster.append(1, &[format!("r{i}").as_bytes()]).unwrap();
+    }
+    let leader_snapshot = cluster.take_snapshot(1).expect("the leader's snapshot");
+    assert!(leader_snapshot.end_offset > old.end_offset);
+    let now = cluster.clock(1);
+    let out = cluster.node_mut(1).clean_now(now);
+    cluster.absorb(1, out);
+    assert_eq!(
+        cluster.node(1).log().start_offset(),
+        leader_snapshot.end_offset
+    );
+    // It fetches below the leader's log start, downloads and installs the leader's snapshot.
+    cluster.replicate(6);
+    assert_eq!(
+        cluster.node(2).log().start_offset(),
+        leader_snapshot.end_offset
+    );
+    // Then its own snapshot is written: of a log the install replaced, so not taken on.
+    cluster.absorb(2, writing);
+    let held: Vec<SnapshotId> = cluster.node(2).snapshots().map(|m| m.id).collect();
+    assert_eq!(held, [leader_snapshot]);
 }

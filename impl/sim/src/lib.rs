@@ -541,17 +541,17 @@ impl Sim {
         Ok(())
     }
 
-    /// Stores `bytes` as snapshot `snapshot` of node `id` (what a shell that wrote it does) and reports it
-    /// to the node ([`Node::snapshot_taken`]).
-    pub fn store_snapshot(&mut self, id: i32, snapshot: SnapshotId, bytes: Bytes) {
-        let result = snapshot_meta(snapshot, &bytes);
-        let sim_node = self.nodes.get_mut(&id).expect("known node");
-        if result.is_ok() {
-            sim_node.snapshot_files.insert(snapshot, bytes);
-        }
-        let now = sim_node.clock;
-        let out = self.node_mut(id).snapshot_taken(now, snapshot, result);
+    /// Asks node `id` for a snapshot now ([`Harness::take_snapshot_now`]) and lets its shell write it;
+    /// returns the snapshot asked for, if any.
+    pub fn take_snapshot(&mut self, id: i32) -> Option<SnapshotId> {
+        let now = self.clock(id);
+        let out = self.node_mut(id).take_snapshot_now(now);
+        let asked = out.effects.iter().find_map(|e| match e {
+            Effect::TakeSnapshot { id, .. } => Some(*id),
+            _ => None,
+        });
         self.absorb(id, out);
+        asked
     }
 
     /// Sends a client request to node `id`; returns the replies produced right away. The ApiVersions round

@@ -173,8 +173,11 @@ impl Node {
     }
 
     /// The shell's answer to [`Effect::TakeSnapshot`]: the snapshot is stored (`Ok`, with its size and
-    /// what its control records say) and may be served from now on, or writing it failed (`Err`). A
-    /// snapshot outside `[log start, HW]` is not taken on (logged).
+    /// what its control records say) and may be served from now on, or writing it failed (`Err`). Only
+    /// the snapshot asked for is taken on, and not once an install replaced the log it was taken of;
+    /// anything else is logged. Its id was checked against the HW when it was asked for, as
+    /// Kafka's `createSnapshot` checks it, not when it is frozen: a committed offset stays committed, so a
+    /// leader change that leaves the HW unknown meanwhile does not lose the snapshot.
     pub fn snapshot_taken(
         &mut self,
         now: Millis,
@@ -183,21 +186,18 @@ impl Node {
     ) -> Output {
         self.adopt_clock(now);
         let mut out = Output::default();
-        if self.taking == Some(id) {
+        let asked = self.taking == Some(id);
+        if asked {
             self.taking = None;
         }
         match result {
             Ok(meta) => {
-                let hw = self.high_watermark().unwrap_or(-1);
-                let fits = meta.id == id
-                    && meta.id.end_offset >= self.log.start_offset()
-                    && meta.id.end_offset <= hw;
-                if fits {
+                if asked && meta.id == id {
                     tracing::info!(node = self.local.id, %id, size = meta.size, "snapshot taken");
                     self.snapshots.insert(meta);
                     self.note_snapshot_seen(id, now);
                 } else {
-                    tracing::error!(node = self.local.id, %id, hw, "snapshot outside the log start and HW ignored");
+                    tracing::error!(node = self.local.id, %id, reported = %meta.id, asked, "snapshot not asked for ignored");
                 }
             }
             Err(reason) => {

@@ -324,6 +324,8 @@ impl Node {
         self.snapshots.forget_before(id);
         self.snapshots.insert(meta.clone());
         self.history_next_offset = id.end_offset;
+        // A snapshot still being written of the log just replaced is not taken on when it is answered.
+        self.taking = None;
         if self.hw.is_none_or(|hw| hw < id.end_offset) {
             self.hw = Some(id.end_offset);
         }

@@ -192,13 +192,10 @@ impl Node {
         }
     }
 
-    /// Kafka's `deleteBeforeSnapshot`: the log starts at `id`'s end if that is past the current start and
-    /// within the latest snapshot; older snapshots are forgotten. Returns whether the start moved.
+    /// Kafka's `deleteBeforeSnapshot` for a held snapshot `id` (retention passes the second oldest, so it
+    /// is within the latest): the log starts at `id`'s end if that is past the current start; older
+    /// snapshots are forgotten. Returns whether the start moved.
     fn delete_before_snapshot(&mut self, id: SnapshotId, out: &mut Output) -> bool {
-        let latest = self.snapshots.latest().map_or(-1, |m| m.id.end_offset);
-        if self.snapshots.get(id).is_none() || id.end_offset > latest {
-            return false;
-        }
         if !self.log.advance_start(id.end_offset, id.epoch) {
             return false;
         }

@@ -186,8 +186,7 @@ fn captured() -> (Vec<Message>, Vec<ClientResponse>, Vec<ClientRequest>) {
         end_offset: snap.node(1).high_watermark().expect("hw"),
         epoch: snap.node(1).epoch(),
     };
-    let file = kraft::records::encode_bootstrap_snapshot(&sim::voter_set(&[1]), 0).expect("file");
-    snap.store_snapshot(1, id, file);
+    assert_eq!(snap.take_snapshot(1), Some(id), "a snapshot at the HW");
     snap.restart(2).expect("restart");
     snap.fire(2, Timer::Fetch);
     for _ in 0..3 {

@@ -35,7 +35,7 @@ pub fn leader_with_snapshot(n: usize, seed: u64) -> (Sim, SnapshotId) {
         end_offset: cluster.node(1).high_watermark().unwrap(),
         epoch: cluster.node(1).epoch(),
     };
-    cluster.store_snapshot(1, id, snapshot_file(&[1]));
+    assert_eq!(cluster.take_snapshot(1), Some(id), "a snapshot at the HW");
     assert!(cluster.node(1).snapshots().any(|m| m.id == id));
     (cluster, id)
 }
