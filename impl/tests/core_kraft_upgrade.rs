@@ -2,11 +2,16 @@
 //! scenario files (`testdata/static_upgrade*.txt`) do not print. The followers' UpdateRaftVoter reports
 //! (once per leader at `kraft.version` 0), the VotersRecord the upgrade writes (directory ids, listeners,
 //! supported ranges as reported), ApiVersions' finalized level, UpdateFeatures' per-feature results by
-//! version, and a leader that loses its leadership while an upgrade waits for its commit.
+//! version, a leader that loses its leadership while an upgrade waits for its commit, and the level a
+//! snapshot records on a replica formatted at another level than the log it follows.
 
 use kafka_protocol::messages::ApiVersionsRequest;
-use kraft::node::{errors, ClientRequest, ClientResponse, EntryKind, Message};
-use kraft::voter_set::SupportedVersions;
+use kraft::log::{RaftLog, SnapshotId};
+use kraft::node::{
+    errors, Bootstrap, ClientRequest, ClientResponse, Effect, EntryKind, Harness, Message,
+    SnapshotConfig, Timer,
+};
+use kraft::voter_set::{SupportedVersions, VoterSet};
 use kraft_sim::{self as sim, Sim};
 
 /// UpdateFeatures `kraft.version` = `level` at request `version`.
@@ -137,4 +142,153 @@ fn a_deposed_leader_answers_a_waiting_upgrade_not_controller() {
         .map(|(_, _, r)| r.clone())
         .collect();
     assert_eq!(features(&r).error_code, errors::NOT_CONTROLLER);
+}
+
+const JOINER: i32 = 4;
+
+/// Static voters 1–3 (`kraft.version` 0) led by 1, caught up and reported, and node 4 formatted without
+/// initial voters (`--no-initial-controllers`: `kraft.version` 1, no voter set) whose bootstrap server is
+/// node 1. Snapshots are taken and retention checked only on command; retention keeps 0 bytes, so a check
+/// moves the log start to the latest snapshot.
+fn static_cluster_and_joiner(seed: u64) -> Sim {
+    let set = sim::static_voter_set(&[1, 2, 3]);
+    let snapshots = SnapshotConfig {
+        enabled: true,
+        max_record_bytes_between_snapshots: u64::MAX,
+        max_snapshot_interval_ms: 0,
+        max_retention_bytes: 0,
+        max_retention_ms: -1,
+        clean_interval_ms: 3_600_000,
+        ..SnapshotConfig::default()
+    };
+    let mut configs: Vec<_> = (1..=3)
+        .map(|id| sim::config(id, Bootstrap::Static(set.clone()), seed))
+        .collect();
+    configs.push(sim::config(JOINER, Bootstrap::NoInitialVoters, seed));
+    configs[3].bootstrap_servers = vec![sim::listener(1)];
+    for c in &mut configs {
+        c.snapshots = snapshots.clone();
+    }
+    let mut sim = Sim::with_configs(configs).unwrap();
+    sim.elect(1);
+    run(&mut sim, 8_000);
+    sim
+}
+
+/// Node `id` takes a snapshot now (Harness); returns what it asked the shell to write.
+fn snapshot_now(sim: &mut Sim, id: i32) -> Option<(SnapshotId, i16, Option<VoterSet>)> {
+    let now = sim.clock(id);
+    let out = sim.node_mut(id).take_snapshot_now(now);
+    let asked = out.effects.iter().find_map(|e| match e {
+        Effect::TakeSnapshot {
+            id,
+            kraft_version,
+            voters,
+        } => Some((*id, *kraft_version, voters.clone())),
+        _ => None,
+    });
+    sim.absorb(id, out);
+    asked
+}
+
+/// Node `id` checks retention now; returns the log start.
+fn clean_now(sim: &mut Sim, id: i32) -> i64 {
+    let now = sim.clock(id);
+    let out = sim.node_mut(id).clean_now(now);
+    sim.absorb(id, out);
+    sim.node(id).log().start_offset()
+}
+
+/// A snapshot records the `kraft.version` of the log at its last offset, whatever level the replica was
+/// formatted with. Node 4 was formatted at level 1 (no initial voters) but follows a static quorum whose
+/// log runs at 0: it installs the leader's level-0 snapshot, takes its own at `s`, and the log start moves
+/// there while its log already holds the upgrade batch (KRaftVersion 1) at `s + 1`, right after a
+/// one-record batch at `s`. Its next snapshot ends at `s + 1`, so it records the level at `s`: 0, the
+/// level of the log, not the replica's formatted 1. Moving the log start must keep the level in force
+/// at `s` (Kafka's `truncateOldEntries` keeps the entry at or below the start).
+#[test]
+fn a_snapshot_records_the_level_of_the_log_not_the_level_the_replica_was_formatted_with() {
+    let mut sim = static_cluster_and_joiner(24);
+    // The leader's log starts past 0: two snapshots at level 0 (no KRaftVersion record, no voters),
+    // then retention.
+    for batch in [b"a", b"b"] {
+        sim.append(1, &[batch]).unwrap();
+        sim.replicate(5);
+        let (_, level, voters) = snapshot_now(&mut sim, 1).expect("a snapshot point");
+        assert_eq!((level, voters), (0, None));
+    }
+    let leader_start = clean_now(&mut sim, 1);
+    assert!(leader_start > 0);
+
+    // Node 4 finds the leader through its bootstrap server, fetches at 0 and installs the snapshot.
+    let now = sim.clock(JOINER) + 1;
+    sim.nodes.get_mut(&1).unwrap().clock = sim.clock(1).max(now);
+    let out = sim.node_mut(JOINER).fire(now, Timer::Fetch);
+    let (to, req) = out
+        .requests
+        .iter()
+        .find(|(_, m)| matches!(m, Message::FetchRequest(_)))
+        .cloned()
+        .expect("a Fetch to the bootstrap server");
+    assert_eq!(to, -2);
+    let answer = sim.node_mut(1).handle(now, JOINER, req);
+    let (_, resp) = answer
+        .replies
+        .into_iter()
+        .find(|(_, m)| matches!(m, Message::FetchResponse(_)))
+        .expect("a Fetch answer");
+    let out = sim.node_mut(JOINER).handle(now, to, resp);
+    sim.absorb(JOINER, out);
+    assert_eq!(sim.node(JOINER).leader_id(), Some(1));
+    assert_eq!(sim.node(JOINER).kraft_version(), 1, "formatted at 1");
+    sim.replicate(20);
+    let joiner = sim.node(JOINER);
+    assert_eq!(joiner.log().start_offset(), leader_start, "installed");
+    assert_eq!(joiner.kraft_version(), 0, "the installed snapshot's level");
+
+    // Its own snapshot at s, then a one-record batch at s.
+    sim.append(1, &[b"c"]).unwrap();
+    sim.replicate(5);
+    let (at_s, level, _) = snapshot_now(&mut sim, JOINER).expect("a snapshot point");
+    assert_eq!(level, 0);
+    let s = at_s.end_offset;
+    assert_eq!(sim.append(1, &[b"d"]).unwrap(), s);
+    sim.replicate(5);
+    assert_eq!(sim.node(JOINER).high_watermark(), Some(s + 1));
+
+    // The upgrade batch at s + 1 reaches node 4 but is not committed (2 and 3 are down).
+    sim.crash(2);
+    sim.crash(3);
+    assert!(
+        sim.client(1, upgrade(2, 1)).is_empty(),
+        "waits for its commit"
+    );
+    let log = sim.node(1).view().log;
+    assert_eq!(log.last().map(|e| e.offset), Some(s + 2));
+    assert!(matches!(
+        log[log.len() - 2].kind,
+        EntryKind::KRaftVersion(1)
+    ));
+    assert_eq!(log[log.len() - 2].offset, s + 1);
+    sim.replicate(5);
+    let joiner = sim.node(JOINER);
+    assert_eq!(joiner.log().end_offset(), s + 3);
+    assert_eq!(joiner.high_watermark(), Some(s + 1));
+    assert_eq!(joiner.kraft_version(), 1, "the log's latest level");
+
+    // Retention moves its log start to s; its next snapshot ends at s + 1 and records the level at s.
+    assert_eq!(clean_now(&mut sim, JOINER), s);
+    let (id, level, voters) = snapshot_now(&mut sim, JOINER).expect("a snapshot point");
+    assert_eq!(id.end_offset, s + 1);
+    assert_eq!(
+        (level, voters),
+        (0, None),
+        "the level of the log at s, not the formatted level"
+    );
+    let file = &sim.nodes[&JOINER].snapshot_files[&id];
+    let decoded = kraft::records::decode_snapshot(file.clone()).unwrap();
+    assert_eq!(
+        decoded.kraft_version, None,
+        "no KRaftVersion record at level 0"
+    );
 }

@@ -327,13 +327,22 @@ impl Sim {
                     }
                     loaded = Some((id, result));
                 }
-                Effect::TakeSnapshot { id, voters, .. } => {
-                    // The control records of the snapshot (the data records this cluster appends are
-                    // test values, not metadata records a snapshot would keep).
-                    let file = match &voters {
-                        Some(set) => kraft::records::encode_bootstrap_snapshot(set, 0),
-                        None => kraft::records::encode_bootstrap_snapshot_without_voters(0),
-                    };
+                Effect::TakeSnapshot {
+                    id,
+                    kraft_version,
+                    voters,
+                } => {
+                    // The control records of the snapshot, at the kraft.version the core asks for (the
+                    // data records this cluster appends are test values, not metadata records a
+                    // snapshot would keep).
+                    let file = kraft::records::SnapshotEncoder::new(
+                        id,
+                        0,
+                        kraft_version,
+                        voters.as_ref(),
+                        0,
+                    )
+                    .and_then(|encoder| encoder.finish(0));
                     let result = file.map_err(|e| e.to_string()).and_then(|bytes| {
                         let meta = snapshot_meta(id, &bytes)?;
                         sim_node.snapshot_files.insert(id, bytes);
