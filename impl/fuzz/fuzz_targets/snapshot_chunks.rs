@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use kraft::log::SnapshotId;
-use kraft_sim::{voter_set, Envelope, Sim};
+use kraft_sim::{Envelope, Sim};
 use kraft::node::{Effect, Message, Node, Timer};
 use kraft::server::codec::{decode_peer_response, response_body};
 use libfuzzer_sys::fuzz_target;
@@ -38,8 +38,7 @@ fn start() -> &'static Start {
             end_offset: sim.node(1).high_watermark().expect("hw"),
             epoch: sim.node(1).epoch(),
         };
-        let file = kraft::records::encode_bootstrap_snapshot(&voter_set(&[1]), 0).expect("file");
-        sim.store_snapshot(1, id, file);
+        assert_eq!(sim.take_snapshot(1), Some(id), "a snapshot at the HW");
         sim.restart(2).expect("restart");
         sim.fire(2, Timer::Fetch);
         for _ in 0..50 {

@@ -1,7 +1,7 @@
 //! Auto-join (KIP-1186, Kafka 4.2+, `controller.quorum.auto.join.enable`): a follower that is not a voter
 //! adds itself. The rule is Kafka 4.4's `pollFollowerAsObserver`: with auto-join on, `kraft.version` ≥ 1
 //! and a directory id, once per update-voter-set period (one fetch timeout, the timer UpdateRaftVoter uses:
-//! `update_voter::PeriodDue`; from the moment the replica
+//! `timers::PeriodDue`; from the moment the replica
 //! follows in an epoch, and again from each attempt and each answer) it sends the leader
 //!
 //! - RemoveRaftVoter of the voter that has its id but another directory id (the same node on a new
@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::messages::errors;
 use super::types::*;
-use super::update_voter::PeriodDue;
+use super::timers::PeriodDue;
 use super::{Node, RoleState};
 
 /// What an observer with auto-join sends when its period has passed ([`Node::auto_join_request`]).

@@ -153,11 +153,11 @@ pub struct Node {
     outstanding_fetch: Option<OutstandingFetch>,
     bootstrap_cursor: usize,
     /// Follower: when it next checks its own voter entry (`update_voter.rs`).
-    update_voter_due: Option<update_voter::PeriodDue>,
+    update_voter_due: Option<timers::PeriodDue>,
     /// `kraft.version` 0: the epoch whose leader took this voter's entry (no more reports to it).
     update_voter_taken_in: Option<i32>,
     /// Observer with auto-join: when it next may ask to join (`auto_join.rs`).
-    auto_join_due: Option<update_voter::PeriodDue>,
+    auto_join_due: Option<timers::PeriodDue>,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,

@@ -7,6 +7,46 @@ use super::membership::ChangeOutcome;
 use super::types::*;
 use super::{Node, RoleState};
 
+/// Kafka 4.4's follower `updateVoterSetPeriodTimer` (`FollowerState.updateVoterPeriodMs`: one fetch
+/// timeout), which paces both a voter's UpdateRaftVoter (`update_voter.rs`) and an observer's auto-join
+/// (`auto_join.rs`): due in `epoch` at `due`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PeriodDue {
+    epoch: i32,
+    due: Millis,
+}
+
+impl PeriodDue {
+    /// One period from `now`, in `epoch`.
+    pub(super) fn start(epoch: i32, now: Millis, period: Millis) -> PeriodDue {
+        PeriodDue {
+            epoch,
+            due: now.saturating_add(period),
+        }
+    }
+
+    /// Whether the period in `slot` has passed at `now` in `epoch`. A slot of another epoch (or none) is
+    /// armed for one `period` from `now` (the replica starts following), and has not.
+    pub(super) fn passed(
+        slot: &mut Option<PeriodDue>,
+        epoch: i32,
+        now: Millis,
+        period: Millis,
+    ) -> bool {
+        match slot {
+            Some(d) if d.epoch == epoch => now >= d.due,
+            _ => {
+                *slot = Some(PeriodDue::start(epoch, now, period));
+                false
+            }
+        }
+    }
+
+    pub(super) fn epoch(&self) -> i32 {
+        self.epoch
+    }
+}
+
 impl Node {
     /// Recomputes the derived deadlines of [`Timers`] (`fetch`, `check_quorum`, `pending_change`) from the
     /// state they belong to; the stored ones (`election`, `fetch_timeout`, `begin_quorum_epoch`,
