@@ -374,6 +374,17 @@ fn an_error_answer_without_a_snapshot_id_starts_over_unless_it_is_about_the_epoc
         out.requests.extend(node.tick(now).requests);
         assert_eq!(node.snapshot_download(), Some((id, 0)), "error {code}");
         assert_eq!(fetches(&out), 0, "error {code}: {:?}", out.requests);
+        // Same leader and epoch: the chunk is asked for again after one fetch interval, not before.
+        assert!(out.requests.is_empty(), "error {code}: {:?}", out.requests);
+        let retry = now + node.config().fetch_interval_ms;
+        assert_eq!(node.timers().fetch, Some(retry), "error {code}");
+        let again = node.tick(retry);
+        assert!(
+            matches!(again.requests.as_slice(), [(1, Message::FetchSnapshotRequest(r))]
+                if r.topics[0].partitions[0].position == 0),
+            "error {code}: {:?}",
+            again.requests
+        );
     }
 }
 
@@ -418,6 +429,12 @@ fn a_fetched_snapshot_waits_for_the_shells_install_and_the_follower_sends_nothin
     out.requests.extend(node.tick(later).requests);
     assert_eq!(node.installing_snapshot(), None);
     assert_eq!(node.log().start_offset(), id.end_offset);
+    // The install ends the leader's last answer (Kafka installs while handling it and resets its fetch
+    // timer there): the fetch timeout starts again from it.
+    assert_eq!(
+        node.timers().fetch_timeout,
+        Some(later + node.config().fetch_timeout_ms)
+    );
     assert!(
         out.requests
             .iter()

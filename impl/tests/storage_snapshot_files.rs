@@ -292,6 +292,11 @@ fn file_names_are_kafkas() {
         "00000000000000000020-0000000001.log",
         "0000000000000000002x-0000000001.checkpoint",
         "00000000000000000020_0000000001.checkpoint",
+        // Each field at its width, the other one a digit short or signed (both would parse as numbers).
+        "0000000000000000020-0000000001.checkpoint",
+        "00000000000000000020-000000001.checkpoint",
+        "+0000000000000000020-0000000001.checkpoint",
+        "00000000000000000020-+000000001.checkpoint",
     ] {
         assert_eq!(SnapshotId::parse_file_name(bad), None, "{bad}");
     }

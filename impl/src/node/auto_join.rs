@@ -19,8 +19,8 @@ use kafka_protocol::messages::{AddRaftVoterRequest, RemoveRaftVoterRequest};
 use kafka_protocol::protocol::StrBytes;
 
 use super::messages::errors;
-use super::types::*;
 use super::timers::PeriodDue;
+use super::types::*;
 use super::{Node, RoleState};
 
 /// What an observer with auto-join sends when its period has passed ([`Node::auto_join_request`]).

@@ -134,7 +134,10 @@ impl SnapshotId {
         )
     }
 
-    /// Parses a file name Kafka's `Snapshots.parse` accepts; anything else is `None`.
+    /// Parses a snapshot file name as Kafka writes it (`Snapshots.filenameFromSnapshotId`: a 20-digit
+    /// offset, `-`, a 10-digit epoch, then the suffix); anything else is `None`. Kafka's `Snapshots.parse`
+    /// is laxer (fixed-width fields read with `parseLong`, the separator unchecked): see
+    /// `KAFKA-DIFFERENCES.md`.
     pub fn parse_file_name(name: &str) -> Option<(SnapshotId, SnapshotFileKind)> {
         let (stem, kind) = if let Some(s) = name.strip_suffix(".checkpoint") {
             (s, SnapshotFileKind::Checkpoint)
