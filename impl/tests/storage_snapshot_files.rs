@@ -302,8 +302,9 @@ fn file_names_are_kafkas() {
     }
 }
 
-/// A file cut inside a batch after its length prefix: the error names the batch's position, the bytes
-/// its length asks for and the bytes the file still holds from there.
+/// A file cut inside a batch: the error names the batch's position, the bytes its length asks for (the
+/// 12-byte offset and length prefix, when the cut is inside it) and the bytes the file still holds from
+/// there.
 #[test]
 fn a_cut_batch_names_the_bytes_it_needs_and_the_bytes_left() {
     let dir = tempfile::tempdir().unwrap();
@@ -312,7 +313,14 @@ fn a_cut_batch_names_the_bytes_it_needs_and_the_bytes_left() {
     while start < KAFKA_SNAPSHOT.len() {
         let len = i32::from_be_bytes(KAFKA_SNAPSHOT[start + 8..start + 12].try_into().unwrap());
         let end = start + 12 + len as usize;
-        for cut in [start + 12, start + 13, end - 1] {
+        for cut in [
+            start + 1,
+            start + 8,
+            start + 11,
+            start + 12,
+            start + 13,
+            end - 1,
+        ] {
             std::fs::write(&path, &KAFKA_SNAPSHOT[..cut]).unwrap();
             match read_snapshot_meta(&path).unwrap_err() {
                 SnapshotError::Corrupt {
@@ -326,7 +334,8 @@ fn a_cut_batch_names_the_bytes_it_needs_and_the_bytes_left() {
                     ..
                 } => {
                     assert_eq!((position, at), (start as u64, start), "cut {cut}");
-                    assert_eq!((needed, available), (end - start, cut - start), "cut {cut}");
+                    let asked = if cut - start < 12 { 12 } else { end - start };
+                    assert_eq!((needed, available), (asked, cut - start), "cut {cut}");
                 }
                 other => panic!("cut {cut}: {other}"),
             }

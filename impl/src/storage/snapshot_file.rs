@@ -101,23 +101,22 @@ pub fn scan_snapshot(
             .read_exact(&mut prefix[..available])
             .map_err(io_err(path))?;
         // The length is checked against the bytes the file still holds before any buffer is sized by it.
+        // From the prefix alone batch_frame reports Truncated with the batch's whole length as `needed`
+        // (the prefix's own length when the file ends inside it).
         let total = match records::batch_frame(&prefix[..available], 0) {
             Ok((_, total)) => total,
-            Err(RecordsError::Truncated { .. }) if available == BATCH_LOG_OVERHEAD => {
-                // batch_frame only saw the prefix: the length is in range, is the rest there?
-                let length = i32::from_be_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
-                let total = BATCH_LOG_OVERHEAD + length as usize;
-                if total as u64 > size - position {
-                    return Err(corrupt(
-                        position,
-                        RecordsError::Truncated {
-                            position: position as usize,
-                            needed: total,
-                            available: (size - position) as usize,
-                        },
-                    ));
-                }
-                total
+            Err(RecordsError::Truncated { needed, .. }) if needed as u64 <= size - position => {
+                needed
+            }
+            Err(RecordsError::Truncated { needed, .. }) => {
+                return Err(corrupt(
+                    position,
+                    RecordsError::Truncated {
+                        position: position as usize,
+                        needed,
+                        available: (size - position) as usize,
+                    },
+                ))
             }
             Err(e) => return Err(corrupt(position, e)),
         };
