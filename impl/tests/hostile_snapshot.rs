@@ -20,7 +20,7 @@ use kafka_protocol::messages::fetch_snapshot_response::{
 use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, FetchSnapshotResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::log::{RaftLog, SnapshotId};
-use kraft::node::{errors, Effect, Message, Output, Role, Timer, MAX_FETCH_BYTES};
+use kraft::node::{errors, Effect, Message, Node, Output, Role, Timer, MAX_FETCH_BYTES};
 use kraft_sim::{Envelope, Sim};
 use snapshot_support::{ask, fetch_snapshot, leader_with_snapshot, snapshot_file, topic};
 
@@ -195,6 +195,22 @@ fn forged_responses_write_nothing_and_the_download_then_completes() {
     let oversized = vec![0u8; req.max_bytes as usize + 1];
     let mut top_level = chunk(id, epoch, size, 0, &file[..4]);
     top_level.error_code = errors::INCONSISTENT_CLUSTER_ID;
+    // Chunks refused as they arrive, and a top-level error: the chunk is asked for again after one fetch
+    // interval. The others are not taken as the answer: the request stays in flight until it times out.
+    let retried = [
+        "size 0",
+        "negative size",
+        "a chunk longer than the size",
+        "a chunk longer than MaxBytes",
+        "a top-level error",
+    ];
+    let interval = waiting.config().fetch_interval_ms;
+    let asks_at = |node: &Node, at: u64| {
+        let out = node.clone().tick(at);
+        (out.requests.iter())
+            .filter(|(to, m)| *to == 1 && matches!(m, Message::FetchSnapshotRequest(r) if r.topics[0].partitions[0].position == 0))
+            .count()
+    };
     let forged: Vec<(&str, i32, FetchSnapshotResponse)> = vec![
         (
             "a position that does not continue the .part",
@@ -253,6 +269,18 @@ fn forged_responses_write_nothing_and_the_download_then_completes() {
             (Role::Follower, epoch),
             "{what}"
         );
+        if retried.contains(&what) {
+            assert_eq!(
+                asks_at(&node, now + interval - 1),
+                0,
+                "{what}: asked again at once"
+            );
+            assert_eq!(
+                asks_at(&node, now + interval),
+                1,
+                "{what}: asked again after the interval"
+            );
+        }
     }
     // An answer that brings no bytes is asked again after the fetch interval (50 ms in the sim), not at once.
     let mut node = waiting.clone();
@@ -355,11 +383,18 @@ fn an_error_answer_without_a_snapshot_id_starts_over_unless_it_is_about_the_epoc
         errors::UNKNOWN_SERVER_ERROR,
     ] {
         let mut node = waiting.clone();
-        let mut out = node.handle(now, 1, answer(code));
-        out.requests.extend(node.tick(now).requests);
+        // Some time after the request: the leader's answer starts the fetch timeout again from there.
+        let at = now + 10;
+        let mut out = node.handle(at, 1, answer(code));
+        out.requests.extend(node.tick(at).requests);
         assert_eq!(node.snapshot_download(), None, "error {code}");
         assert_eq!(fetches(&out), 1, "error {code}: {:?}", out.requests);
         assert_eq!((node.role(), node.epoch()), (Role::Follower, epoch));
+        assert_eq!(
+            node.timers().fetch_timeout,
+            Some(at + node.config().fetch_timeout_ms),
+            "error {code}"
+        );
     }
     for code in [
         errors::NOT_LEADER_OR_FOLLOWER,
