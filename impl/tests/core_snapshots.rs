@@ -312,6 +312,8 @@ fn one_snapshot_is_written_at_a_time() {
         .take_snapshot(1)
         .expect("the next snapshot once the first is answered");
     assert_eq!(Some(next.end_offset), cluster.node(1).high_watermark());
+    // Nothing committed past it: no snapshot to take.
+    assert_eq!(cluster.take_snapshot(1), None, "{next} again");
 }
 
 #[test]

@@ -16,7 +16,8 @@
 //! Commands (node ids are plain integers):
 //! - `cluster voters=N [observers=M] [seed=S] [static]`: a fresh cluster (bootstrap checkpoint, or
 //!   static voters with `kraft.version` 0); prints `raft-state`. Own snapshots: `snapshot-bytes=B`
-//!   (retention checked every 1000 ms), `retention-bytes=B`, `retention-ms=MS`, `snapshot-max-bytes=B`.
+//!   (retention checked every 1000 ms), `snapshot-interval-ms=MS`, `retention-bytes=B`, `retention-ms=MS`,
+//!   `snapshot-max-bytes=B`.
 //! - `raft-state`: one line per node: role, epoch, known leader, HW, log end, latest and committed voters.
 //! - `elect ID`: fires ID's election timer (its fetch timeout if it follows a leader) and delivers every
 //!   message until the network is quiet; prints `raft-state`.
@@ -53,10 +54,11 @@
 //!   shows `ID:PORT` for a voter whose default listener's port is not the simulator's for that id).
 //! - `run MS`: a healthy network for MS ms (100 ms `advance` steps, every message delivered after each);
 //!   prints `raft-state`.
-//! - `cluster ... snapshot-bytes=N [retention-bytes=M] [snapshot-max-bytes=B]`: every node takes its
-//!   own snapshots once N bytes were committed since its last one (`metadata.log.max.record.bytes.between.
-//!   snapshots`), checks retention every second of `advance` (`metadata.max.retention.bytes` = M), and
-//!   fetches snapshots in chunks of B bytes (`controller.quorum.fetch.snapshot.max.bytes`).
+//! - `cluster ... snapshot-bytes=N [snapshot-interval-ms=T] [retention-bytes=M] [snapshot-max-bytes=B]`:
+//!   every node takes its own snapshots once N bytes were committed since its last one (`metadata.log.max.
+//!   record.bytes.between.snapshots`) or T ms passed since it (`metadata.log.max.snapshot.interval.ms`;
+//!   both checked as the HW moves), checks retention every second of `advance` (`metadata.max.retention.
+//!   bytes` = M), and fetches snapshots in chunks of B bytes (`controller.quorum.fetch.snapshot.max.bytes`).
 //! - `snapshots`: one line per node: log start, snapshots held (`END@EPOCH`), a download or install in
 //!   progress.
 //! - `forge-vote FROM TO EPOCH`: queues a Vote request that claims to come from FROM at EPOCH (what any
@@ -807,6 +809,9 @@ impl Runner {
                             snapshots.max_retention_bytes = num(v)? as i64
                         }
                         Some(("retention-ms", v)) => snapshots.max_retention_ms = num(v)? as i64,
+                        Some(("snapshot-interval-ms", v)) => {
+                            snapshots.max_snapshot_interval_ms = num(v)? as u64
+                        }
                         Some(("snapshot-max-bytes", v)) => {
                             snapshots.fetch_snapshot_max_bytes = num(v)?
                         }
