@@ -345,29 +345,34 @@ fn a_cut_batch_names_the_bytes_it_needs_and_the_bytes_left() {
 }
 
 /// Data records go into batches of at most 8 MiB of values (Kafka's `maxBatchSizeBytes`), each batch
-/// closed before the record that would take it past the bound: five 3 MiB records make batches of 2, 2, 1.
+/// closed before the record that would take it past the bound: five 3 MiB records make batches of 2, 2, 1,
+/// three 4 MiB records 2, 1.
 #[test]
 fn data_batches_are_cut_at_eight_mib() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = SnapshotWriter::create(dir.path(), ID, 0, 1, None, 0).unwrap();
-    let mut value = vec![0u8; 3 << 20];
-    value[..2].copy_from_slice(&[1, 12]);
-    for _ in 0..5 {
-        writer.feed(Bytes::from(value.clone())).unwrap();
-    }
-    writer.finish().unwrap();
-    let path = snapshot_path(dir.path(), ID, SnapshotFileKind::Checkpoint);
-    let snapshot = decode_snapshot(Bytes::from(std::fs::read(&path).unwrap())).unwrap();
-    let data: Vec<usize> = snapshot
-        .batches
-        .iter()
-        .map(|b| {
-            b.records
-                .iter()
-                .filter(|r| matches!(r, SnapshotRecord::Data(_)))
-                .count()
-        })
-        .filter(|n| *n > 0)
-        .collect();
-    assert_eq!(data, vec![2, 2, 1]);
+    let batches = |record_bytes: usize, records: usize| -> Vec<usize> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = SnapshotWriter::create(dir.path(), ID, 0, 1, None, 0).unwrap();
+        let mut value = vec![0u8; record_bytes];
+        value[..2].copy_from_slice(&[1, 12]);
+        for _ in 0..records {
+            writer.feed(Bytes::from(value.clone())).unwrap();
+        }
+        writer.finish().unwrap();
+        let path = snapshot_path(dir.path(), ID, SnapshotFileKind::Checkpoint);
+        let snapshot = decode_snapshot(Bytes::from(std::fs::read(&path).unwrap())).unwrap();
+        snapshot
+            .batches
+            .iter()
+            .map(|b| {
+                b.records
+                    .iter()
+                    .filter(|r| matches!(r, SnapshotRecord::Data(_)))
+                    .count()
+            })
+            .filter(|n| *n > 0)
+            .collect()
+    };
+    assert_eq!(batches(3 << 20, 5), [2, 2, 1]);
+    // Exactly 8 MiB of values still fit in one batch.
+    assert_eq!(batches(4 << 20, 3), [2, 1]);
 }
