@@ -8,7 +8,9 @@ use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kraft::history::committed_voter_set;
 use kraft::log::{RaftLog, SnapshotId};
-use kraft::node::{errors, Bootstrap, Effect, Harness, Message, NodeConfig, Role, METADATA_TOPIC};
+use kraft::node::{
+    errors, Bootstrap, Effect, Harness, Message, NodeConfig, Role, Timer, METADATA_TOPIC,
+};
 use kraft_sim::{self as sim, Envelope, Sim};
 use snapshot_support::{ask, fetch_snapshot, leader_with_snapshot, snapshot_file};
 
@@ -441,12 +443,30 @@ fn a_snapshot_being_written_when_a_fetched_one_is_installed_is_not_taken_on() {
         cluster.node(1).log().start_offset(),
         leader_snapshot.end_offset
     );
-    // It fetches below the leader's log start, downloads and installs the leader's snapshot.
-    cluster.replicate(6);
+    // It fetches below the leader's log start, downloads and installs the leader's snapshot; the install
+    // alone brings its HW up to the snapshot's end (Kafka's `truncateToLatestSnapshot`).
+    let hw_before = cluster.node(2).high_watermark().expect("fetched before");
+    assert!(hw_before < leader_snapshot.end_offset);
+    cluster.fire(2, Timer::Fetch);
+    for _ in 0..50 {
+        if cluster.node(2).log().start_offset() == leader_snapshot.end_offset {
+            break;
+        }
+        if cluster.network.is_empty() {
+            cluster.fire(2, Timer::Fetch);
+        } else {
+            cluster.deliver(0);
+        }
+    }
     assert_eq!(
         cluster.node(2).log().start_offset(),
         leader_snapshot.end_offset
     );
+    assert_eq!(
+        cluster.node(2).high_watermark(),
+        Some(leader_snapshot.end_offset)
+    );
+    cluster.replicate(3);
     // Then its own snapshot is written: of a log the install replaced, so not taken on.
     cluster.absorb(2, writing);
     let held: Vec<SnapshotId> = cluster.node(2).snapshots().map(|m| m.id).collect();
