@@ -203,15 +203,9 @@ impl Cluster {
                     kraft_version,
                     voters,
                 } => {
-                    let file = kraft::records::SnapshotEncoder::new(
-                        id,
-                        0,
-                        kraft_version,
-                        voters.as_ref(),
-                        0,
-                    )
-                    .and_then(|e| e.finish(0))
-                    .map_err(|e| format!("node {i}: snapshot {id} does not encode: {e}"))?;
+                    let file =
+                        kraft::records::encode_control_snapshot(id, kraft_version, voters.as_ref())
+                            .map_err(|e| format!("node {i}: snapshot {id} does not encode: {e}"))?;
                     let meta = snapshot_meta(id, &file)?;
                     Arc::make_mut(&mut self.files[i as usize]).insert(id, file);
                     taken = Some((id, meta));

@@ -40,9 +40,9 @@ const CONTROL_KEY_VERSION: i16 = 0;
 mod snapshot;
 pub use snapshot::{
     decode_snapshot, encode_bootstrap_snapshot, encode_bootstrap_snapshot_without_voters,
-    encode_static_bootstrap_snapshot, metadata_record_type, Snapshot, SnapshotBatch,
-    SnapshotEncoder, SnapshotFileKind, SnapshotFrame, SnapshotId, SnapshotInfo, SnapshotRecord,
-    BOOTSTRAP_SNAPSHOT_FILE, CONTROL_SNAPSHOT_FOOTER, CONTROL_SNAPSHOT_HEADER,
+    encode_control_snapshot, encode_static_bootstrap_snapshot, metadata_record_type, Snapshot,
+    SnapshotBatch, SnapshotEncoder, SnapshotFileKind, SnapshotFrame, SnapshotId, SnapshotInfo,
+    SnapshotRecord, BOOTSTRAP_SNAPSHOT_FILE, CONTROL_SNAPSHOT_FOOTER, CONTROL_SNAPSHOT_HEADER,
     METADATA_ABORT_TRANSACTION, METADATA_BEGIN_TRANSACTION, METADATA_END_TRANSACTION,
     METADATA_NO_OP,
 };

@@ -335,14 +335,8 @@ impl Sim {
                     // The control records of the snapshot, at the kraft.version the core asks for (the
                     // data records this cluster appends are test values, not metadata records a
                     // snapshot would keep).
-                    let file = kraft::records::SnapshotEncoder::new(
-                        id,
-                        0,
-                        kraft_version,
-                        voters.as_ref(),
-                        0,
-                    )
-                    .and_then(|encoder| encoder.finish(0));
+                    let file =
+                        kraft::records::encode_control_snapshot(id, kraft_version, voters.as_ref());
                     let result = file.map_err(|e| e.to_string()).and_then(|bytes| {
                         let meta = snapshot_meta(id, &bytes)?;
                         sim_node.snapshot_files.insert(id, bytes);

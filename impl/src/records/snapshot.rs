@@ -299,6 +299,17 @@ pub fn decode_snapshot(bytes: Bytes) -> Result<Snapshot, RecordsError> {
     })
 }
 
+/// A snapshot holding only its control records at `kraft_version` (with `voters` when given), both
+/// timestamps 0: what a shell that keeps no metadata records writes for the core's `TakeSnapshot` (the
+/// simulator, the conformance replay).
+pub fn encode_control_snapshot(
+    id: SnapshotId,
+    kraft_version: i16,
+    voters: Option<&VoterSet>,
+) -> Result<Bytes, RecordsError> {
+    SnapshotEncoder::new(id, 0, kraft_version, voters, 0)?.finish(0)
+}
+
 /// The bootstrap snapshot `kraft format` writes: Kafka's frame and control records ({SnapshotHeader,
 /// KRaftVersion(1), Voters} at offsets 0–2, {SnapshotFooter} at 3, epoch 0), without metadata records.
 pub fn encode_bootstrap_snapshot(
