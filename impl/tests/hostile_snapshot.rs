@@ -14,7 +14,7 @@ mod snapshot_support;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_snapshot_request::{PartitionSnapshot, TopicSnapshot};
 use kafka_protocol::messages::fetch_snapshot_response::{
-    LeaderIdAndEpoch, PartitionSnapshot as RespPartition, SnapshotId as RespId,
+    LeaderIdAndEpoch, NodeEndpoint, PartitionSnapshot as RespPartition, SnapshotId as RespId,
     TopicSnapshot as RespTopic,
 };
 use kafka_protocol::messages::{BrokerId, FetchSnapshotRequest, FetchSnapshotResponse, TopicName};
@@ -476,5 +476,32 @@ fn a_fetched_snapshot_waits_for_the_shells_install_and_the_follower_sends_nothin
             .any(|(to, m)| *to == 1 && matches!(m, Message::FetchRequest(_))),
         "{:?}",
         out.requests
+    );
+}
+
+/// A FetchSnapshot answer's NodeEndpoints may name other nodes beside the leader: the follower learns the
+/// leader's address from the leader's own entry (Kafka's `Endpoints.fromFetchSnapshotResponse`), whatever
+/// the order.
+#[test]
+fn the_leaders_endpoint_is_read_from_its_own_entry_among_others() {
+    let (mut cluster, id) = leader_with_snapshot(5, 7);
+    let file = snapshot_file(&[1]);
+    let _ = follower_waiting_for_a_chunk(&mut cluster);
+    let epoch = cluster.node(1).epoch();
+    let mut node = cluster.node(2).clone();
+    let now = cluster.clock(2);
+    let endpoint = |node_id: i32, port: u16| {
+        NodeEndpoint::default()
+            .with_node_id(BrokerId(node_id))
+            .with_host(StrBytes::from_static_str("localhost"))
+            .with_port(port)
+    };
+    let resp = chunk(id, epoch, file.len() as i64, 0, &file[..4])
+        .with_node_endpoints(vec![endpoint(3, 3333), endpoint(1, 1111)]);
+    let out = node.handle(now, 1, Message::FetchSnapshotResponse(resp));
+    assert_eq!(snapshot_effects(&out), 1);
+    assert_eq!(
+        node.leader_endpoint().map(|(leader, e)| (leader, e.port)),
+        Some((1, 1111))
     );
 }
