@@ -1,16 +1,18 @@
 //! Kafka's bootstrap snapshot (`00000000000000000000-0000000000.checkpoint`): the file Kafka 4.4.0's
 //! `kafka-storage format --initial-controllers` wrote (testdata, two voters) is read by `kraft node`'s
 //! bootstrap reader, and so is the one of `--no-initial-controllers` (KRaftVersion 1, no voters); the one
-//! `kraft format` writes has Kafka's frame; damaged files are typed errors.
+//! `kraft format` writes has Kafka's frame, with static voters too (header and footer only); damaged files are
+//! typed errors.
 
 use bytes::Bytes;
 use kraft::node::Bootstrap;
 use kraft::records::{
     decode_snapshot, encode_bootstrap_snapshot, encode_bootstrap_snapshot_without_voters,
-    RecordsError,
+    encode_static_bootstrap_snapshot, RecordsError,
 };
 use kraft::storage::{
-    parse_directory_id, read_bootstrap, write_bootstrap, write_bootstrap_snapshot, DataDir,
+    parse_directory_id, read_bootstrap, write_bootstrap, write_bootstrap_snapshot,
+    write_static_bootstrap_snapshot, DataDir,
 };
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 
@@ -163,4 +165,32 @@ fn no_initial_controllers_snapshots_kafkas_and_ours() {
     assert_eq!(&kafka_footer[0..8], &8i64.to_be_bytes());
     write_bootstrap_snapshot(&path, None).unwrap();
     assert_eq!(read_bootstrap(&path).unwrap(), Bootstrap::NoInitialVoters);
+}
+
+/// The bootstrap snapshot of a static quorum (`controller.quorum.voters`, kraft.version 0), as Kafka 4.4's
+/// storage tool writes it without its metadata records: {SnapshotHeader} at 0, {SnapshotFooter} at 1, no
+/// KRaftVersion record and no voter set; read back, the voters come from the configuration.
+#[test]
+fn static_voters_snapshot_has_only_its_header_and_footer() {
+    let ours = encode_static_bootstrap_snapshot(1_764_000_000_000).unwrap();
+    let snapshot = decode_snapshot(ours.clone()).unwrap();
+    assert_eq!(
+        (
+            snapshot.kraft_version,
+            snapshot.voters,
+            snapshot.data_records
+        ),
+        (None, None, 0)
+    );
+    assert_eq!(snapshot.last_contained_log_timestamp, 1_764_000_000_000);
+    let footer = &ours[batch_len(&ours)..];
+    assert_eq!(batch_len(footer), footer.len(), "two batches");
+    assert_eq!(&footer[0..8], &1i64.to_be_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(kraft::storage::BOOTSTRAP_SNAPSHOT_FILE);
+    write_static_bootstrap_snapshot(&path).unwrap();
+    assert_eq!(
+        read_bootstrap(&path).unwrap(),
+        Bootstrap::Static(VoterSet::empty())
+    );
 }
