@@ -3,12 +3,12 @@
 //!
 //! A depth-first search over the model's states (the same states stateright explores without symmetry
 //! reduction: `enabled_actions`, `step`, `within_boundary`), deduplicated by the model's fingerprint (its
-//! `Hash`). Each visited model state carries the implementation cluster that realises it (`Cluster`,
-//! cloned in memory; nodes are shared copy-on-write, so a branch copies only the nodes its action
-//! touches). Every enabled action of every visited state is applied to a clone of that cluster and
-//! compared exactly as the step replay compares ([`replay::compare`]): abstract state of every server
-//! whose model state or node changed, operator replies, messages in flight, DescribeQuorum v0–3 on the
-//! wire and against the model.
+//! `Hash`). Each visited model state carries the implementation cluster that realises it (a
+//! [`replay::Pair`]; nodes are shared copy-on-write, so a branch copies only the nodes its action
+//! touches). Every enabled action of every visited state goes through [`replay::step`], which applies
+//! it to a clone of that cluster and compares exactly as the step replay compares: abstract state of
+//! every server whose model state or node changed, operator replies, messages in flight, DescribeQuorum
+//! v0–3 on the wire and against the model. This module is the search only: which pairs to expand.
 //!
 //! **Two paths, one model state.** The abstraction forgets implementation-internal state: timer
 //! deadlines and clocks, timestamps, harness client ids, the last change reply, and fields that are not
@@ -27,20 +27,16 @@
 //! table and hand work to each other through a shared queue.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use kraft::node::{EntryKind, NodeView, ALL_TIMERS};
-use model::types::{Action, Id, State, MAX_SERVERS};
-use model::{KraftModel, ModelConfig};
-use stateright::Model;
+use model::types::Action;
+use model::ModelConfig;
 
-use crate::fingerprint::{hasher, model_fingerprint};
-use crate::harness::{Cluster, NodeHook};
-use crate::refusal;
-use crate::replay::{self, After, Counts, Divergence, DivergenceKind, TraceSpec};
+use crate::harness::NodeHook;
+use crate::replay::{self, Check, Ctx, Divergence, Pair};
 use crate::wire::WireChecker;
 
 /// Knobs of a graph replay.
@@ -111,68 +107,6 @@ impl GraphOutcome {
     pub fn per_second(&self) -> f64 {
         self.transitions as f64 / self.seconds.max(1e-9)
     }
-}
-
-/// The implementation fingerprint of one node (see the module doc for what it leaves out).
-pub fn node_fingerprint(v: &NodeView) -> u64 {
-    let mut h = hasher();
-    (v.role, v.epoch, v.leader_id, v.voted).hash(&mut h);
-    for e in &v.log {
-        (e.offset, e.epoch).hash(&mut h);
-        match &e.kind {
-            EntryKind::Data => 0u8.hash(&mut h),
-            EntryKind::LeaderChange => 1u8.hash(&mut h),
-            EntryKind::KRaftVersion(k) => (2u8, k).hash(&mut h),
-            EntryKind::Voters(s) => (3u8, s).hash(&mut h),
-        }
-    }
-    (
-        v.log_end_offset,
-        v.last_epoch,
-        v.high_watermark,
-        v.kraft_version,
-    )
-        .hash(&mut h);
-    (
-        &v.latest_voters,
-        v.latest_voters_offset,
-        &v.committed_voters,
-    )
-        .hash(&mut h);
-    v.is_voter.hash(&mut h);
-    v.pending_change
-        .as_ref()
-        .map(|p| (p.kind, p.key, p.offset))
-        .hash(&mut h);
-    for t in ALL_TIMERS {
-        v.timers.get(t).is_some().hash(&mut h);
-    }
-    v.outstanding_fetch
-        .map(|f| (f.to, f.epoch, f.fetch_offset, f.last_fetched_epoch))
-        .hash(&mut h);
-    for r in &v.replicas {
-        (r.key, r.is_voter, r.end_offset, r.caught_up).hash(&mut h);
-    }
-    h.finish()
-}
-
-/// The implementation fingerprint of a cluster from its nodes' fingerprints.
-fn cluster_fingerprint(c: &Cluster, nodes: &[u64]) -> u64 {
-    let mut h = hasher();
-    nodes.hash(&mut h);
-    for i in 0..nodes.len() {
-        let p = c.persisted(i as Id);
-        (p.epoch, p.voted, p.leader_id).hash(&mut h);
-    }
-    // The network is a multiset: combine the messages order-independently.
-    let mut net = 0u64;
-    for m in &c.network {
-        let mut e = hasher();
-        (m.envelope, m.digest).hash(&mut e);
-        net = net.wrapping_add(e.finish());
-    }
-    net.hash(&mut h);
-    h.finish()
 }
 
 /// The fingerprints are hashes already.
@@ -310,14 +244,12 @@ fn extend(p: &Option<Arc<PathNode>>, actions: &[Action]) -> Option<Arc<PathNode>
 
 /// A model state to expand, with the implementation that realises it.
 struct Job {
-    state: State,
-    cluster: Cluster,
-    nodes: [u64; MAX_SERVERS],
+    pair: Pair,
     path: Option<Arc<PathNode>>,
 }
 
 struct Shared<'a> {
-    model: &'a KraftModel,
+    ctx: &'a Ctx,
     opts: &'a GraphOptions,
     table: Table,
     queue: Mutex<Vec<Job>>,
@@ -354,31 +286,20 @@ struct Tally {
     expanded: u64,
     multi: u64,
     capped: u64,
-    counts: Counts,
     paths: Vec<Vec<Action>>,
 }
 
 /// Replays every transition of the model's graph at `opts.config`. `wire` is copied per worker.
 pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, String> {
     let started = Instant::now();
-    let cfg = opts.config;
-    let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
-    // The initial state (the election prefix of `Start::Elected` included) through the step replay.
-    let init = model.initial_state();
-    let spec = TraceSpec {
-        label: "graph initial state".into(),
-        reproduce: String::new(),
-        config: cfg,
-        actions: Vec::new(),
-        recorded: None,
-    };
     let ropts = replay::Options {
         seed: opts.seed,
         hook: opts.hook.clone(),
     };
-    let mut w0 = WireChecker::new(wire.response.clone(), wire.request.clone());
-    let cluster = match replay::replay_to_end(&spec, &mut w0, &ropts) {
-        Ok(c) => c,
+    let ctx = Ctx::new(opts.config, ropts)?;
+    let mut w0 = Check::new(wire).wire;
+    let root = match ctx.root(&mut w0) {
+        Ok(p) => p,
         Err(d) => {
             return Ok(GraphOutcome {
                 divergences: vec![*d],
@@ -387,26 +308,16 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
             })
         }
     };
-    let mut nodes = [0u64; MAX_SERVERS];
-    for (i, n) in cluster.nodes.iter().enumerate() {
-        nodes[i] = node_fingerprint(&n.view());
-    }
     let table = Table::new(opts.variants);
-    let ifp = cluster_fingerprint(&cluster, &nodes[..cluster.nodes.len()]);
     let mut out = GraphOutcome::default();
     let mut queue = Vec::new();
-    if model.within_boundary(&init) {
-        table.admit(model_fingerprint(&init), ifp);
+    if let Some(pair) = root {
+        table.admit(pair.model_fingerprint(), pair.impl_fingerprint());
         out.states = 1;
-        queue.push(Job {
-            state: init,
-            cluster,
-            nodes,
-            path: None,
-        });
+        queue.push(Job { pair, path: None });
     }
     let shared = Shared {
-        model: &model,
+        ctx: &ctx,
         opts,
         table,
         queue: Mutex::new(queue),
@@ -420,15 +331,15 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
         truncated: AtomicBool::new(false),
     };
     let threads = opts.threads.max(1);
-    let tallies: Vec<(Tally, u64)> = std::thread::scope(|s| {
+    let tallies: Vec<(Tally, Check)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let shared = &shared;
                 s.spawn(move || {
                     let _halt = HaltOnPanic(shared);
-                    let mut w = WireChecker::new(wire.response.clone(), wire.request.clone());
-                    let t = worker(shared, threads, &mut w);
-                    (t, w.checked)
+                    let mut check = Check::new(wire);
+                    let t = worker(shared, threads, &mut check);
+                    (t, check)
                 })
             })
             .collect();
@@ -458,16 +369,16 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
     });
     out.wire_checked = w0.checked;
     let mut paths = Vec::new();
-    for (t, checked) in tallies {
+    for (t, check) in tallies {
         out.transitions += t.transitions;
         out.states += t.states;
         out.expanded += t.expanded;
         out.multi += t.multi;
         out.capped += t.capped;
-        out.encodings += t.counts.encodings;
-        out.refusals += t.counts.refusals;
-        out.downloads.add(&t.counts.downloads);
-        out.wire_checked += checked;
+        out.encodings += check.counts.encodings;
+        out.refusals += check.counts.refusals;
+        out.downloads.add(&check.counts.downloads);
+        out.wire_checked += check.wire.checked;
         paths.extend(t.paths);
     }
     out.truncated = shared.truncated.load(Ordering::Relaxed);
@@ -476,28 +387,8 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
     // that the graph's incremental comparison found a real difference.
     paths.sort_by_key(|p| p.len());
     for (k, actions) in paths.into_iter().take(opts.max_divergences).enumerate() {
-        let spec = TraceSpec {
-            label: format!("graph path #{k} ({} actions)", actions.len()),
-            reproduce: String::new(),
-            config: cfg,
-            actions,
-            recorded: None,
-        };
-        match replay::replay(&spec, &mut w0, &ropts) {
-            Err(d) => out.divergences.push(*d),
-            Ok(_) => out.divergences.push(Divergence {
-                label: spec.label,
-                reproduce: String::new(),
-                step: spec.actions.len(),
-                prefix_len: 0,
-                action: spec.actions.last().copied(),
-                kind: DivergenceKind::Input(
-                    "the graph replay diverged here but the step replay of the same path does not"
-                        .into(),
-                ),
-                model_state: None,
-            }),
-        }
+        let label = format!("graph path #{k} ({} actions)", actions.len());
+        out.divergences.push(ctx.confirm(label, actions, &mut w0));
     }
     out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
@@ -529,12 +420,12 @@ fn next_job(shared: &Shared, threads: usize, local: &mut Vec<Job>) -> Option<Job
     }
 }
 
-fn worker(shared: &Shared, threads: usize, wire: &mut WireChecker) -> Tally {
+fn worker(shared: &Shared, threads: usize, check: &mut Check) -> Tally {
     let mut tally = Tally::default();
     let mut local: Vec<Job> = Vec::new();
     let mut actions = Vec::new();
     while let Some(job) = next_job(shared, threads, &mut local) {
-        expand(shared, &job, wire, &mut tally, &mut local, &mut actions);
+        expand(shared, &job, check, &mut tally, &mut local, &mut actions);
         // Hand the shallowest half of the stack (the most work below it) to idle workers.
         if shared.idle.load(Ordering::Relaxed) > 0 && local.len() > 1 {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -550,13 +441,11 @@ fn worker(shared: &Shared, threads: usize, wire: &mut WireChecker) -> Tally {
 fn expand(
     shared: &Shared,
     job: &Job,
-    wire: &mut WireChecker,
+    check: &mut Check,
     tally: &mut Tally,
     local: &mut Vec<Job>,
     actions: &mut Vec<Action>,
 ) {
-    let model = shared.model;
-    let n = job.state.servers.len();
     tally.expanded += 1;
     let done = shared.expanded.fetch_add(1, Ordering::Relaxed) + 1;
     if shared.opts.max_states.is_some_and(|m| done >= m) {
@@ -565,84 +454,39 @@ fn expand(
         shared.wake.notify_all();
     }
     let before = tally.transitions;
-    actions.clear();
-    model.enabled_actions(&job.state, actions);
+    shared.ctx.actions(&job.pair, actions);
     for &a in actions.iter() {
-        let Some(step) = model.step(&job.state, a) else {
-            continue; // not a transition (stateright skips it too)
-        };
-        tally.transitions += 1;
-        let mut taken = vec![a];
-        let mut cluster = job.cluster.clone();
-        let diverged = |tally: &mut Tally, taken: &[Action]| {
-            tally.paths.push(path_of(&job.path, taken));
-            let found = shared.found.fetch_add(1, Ordering::SeqCst) + 1;
-            if found >= shared.opts.max_divergences.max(1) {
-                shared.halted.store(true, Ordering::SeqCst);
-                shared.wake.notify_all();
-            }
-        };
-        let applied = match cluster.apply(&a, model.cfg.fetch) {
-            Ok(x) => x,
-            Err(_) => {
-                diverged(tally, &taken);
+        let next = match replay::step(shared.ctx, &job.pair, a, check) {
+            Ok(Some(next)) => next,
+            Ok(None) => continue,
+            Err(d) => {
+                tally.transitions += d.taken.len() as u64;
+                tally.paths.push(path_of(&job.path, &d.taken));
+                let found = shared.found.fetch_add(1, Ordering::SeqCst) + 1;
+                if found >= shared.opts.max_divergences.max(1) {
+                    shared.halted.store(true, Ordering::SeqCst);
+                    shared.wake.notify_all();
+                }
                 continue;
             }
         };
-        tally.counts.downloads.add(&applied.downloads);
-        let mut refused = Vec::new();
-        refusal::of_model_step(&model.cfg, &job.state, &a, &step.replies, &mut refused);
-        let (mut state, mut replies) = (step.state, step.replies);
-        // A due Resign is part of the implementation's input that made it due (see `mapping`): the
-        // intermediate model state is visited, and the comparison is after the Resign.
-        while let Some(i) = (0..n as Id).find(|&i| model.resign_due(&state.servers[i as usize], i))
-        {
-            if model.within_boundary(&state) && shared.table.touch(model_fingerprint(&state)) {
-                tally.states += 1;
-            }
-            let Some(r) = model.step(&state, Action::Resign(i)) else {
-                break;
-            };
-            tally.transitions += 1;
-            taken.push(Action::Resign(i));
-            state = r.state;
-            replies.extend(r.replies);
+        tally.transitions += next.taken.len() as u64;
+        for fp in &next.passed {
+            tally.states += u64::from(shared.table.touch(*fp));
         }
-        let mut nodes = job.nodes;
-        let mut after = After {
-            cluster: &mut cluster,
-            state: &state,
-            model_replies: &replies,
-            impl_replies: &applied.replies,
-            model_refusals: &refused,
-            impl_refusals: &applied.refusals,
-        };
-        let r = replay::compare(
-            model,
-            &mut after,
-            Some((&job.cluster, &job.state)),
-            wire,
-            &mut tally.counts,
-            &mut |id, v| nodes[id as usize] = node_fingerprint(v),
-        );
-        if r.is_err() {
-            diverged(tally, &taken);
-            continue;
-        }
-        if !model.within_boundary(&state) {
+        if !next.within {
             continue; // replayed and compared, but outside the bounds: not expanded
         }
-        let ifp = cluster_fingerprint(&cluster, &nodes[..n]);
-        let admit = shared.table.admit(model_fingerprint(&state), ifp);
+        let admit = shared
+            .table
+            .admit(next.pair.model_fingerprint(), next.pair.impl_fingerprint());
         tally.states += u64::from(admit.new_state);
         tally.multi += u64::from(admit.multi);
         tally.capped += u64::from(admit.capped);
         if admit.expand {
             local.push(Job {
-                state,
-                cluster,
-                nodes,
-                path: extend(&job.path, &taken),
+                path: extend(&job.path, &next.taken),
+                pair: next.pair,
             });
         }
     }

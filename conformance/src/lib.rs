@@ -6,7 +6,10 @@
 //! - [`mapping`]: model ⇄ implementation, both ways (its doc comment is the mapping's definition).
 //! - [`refusal`]: refusal reasons, model ⇄ implementation (compared with the codes).
 //! - [`harness`]: the implementation cluster driven by model actions.
-//! - [`replay`]: the lockstep replay and its divergences; [`report`] renders them.
+//! - [`replay`]: the lockstep replay and its divergences, and [`replay::step`], one transition from a
+//!   (model state, cluster) pair, which the graph search uses; [`report`] renders divergences.
+//! - [`describe`]: DescribeQuorum of a replayed node on the wire and against the model.
+//! - [`graph`]: the search over the model's state graph (which pairs to expand).
 //! - [`batch`]: many traces on worker threads, stopping at a number of divergences.
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
@@ -14,6 +17,7 @@
 //! - [`wire_fetch_snapshot`]: FetchSnapshot as kafka-protocol reads it, for the vectors.
 
 pub mod batch;
+pub mod describe;
 pub mod fingerprint;
 pub mod graph;
 pub mod harness;

@@ -109,7 +109,7 @@ fn main() -> ExitCode {
         }
     };
     for v in 0..=kraft::wire::describe_quorum::MAX_VERSION {
-        if let Err(e) = checker.check_request(&replay::describe_request(), v) {
+        if let Err(e) = checker.check_request(&conformance::describe::describe_request(), v) {
             problems.push(format!("DescribeQuorum request v{v}: {e}"));
         }
     }

@@ -6,17 +6,23 @@
 //! every step it compares the operator replies, every server's abstract state, the messages in flight,
 //! and DescribeQuorum v0–3 of every node on the wire (`wire`) and against the model's own
 //! DescribeQuorum view. The first difference stops the replay and becomes a [`Divergence`].
+//!
+//! The graph search uses one transition at a time: [`step`] replays one action from a [`Pair`] (a model
+//! state and the cluster that realises it) and returns the successor pair or what differs; the search
+//! (`graph`, or a distributed engine) only decides which pairs to expand.
 
 use kraft::wire::describe_quorum as dq;
 use model::spec;
-use model::types::{Action, Envelope, Id, Reply, State};
+use model::types::{Action, Envelope, Id, Reply, State, MAX_SERVERS};
 use model::{FetchMode, KraftModel, ModelConfig, Start};
+use stateright::Model;
 
+use crate::describe::check_describe;
+use crate::fingerprint::{cluster_fingerprint, model_fingerprint, node_fingerprint};
 use crate::harness::{Cluster, Downloads, NodeHook};
 use crate::mapping::{self, Abstract};
 use crate::refusal::{self, Refused};
-use crate::schema::{StructValue, Value};
-use crate::wire::{partitions, replicas, WireChecker};
+use crate::wire::WireChecker;
 
 /// Where a trace comes from, and how to run it again.
 #[derive(Clone, Debug)]
@@ -104,11 +110,6 @@ pub struct Options {
     pub seed: u64,
     /// Switches on test-only faults in every node (mutation check).
     pub hook: Option<NodeHook>,
-}
-
-/// The DescribeQuorum request every node is asked (Kafka's admin client: `__cluster_metadata`-0).
-pub fn describe_request() -> dq::DescribeQuorumRequest {
-    dq::DescribeQuorumRequest::for_metadata_partition()
 }
 
 struct Replay<'a> {
@@ -452,215 +453,220 @@ pub fn compare(
     Ok(())
 }
 
-/// DescribeQuorum of node `id` at `version`: the wire checks, then the content against the model.
-fn check_describe(
-    model: &KraftModel,
-    cluster: &mut Cluster,
-    state: &State,
-    id: Id,
-    version: i16,
-    wire: &mut WireChecker,
-) -> Result<(), String> {
-    let now = cluster.now(id);
-    // `describe_quorum` may expire observers (never, at the mapping's expiry): a node that is shared
-    // with the parent cluster is copied first.
-    let node = std::sync::Arc::make_mut(&mut cluster.nodes[id as usize]);
-    let resp = node.describe_quorum(now, version, &describe_request());
-    let s = &state.servers[id as usize];
-    let view = spec::describe_quorum(&model.cfg, id, s);
-    wire.check_with(&resp, version, &view, |value| {
-        check_content(value, view.as_ref(), version)
-    })
+/// A model state and the implementation cluster that realises it: what the graph search carries from
+/// state to state, and all [`step`] needs to replay a transition from it.
+#[derive(Clone)]
+pub struct Pair {
+    pub state: State,
+    pub cluster: Cluster,
+    /// Each node's implementation fingerprint ([`node_fingerprint`]), kept up to date by [`step`].
+    pub nodes: [u64; MAX_SERVERS],
 }
 
-fn int(v: &StructValue, field: &str) -> Result<i64, String> {
-    v.int(field).ok_or_else(|| format!("{field} missing"))
+impl Pair {
+    fn new(state: State, cluster: Cluster) -> Pair {
+        let mut nodes = [0u64; MAX_SERVERS];
+        for (i, n) in cluster.nodes.iter().enumerate() {
+            nodes[i] = node_fingerprint(&n.view());
+        }
+        Pair {
+            state,
+            cluster,
+            nodes,
+        }
+    }
+
+    /// The model's fingerprint of the state: the search's key.
+    pub fn model_fingerprint(&self) -> u64 {
+        model_fingerprint(&self.state)
+    }
+
+    /// The implementation fingerprint of the cluster (what tells two arrivals at one model state apart).
+    pub fn impl_fingerprint(&self) -> u64 {
+        cluster_fingerprint(&self.cluster, &self.nodes[..self.state.servers.len()])
+    }
 }
 
-/// One replica state row: (id, LEO, last fetch, last caught up, directory id).
-type Row = (i64, i64, i64, i64, Option<uuid::Uuid>);
+/// What replaying a transition of one model needs besides the pair: the model and the replay knobs.
+pub struct Ctx {
+    pub model: KraftModel,
+    pub opts: Options,
+}
 
-/// Rows of a replica list, sorted by id.
-fn rows(p: &StructValue, field: &str) -> Result<Vec<Row>, String> {
-    let mut out = Vec::new();
-    for r in replicas(p, field) {
-        let dir = match r.get("ReplicaDirectoryId") {
-            Some(Value::Uuid(u)) => Some(*u),
-            _ => None,
+/// One replaying thread's own side: the wire checker (its cache of checked encodings) and the counts.
+pub struct Check {
+    pub wire: WireChecker,
+    pub counts: Counts,
+}
+
+impl Check {
+    pub fn new(wire: &WireChecker) -> Check {
+        Check {
+            wire: WireChecker::new(wire.response.clone(), wire.request.clone()),
+            counts: Counts::default(),
+        }
+    }
+}
+
+/// One transition replayed from a pair.
+pub struct Successor {
+    pub pair: Pair,
+    /// The action and the `Resign`s folded into it (see `mapping`): the transitions replayed.
+    pub taken: Vec<Action>,
+    /// Model fingerprints of the states passed within the bounds on the way (a `Resign` was due there):
+    /// visited, but never expanded.
+    pub passed: Vec<u64>,
+    /// The successor is within the model's bounds (else it is compared but not expanded).
+    pub within: bool,
+}
+
+/// A transition whose two sides differ.
+pub struct Diverged {
+    /// The action and the `Resign`s folded into it, up to the difference.
+    pub taken: Vec<Action>,
+    pub kind: DivergenceKind,
+}
+
+impl Ctx {
+    pub fn new(config: ModelConfig, opts: Options) -> Result<Ctx, String> {
+        let model = KraftModel::new(config).map_err(|e| e.to_string())?;
+        Ok(Ctx { model, opts })
+    }
+
+    /// The root pair: the model's initial state (the election prefix of `Start::Elected` included)
+    /// and the cluster the step replay reaches it with; `None` if it is outside the bounds.
+    pub fn root(&self, wire: &mut WireChecker) -> Result<Option<Pair>, Box<Divergence>> {
+        let spec = TraceSpec {
+            label: "graph initial state".into(),
+            reproduce: String::new(),
+            config: self.model.cfg,
+            actions: Vec::new(),
+            recorded: None,
         };
-        out.push((
-            int(r, "ReplicaId")?,
-            int(r, "LogEndOffset")?,
-            int(r, "LastFetchTimestamp")?,
-            int(r, "LastCaughtUpTimestamp")?,
-            dir,
-        ));
+        let cluster = replay_to_end(&spec, wire, &self.opts)?;
+        let init = self.model.initial_state();
+        Ok(self
+            .model
+            .within_boundary(&init)
+            .then(|| Pair::new(init, cluster)))
     }
-    out.sort_by_key(|r| r.0);
-    Ok(out)
+
+    /// The actions enabled at the pair's model state, in the model's order.
+    pub fn actions(&self, pair: &Pair, out: &mut Vec<Action>) {
+        out.clear();
+        self.model.enabled_actions(&pair.state, out);
+    }
+
+    /// A path the search found divergent, again through the step replay: the same report as any trace,
+    /// and a check that the incremental comparison of [`step`] found a real difference.
+    pub fn confirm(
+        &self,
+        label: String,
+        actions: Vec<Action>,
+        wire: &mut WireChecker,
+    ) -> Divergence {
+        let spec = TraceSpec {
+            label,
+            reproduce: String::new(),
+            config: self.model.cfg,
+            actions,
+            recorded: None,
+        };
+        match replay(&spec, wire, &self.opts) {
+            Err(d) => *d,
+            Ok(_) => Divergence {
+                label: spec.label,
+                reproduce: String::new(),
+                step: spec.actions.len(),
+                prefix_len: 0,
+                action: spec.actions.last().copied(),
+                kind: DivergenceKind::Input(
+                    "the graph replay diverged here but the step replay of the same path does not"
+                        .into(),
+                ),
+                model_state: None,
+            },
+        }
+    }
 }
 
-/// The decoded response against the model's DescribeQuorum view (`None`: the node is not the leader).
-pub fn check_content(
-    value: &StructValue,
-    view: Option<&spec::DescribeQuorumView>,
-    version: i16,
-) -> Result<(), String> {
-    let parts = partitions(value);
-    let [p] = parts.as_slice() else {
-        return Err(format!("{} partitions, expected 1", parts.len()));
+/// Replays `action` from `pair`: the model's step and the implementation's input, compared as
+/// [`compare`] does (only what the action touched). `Ok(None)` if the model has no transition for it.
+pub fn step(
+    ctx: &Ctx,
+    pair: &Pair,
+    action: Action,
+    check: &mut Check,
+) -> Result<Option<Successor>, Diverged> {
+    let model = &ctx.model;
+    let Some(step) = model.step(&pair.state, action) else {
+        return Ok(None); // not a transition (stateright skips it too)
     };
-    if int(value, "ErrorCode")? != 0 {
-        return Err(format!("top-level ErrorCode {}", int(value, "ErrorCode")?));
-    }
-    let Some(view) = view else {
-        // Kafka's non-leader answer: NOT_LEADER_OR_FOLLOWER with 0/0/0 and empty lists.
-        let got = (
-            int(p, "ErrorCode")?,
-            int(p, "LeaderId")?,
-            int(p, "LeaderEpoch")?,
-            int(p, "HighWatermark")?,
-        );
-        if got != (6, 0, 0, 0) {
-            return Err(format!(
-                "non-leader answered (error, leader, epoch, HW) = {got:?}, expected (6, 0, 0, 0)"
-            ));
+    let mut taken = vec![action];
+    let mut cluster = pair.cluster.clone();
+    let applied = match cluster.apply(&action, model.cfg.fetch) {
+        Ok(x) => x,
+        Err(e) => {
+            return Err(Diverged {
+                taken,
+                kind: DivergenceKind::Input(e),
+            })
         }
-        for f in ["CurrentVoters", "Observers", "CommittedVoters"] {
-            if !replicas(p, f).is_empty() {
-                return Err(format!("non-leader answered a non-empty {f}"));
-            }
-        }
-        if value.array("Nodes").is_some_and(|n| !n.is_empty()) {
-            return Err("non-leader answered a non-empty Nodes".into());
-        }
-        return Ok(());
     };
-    let got = (
-        int(p, "ErrorCode")?,
-        int(p, "LeaderId")?,
-        int(p, "LeaderEpoch")?,
-        int(p, "HighWatermark")?,
+    check.counts.downloads.add(&applied.downloads);
+    let mut refused = Vec::new();
+    refusal::of_model_step(
+        &model.cfg,
+        &pair.state,
+        &action,
+        &step.replies,
+        &mut refused,
     );
-    let want = (
-        0,
-        i64::from(view.leader_id),
-        i64::from(view.leader_epoch),
-        view.high_watermark,
-    );
-    if got != want {
-        return Err(format!(
-            "(error, LeaderId, LeaderEpoch, HighWatermark) = {got:?}, model {want:?}"
-        ));
-    }
-    let current = rows(p, "CurrentVoters")?;
-    let observers = rows(p, "Observers")?;
-    let committed = rows(p, "CommittedVoters")?;
-    let model_rows = |v: &[spec::ReplicaState]| {
-        let mut r: Vec<(i64, i64)> = v
-            .iter()
-            .map(|r| (i64::from(r.replica_id), r.log_end_offset))
-            .collect();
-        r.sort();
-        r
-    };
-    let id_leo = |r: &[Row]| r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>();
-    for (field, got, want) in [
-        ("CurrentVoters", &current, model_rows(&view.current_voters)),
-        ("Observers", &observers, model_rows(&view.observers)),
-    ] {
-        if id_leo(got) != want {
-            return Err(format!(
-                "{field} (id, LogEndOffset) = {:?}, model {want:?}",
-                id_leo(got)
-            ));
+    let (mut state, mut replies) = (step.state, step.replies);
+    let n = state.servers.len();
+    let mut passed = Vec::new();
+    // A due Resign is part of the implementation's input that made it due (see `mapping`): the
+    // intermediate model state is visited, and the comparison is after the Resign.
+    while let Some(i) = (0..n as Id).find(|&i| model.resign_due(&state.servers[i as usize], i)) {
+        if model.within_boundary(&state) {
+            passed.push(model_fingerprint(&state));
         }
-    }
-    // The model has no clock, but one timestamp rule needs none: a replica that never fetched in this
-    // epoch (LogEndOffset -1) has never fetched or caught up either (Kafka's -1 sentinels), at every version.
-    for r in current.iter().chain(&observers) {
-        if r.1 == -1 && (r.2, r.3) != (-1, -1) {
-            return Err(format!(
-                "replica {} has LogEndOffset -1 but timestamps ({}, {}), expected (-1, -1)",
-                r.0, r.2, r.3
-            ));
-        }
-    }
-    // Directory ids from v2 on: the mapping's identity of each replica.
-    for r in current.iter().chain(&observers).chain(&committed) {
-        let want = if version >= 2 {
-            mapping::directory_id(r.0 as Id)
-        } else {
-            uuid::Uuid::nil()
+        let Some(r) = model.step(&state, Action::Resign(i)) else {
+            break;
         };
-        if r.4 != Some(want) {
-            return Err(format!(
-                "replica {} has directory id {:?} at v{version}, expected {want}",
-                r.0, r.4
-            ));
-        }
+        taken.push(Action::Resign(i));
+        state = r.state;
+        replies.extend(r.replies);
     }
-    if version >= 3 {
-        let want = model_rows(&view.committed_voters);
-        if id_leo(&committed) != want {
-            return Err(format!(
-                "CommittedVoters (id, LogEndOffset) = {:?}, model {want:?}",
-                id_leo(&committed)
-            ));
-        }
-        if committed.is_empty() != (view.high_watermark < 0) {
-            return Err("CommittedVoters must be empty iff the HW is unknown".into());
-        }
-        // The same state as in CurrentVoters/Observers where the leader has one, else the sentinels.
-        for c in &committed {
-            let tracked = current.iter().chain(&observers).find(|r| r.0 == c.0);
-            match tracked {
-                Some(r) if r != c => {
-                    return Err(format!(
-                        "CommittedVoters entry {c:?} differs from the leader's replica state {r:?}"
-                    ))
-                }
-                Some(_) => {}
-                None if (c.1, c.2, c.3) != (-1, -1, -1) => {
-                    return Err(format!(
-                        "untracked committed voter {} lacks the sentinels: {c:?}",
-                        c.0
-                    ))
-                }
-                None => {}
-            }
-        }
+    let mut nodes = pair.nodes;
+    let mut after = After {
+        cluster: &mut cluster,
+        state: &state,
+        model_replies: &replies,
+        impl_replies: &applied.replies,
+        model_refusals: &refused,
+        impl_refusals: &applied.refusals,
+    };
+    let r = compare(
+        model,
+        &mut after,
+        Some((&pair.cluster, &pair.state)),
+        &mut check.wire,
+        &mut check.counts,
+        &mut |id, v| nodes[id as usize] = node_fingerprint(v),
+    );
+    if let Err(kind) = r {
+        return Err(Diverged { taken, kind });
     }
-    if version >= 2 {
-        let mut want: Vec<i64> = current.iter().map(|r| r.0).collect();
-        if version >= 3 {
-            want.extend(committed.iter().map(|r| r.0));
-        }
-        want.sort();
-        want.dedup();
-        let mut nodes = Vec::new();
-        for n in value.array("Nodes").unwrap_or(&[]) {
-            let Value::Struct(n) = n else {
-                return Err("Nodes entry is not a struct".into());
-            };
-            let id = int(n, "NodeId")?;
-            let listeners = n.array("Listeners").unwrap_or(&[]);
-            let e = mapping::endpoint(id as Id);
-            let ok = matches!(listeners, [Value::Struct(l)]
-                if l.get("Name") == Some(&Value::String(Some(e.name.clone())))
-                && l.get("Host") == Some(&Value::String(Some(e.host.clone())))
-                && l.int("Port") == Some(i64::from(e.port)));
-            if !ok {
-                return Err(format!(
-                    "Nodes entry {id} has listeners {listeners:?}, expected {e:?}"
-                ));
-            }
-            nodes.push(id);
-        }
-        nodes.sort();
-        if nodes != want {
-            return Err(format!("Nodes = {nodes:?}, expected the voters {want:?}"));
-        }
-    }
-    Ok(())
+    let within = model.within_boundary(&state);
+    Ok(Some(Successor {
+        pair: Pair {
+            state,
+            cluster,
+            nodes,
+        },
+        taken,
+        passed,
+        within,
+    }))
 }

@@ -13,7 +13,7 @@
 //!   retransmission (Kafka resends on timeouts): delivered again, as on a duplicating network.
 //! - **Operator requests** (AddRaftVoter, RemoveRaftVoter) are model `Change` steps; the response is
 //!   read when the model's step produces the operator reply (a change is answered when it commits).
-//! - **DescribeQuorum** is asked as a client and checked with `replay::check_content` against
+//! - **DescribeQuorum** is asked as a client and checked with `describe::check_content` against
 //!   `model::spec::describe_quorum`.
 //!
 //! Timers: the node's timers fire on their own. The kit only waits for them while it is quiet (the

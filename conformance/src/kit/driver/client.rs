@@ -279,7 +279,7 @@ impl Kit {
         let mut why = Vec::new();
         for (c, view) in views.iter().enumerate() {
             let (k, appends) = (candidates[c].0, candidates[c].1);
-            match crate::replay::check_content(&value, view.as_ref(), version) {
+            match crate::describe::check_content(&value, view.as_ref(), version) {
                 Ok(()) => {
                     // Only the first state (the kit's current one) takes appends; another state
                     // with appends (the change not applied yet, the node's records already written)

@@ -1,0 +1,283 @@
+//! The mapping between the model (`model`) and the implementation (`kraft`), both ways.
+//!
+//! # Identities
+//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)`, one listener
+//! `CONTROLLER://node<i>.conformance:<9000+i>`. The cluster id is [`CLUSTER_ID`]. Initial voters are
+//! formatted with the bootstrap checkpoint (`Bootstrap::Checkpoint`, `kraft.version` 1) holding the model's
+//! bootstrap set; joiners get the same checkpoint (contract §1).
+//!
+//! # Model actions → implementation inputs (see `harness`)
+//! - `Deliver(m)`: the in-flight `kraft` message whose abstraction is `m` is handed to `dst.handle(now,
+//!   src, msg)`. Messages travel as the kafka-protocol structs the implementation emitted, encoded and
+//!   decoded at the version the shell uses ([`wire_version`]), so what crosses is what a socket carries.
+//!   On a duplicating network the message stays in flight; `Drop(m)` removes it. A delivered request
+//!   must be answered in that same output (`Output::replies`), once, to its sender; no other input may
+//!   produce a reply.
+//! - `Fetch{replica, leader}` (sync mode): `Harness::fetch_from(now, leader)` (the model names the target,
+//!   as an observer's bootstrap choice would); the implementation must send exactly one FetchRequest, to
+//!   `leader`; it is delivered at once, and the FetchResponse the leader
+//!   returns is delivered back at once. Async mode: the request goes into the network like any message.
+//! - `ElectionTimeout`, `FetchTimeout`, `CheckQuorumTimeout`, `ChangeTimeout`: the node's clock is advanced
+//!   to that timer's deadline and exactly that timer fires (`Harness::fire`); the timer must be armed.
+//! - `Restart(i)`: node `i` is rebuilt by `Node::new` from its durable log (its `AppendLog` and
+//!   `TruncateLog` effects applied in order, which must rebuild the node's own log after every input) and
+//!   the last election state it asked the shell to persist (`Effect::PersistElectionState`); nothing else
+//!   survives. Messages in flight stay. A node that comes back Candidate or Resigned fires its
+//!   `FirstPoll` timer (due at once; the shell's first `tick`) in the same step: its Vote requests, or
+//!   its EndQuorumEpoch requests to the other voters, are part of the model's `Restart`.
+//! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
+//! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
+//!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
+//!   An add that passes the arrival checks makes the leader send ApiVersions to the new voter (KIP-853;
+//!   the model has no such step): within the same `Change` step the harness hands that request (through
+//!   the wire, [`wire_version`]) to the new voter's `Node::api_versions` and its answer back to the
+//!   leader's `handle`, so the model's one `Change` step is the request, the round trip and the reply. The
+//!   round trip's error paths (no answer, an error answer, a range without the finalized `kraft.version`)
+//!   are outside the model and tested in `impl` only. An ApiVersions message anywhere else is an error.
+//! - `TakeSnapshot(i)`: `Harness::take_snapshot_now` (own snapshots on, every trigger off:
+//!   [`snapshot_config`]); the harness writes the file in memory (`SnapshotEncoder`, control records only)
+//!   and answers `Node::snapshot_taken`. `AdvanceLogStart(i)`: `Harness::clean_now` with a retention limit of
+//!   0 bytes (the log start moves to the latest snapshot, `Effect::MoveLogStart`).
+//! - `FetchSnapshot{replica, leader}`: the whole download, as FetchSnapshot round trips of at most
+//!   [`SNAPSHOT_CHUNK_BYTES`]: `Harness::fetch_from` must send one FetchSnapshotRequest to `leader` naming the
+//!   snapshot being downloaded at the position written so far; it is delivered at once, the leader's
+//!   FetchSnapshotResponse gets its chunk from the leader's file (`fill_snapshot_chunk`) and is delivered
+//!   back at once, the chunk goes to the replica's `.checkpoint.part`; until the last chunk the abstract
+//!   state of both nodes must stay the one before the step. The shell installs the complete download
+//!   (`Effect::CompleteSnapshot`: file parsed, log truncated fully, `Node::snapshot_loaded`) in the same
+//!   step. Every message crosses the wire codec. A `Restart` rebuilds the node with
+//!   `Node::with_snapshots` from the files `kraft::storage::kept_at_start` keeps; a follower that
+//!   downloads first takes one chunk from a leader that serves it, so it restarts with a
+//!   `.checkpoint.part` on disk (the model's `CrashDuringInstall`).
+//! - `ClientAppend(i)`: `Node::append` of one Data record.
+//! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
+//!   poll, before anything else reaches it; the implementation resigns within the input that committed
+//!   the removal, and the model always schedules the due `Resign` right after that step. The two model
+//!   steps are one implementation step: the replay compares after the `Resign`.
+//!
+//! # Implementation state → model state ([`abstract_view`])
+//! From `node.view()`: role, epoch, leader, voted-for, the log (offset i = record i, its epoch, its kind;
+//! a VotersRecord as the set of its ids), HW, latest and committed voter sets; at a leader, the epoch
+//! start offset, every other replica's end offset and caught-up flag, and the pending change; the
+//! outstanding fetch; the log start, the snapshots held other than the bootstrap one (end offset, epoch,
+//! voter set) and the snapshot being downloaded. Operator replies are compared per step (the model's `Step::replies`), and the
+//! messages sent are compared as the multiset of in-flight envelopes after every step.
+//!
+//! # Where the model is deliberately more abstract
+//! - **Timestamps**: the model has no clock. Each node has its own clock that moves 1 ms per input and
+//!   jumps to a timer's deadline when the model fires that timer; timers are only fired on the model's
+//!   command, never by `tick`. Observer expiry is set beyond any run (the model never expires observers).
+//!   DescribeQuorum timestamps are not compared.
+//! - **Endpoints and directory ids**: the model knows ids only. A VotersRecord or voter set abstracts to
+//!   its ids; [`abstract_view`] also checks that every voter carries the directory id and listener of its
+//!   id, so nothing is lost silently.
+//! - **Batch framing**: the model has records one-to-one with offsets; batches (and the record bytes
+//!   of a Fetch response) abstract to their records.
+//! - **Acknowledgements the model leaves out**: BeginQuorumEpoch and EndQuorumEpoch *responses* are not
+//!   in the model's network; the harness drops them when they are sent. Their only use in Kafka is to let
+//!   a stale sender learn a newer epoch, which the model gets through the other messages.
+//! - **Candidate votes** (`Server::votes`) are not in `NodeView`: they are compared through their effect
+//!   (the step at which the candidate becomes leader).
+//! - **Fields of a role the node is not in**: `epoch_start`, `end`, `caught_up`, `pending` only at a
+//!   leader (the model resets them on every role change, the implementation drops its leader state).
+//!
+//! # Files
+//! This file: identities, node configuration, error codes. [`membership`]: operator change requests.
+//! [`snapshot`]: snapshot settings. [`state`]: the abstract state of a server. [`election`] and [`fetch`]:
+//! the Raft messages as model messages. [`messages`]: the wire round trip and the message dispatch.
+
+mod election;
+mod fetch;
+mod membership;
+mod messages;
+mod snapshot;
+mod state;
+
+pub use fetch::records_of;
+pub use membership::{change_request, ChangeRequest};
+pub use messages::{abstract_message, left_out, through_wire, through_wire_digest, wire_version};
+pub use snapshot::{snapshot_config, SNAPSHOT_CHUNK_BYTES};
+pub use state::{abstract_model, abstract_view, Abstract};
+
+use kraft::node::{errors, Bootstrap, NodeConfig};
+use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
+use model::types::{bit, ids, ErrorCode, Id, Mask};
+use uuid::Uuid;
+
+/// Cluster id of every conformance node.
+pub const CLUSTER_ID: &str = "conformance-cluster";
+/// The listener name every node uses as its default.
+pub const LISTENER: &str = "CONTROLLER";
+/// Observer expiry beyond any run: the model never forgets a replica's progress within an epoch.
+pub const NEVER: u64 = u64::MAX / 4;
+
+/// Directory id of model server `i` (never nil).
+pub fn directory_id(i: Id) -> Uuid {
+    Uuid::from_u128(0x6b72_6166_7400_0000_0000_0000_0000_0000 | (u128::from(i) + 1))
+}
+
+/// The one listener of model server `i`.
+pub fn endpoint(i: Id) -> Endpoint {
+    Endpoint {
+        name: LISTENER.to_string(),
+        host: format!("node{i}.conformance"),
+        port: 9000 + u16::from(i),
+    }
+}
+
+/// True if `e` is [`endpoint`]`(i)`, without building it (the graph replay checks every voter set).
+fn is_endpoint(e: &Endpoint, i: Id) -> bool {
+    static TABLE: std::sync::OnceLock<Vec<Endpoint>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..=Id::MAX).map(endpoint).collect());
+    *e == table[usize::from(i)]
+}
+
+/// The replica key of model server `i`.
+pub fn replica_key(i: Id) -> ReplicaKey {
+    ReplicaKey::new(i32::from(i), directory_id(i))
+}
+
+/// The voter node of model server `i`, as a bootstrap checkpoint or an AddRaftVoter writes it.
+pub fn voter_node(i: Id) -> VoterNode {
+    VoterNode {
+        key: replica_key(i),
+        listeners: vec![endpoint(i)],
+        supported: SupportedVersions::CURRENT,
+    }
+}
+
+/// The voter set of a mask.
+pub fn voter_set(mask: Mask) -> Result<VoterSet, String> {
+    VoterSet::new(ids(mask).map(voter_node)).map_err(|e| format!("voter set {mask:#b}: {e}"))
+}
+
+/// Timer settings of every node. Only their deadlines matter (timers fire on the model's command).
+pub const ELECTION_TIMEOUT_MS: u64 = 1000;
+pub const FETCH_TIMEOUT_MS: u64 = 2000;
+pub const FETCH_INTERVAL_MS: u64 = 50;
+pub const CHECK_QUORUM_TIMEOUT_MS: u64 = 3000;
+pub const REQUEST_TIMEOUT_MS: u64 = 2000;
+
+/// Configuration of model server `i` in a cluster with bootstrap set `bootstrap`.
+pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
+    Ok(NodeConfig {
+        cluster_id: CLUSTER_ID.to_string(),
+        node_id: i32::from(i),
+        directory_id: directory_id(i),
+        listeners: vec![endpoint(i)],
+        bootstrap: Bootstrap::Checkpoint(voter_set(bootstrap)?),
+        bootstrap_servers: Vec::new(),
+        election_timeout_ms: ELECTION_TIMEOUT_MS,
+        fetch_timeout_ms: FETCH_TIMEOUT_MS,
+        fetch_interval_ms: FETCH_INTERVAL_MS,
+        fetch_max_wait_ms: 0,
+        check_quorum_timeout_ms: CHECK_QUORUM_TIMEOUT_MS,
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        observer_expiry_ms: NEVER,
+        seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        snapshots: snapshot_config(),
+        auto_join: false,
+    })
+}
+
+/// The model's error codes and Kafka's: the one correspondence between them.
+const ERROR_CODES: [(ErrorCode, i16); 8] = [
+    (ErrorCode::None, errors::NONE),
+    (
+        ErrorCode::NotLeaderOrFollower,
+        errors::NOT_LEADER_OR_FOLLOWER,
+    ),
+    (ErrorCode::RequestTimedOut, errors::REQUEST_TIMED_OUT),
+    (ErrorCode::UnsupportedVersion, errors::UNSUPPORTED_VERSION),
+    (ErrorCode::FencedLeaderEpoch, errors::FENCED_LEADER_EPOCH),
+    (ErrorCode::UnknownLeaderEpoch, errors::UNKNOWN_LEADER_EPOCH),
+    (ErrorCode::DuplicateVoter, errors::DUPLICATE_VOTER),
+    (ErrorCode::VoterNotFound, errors::VOTER_NOT_FOUND),
+];
+
+/// Kafka error code → the model's, `None` for a code the model does not know.
+pub fn error_code(code: i16) -> Option<ErrorCode> {
+    ERROR_CODES
+        .iter()
+        .find(|(_, k)| *k == code)
+        .map(|(m, _)| *m)
+}
+
+/// The model's error code → Kafka's.
+pub fn kafka_code(e: ErrorCode) -> i16 {
+    ERROR_CODES
+        .iter()
+        .find(|(m, _)| *m == e)
+        .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, k)| *k)
+}
+
+fn small<T: TryInto<u8> + Copy + std::fmt::Debug>(v: T, what: &str) -> Result<u8, String> {
+    v.try_into()
+        .map_err(|_| format!("{what} {v:?} does not fit the model"))
+}
+
+fn id_of(v: i32, what: &str) -> Result<Id, String> {
+    small(v, what)
+}
+
+/// The ids of a voter set, checking every voter's identity against the mapping.
+pub fn mask_of(set: &VoterSet) -> Result<Mask, String> {
+    let mut m: Mask = 0;
+    for n in set.nodes() {
+        let i = id_of(n.key.id, "voter id")?;
+        if n.key != replica_key(i) {
+            return Err(format!(
+                "voter {} has key {:?}, expected {:?}",
+                i,
+                n.key,
+                replica_key(i)
+            ));
+        }
+        if !matches!(n.listeners.as_slice(), [e] if is_endpoint(e, i)) {
+            return Err(format!(
+                "voter {i} has listeners {:?}, expected {:?}",
+                n.listeners,
+                vec![endpoint(i)]
+            ));
+        }
+        m |= bit(i);
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_are_distinct_and_round_trip() {
+        let set = voter_set(0b1011).unwrap();
+        assert_eq!(mask_of(&set).unwrap(), 0b1011);
+        assert_ne!(directory_id(0), directory_id(1));
+        assert!(!directory_id(0).is_nil());
+        // A voter with a foreign directory id is refused, not silently abstracted.
+        let wrong = VoterSet::new([VoterNode {
+            key: ReplicaKey::new(0, Uuid::from_u128(7)),
+            ..voter_node(0)
+        }])
+        .unwrap();
+        assert!(mask_of(&wrong).is_err());
+    }
+
+    #[test]
+    fn every_model_error_code_maps_back() {
+        for c in [
+            ErrorCode::None,
+            ErrorCode::NotLeaderOrFollower,
+            ErrorCode::RequestTimedOut,
+            ErrorCode::UnsupportedVersion,
+            ErrorCode::FencedLeaderEpoch,
+            ErrorCode::UnknownLeaderEpoch,
+            ErrorCode::DuplicateVoter,
+            ErrorCode::VoterNotFound,
+        ] {
+            assert_eq!(error_code(kafka_code(c)), Some(c));
+        }
+        assert_eq!(error_code(42), None);
+    }
+}
