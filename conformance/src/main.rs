@@ -134,6 +134,7 @@ fn main() -> ExitCode {
     let mut graph_refusals = 0u64;
     let mut graph_divergences = Vec::new();
     let mut covered = Vec::new();
+    let mut not_covered = Vec::new();
     if wants(Source::Graph) {
         for name in &cli.graph {
             if graph_divergences.len() >= limit {
@@ -182,8 +183,11 @@ fn main() -> ExitCode {
                     graph_encodings += g.encodings;
                     graph_refusals += g.refusals;
                     encodings_wire += g.wire_checked;
+                    let label = sources::graph_label(name, &cfg);
                     if g.complete && g.divergences.is_empty() {
-                        covered.push(sources::graph_label(name, &cfg));
+                        covered.push(label);
+                    } else {
+                        not_covered.push(label);
                     }
                     graph_divergences.extend(g.divergences);
                 }
@@ -320,13 +324,9 @@ fn main() -> ExitCode {
     } else {
         format!(" (--max-reports {limit} reached: the run stopped there)")
     };
-    let bounds = if covered.is_empty() {
-        "no bounds".to_string()
-    } else {
-        covered.join(" + ")
-    };
+    let coverage = report::coverage(&covered, &not_covered);
     println!(
-        "conformance: {graph_transitions} transitions of {graph_states} model states (100% of the graph at {bounds}), \
+        "conformance: {graph_transitions} transitions of {graph_states} model states ({coverage}), \
          {count} walks, {encodings} DescribeQuorum encodings checked, {refusals} refusal reasons compared, \
          {d} divergences{stopped}"
     );

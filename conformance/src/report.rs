@@ -8,6 +8,19 @@ use model::types::State;
 use crate::mapping::Abstract;
 use crate::replay::{Divergence, DivergenceKind};
 
+/// The summary line's account of the graphs: only a graph explored to the end without divergence is
+/// named after "100% of the graph"; one stopped early (`--max-states`, the divergence limit) or with a
+/// divergence is named as not complete, and a run where no graph completed says so.
+pub fn coverage(complete: &[String], incomplete: &[String]) -> String {
+    let part = || format!("not complete: {}", incomplete.join(" + "));
+    match (complete.is_empty(), incomplete.is_empty()) {
+        (false, true) => format!("100% of the graph at {}", complete.join(" + ")),
+        (false, false) => format!("100% of the graph at {}; {}", complete.join(" + "), part()),
+        (true, false) => format!("no graph explored completely; {}", part()),
+        (true, true) => "no graph explored".into(),
+    }
+}
+
 /// Marks a differing row.
 const MARK: &str = ">>";
 
@@ -202,4 +215,24 @@ pub fn headline(d: &Divergence) -> String {
 
 fn envelope(e: &model::types::Envelope) -> String {
     format!("{} → {}: {:?}", e.src, e.dst, e.msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coverage;
+
+    #[test]
+    fn only_complete_graphs_are_claimed() {
+        let (a, b) = (vec!["a[x=1]".to_string()], vec!["b[y=2]".to_string()]);
+        assert_eq!(coverage(&a, &[]), "100% of the graph at a[x=1]");
+        assert_eq!(
+            coverage(&a, &b),
+            "100% of the graph at a[x=1]; not complete: b[y=2]"
+        );
+        assert_eq!(
+            coverage(&[], &b),
+            "no graph explored completely; not complete: b[y=2]"
+        );
+        assert_eq!(coverage(&[], &[]), "no graph explored");
+    }
 }
