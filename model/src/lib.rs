@@ -11,6 +11,7 @@ pub mod check;
 pub mod config;
 pub mod dfs;
 pub mod diagram;
+pub mod engine;
 pub mod fingerprint;
 pub mod properties;
 pub mod spec;

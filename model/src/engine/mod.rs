@@ -1,0 +1,232 @@
+//! A search engine over any state space, distributed over worker threads and processes.
+//!
+//! A [`Space`] says what a state is, where the search starts, how a state expands and what is
+//! checked at a state; [`run`] explores it breadth-first on Timely Dataflow ([`self::timely`]):
+//! every state is owned by the worker its fingerprint routes to, which keeps the visited set's
+//! shard, the state's parent (fingerprint and action), and evaluates [`Space::check`]. The
+//! timestamp is the BFS level, so a finding's path walked back through the owners' parents is a
+//! shortest one.
+
+pub mod timely;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use self::timely::run;
+
+/// A state space to search.
+pub trait Space: Send + Sync + 'static {
+    /// A state; it travels between workers (serialised between processes).
+    type State: Clone + Serialize + DeserializeOwned + Send + 'static;
+    /// The label of a step; kept with each state's parent for counterexamples.
+    type Action: Clone + Serialize + DeserializeOwned + Send + Debug + 'static;
+    /// Something found at a state: a property violated, an example, a divergence.
+    type Finding: Clone + Serialize + DeserializeOwned + Send + Debug + 'static;
+
+    /// The initial states (level 0).
+    fn roots(&self) -> Vec<Self::State>;
+    /// The key of the visited set: a fixed-seed hash, the same in every process (of the symmetry
+    /// representative where the space reduces by symmetry). States with equal fingerprints are
+    /// one state.
+    fn fingerprint(&self, s: &Self::State) -> u64;
+    /// The successors of `s` (each with the action that leads there), and anything found while
+    /// stepping (reported at `s`).
+    fn expand(
+        &self,
+        s: &Self::State,
+        out: &mut Vec<(Self::Action, Self::State)>,
+        findings: &mut Vec<Self::Finding>,
+    );
+    /// Evaluated once per unique state, by its owner.
+    fn check(&self, s: &Self::State, findings: &mut Vec<Self::Finding>);
+    /// A failure gets a shortest path walked back and, with [`Options::stop_at_failure`], ends the
+    /// search after its level; anything else is only reported.
+    fn is_failure(&self, f: &Self::Finding) -> bool;
+}
+
+/// Where the workers run: `workers` threads in each of `processes` processes; this one is number
+/// `process`. Timely's `-w -n -p -h`, spelled as model flags.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct Cluster {
+    /// Worker threads per process (`--engine timely`; default: --threads).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Processes in the cluster (`--engine timely`); each runs the same command with its own
+    /// --process.
+    #[arg(long, default_value_t = 1)]
+    pub processes: usize,
+    /// This process's index, 0 to --processes − 1 (process 0 prints the result).
+    #[arg(long, default_value_t = 0)]
+    pub process: usize,
+    /// File with one `host:port` per process, in process order (process i listens on line i);
+    /// default `localhost:2101+i`.
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// Print timely's connection progress.
+    #[arg(long)]
+    pub report_connections: bool,
+}
+
+/// A cluster the engine cannot start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError(pub String);
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl Cluster {
+    /// One process with `workers` threads.
+    pub fn local(workers: usize) -> Self {
+        Cluster {
+            workers: Some(workers),
+            processes: 1,
+            ..Cluster::default()
+        }
+    }
+
+    /// Timely's configuration (built here: timely's own argument parser rejects the model's
+    /// flags).
+    pub fn config(&self, default_workers: usize) -> Result<::timely::Config, EngineError> {
+        let threads = self.workers.unwrap_or(default_workers).max(1);
+        if self.processes == 0 || self.process >= self.processes {
+            return Err(EngineError(format!(
+                "--process {} is not below --processes {}",
+                self.process, self.processes
+            )));
+        }
+        let communication = if self.processes == 1 {
+            if threads == 1 {
+                ::timely::CommunicationConfig::Thread
+            } else {
+                ::timely::CommunicationConfig::Process(threads)
+            }
+        } else {
+            let addresses = match &self.hostfile {
+                None => (0..self.processes)
+                    .map(|i| format!("localhost:{}", 2101 + i))
+                    .collect(),
+                Some(path) => read_hostfile(path, self.processes)?,
+            };
+            ::timely::CommunicationConfig::Cluster {
+                threads,
+                process: self.process,
+                addresses,
+                report: self.report_connections,
+                zerocopy: false,
+            }
+        };
+        Ok(::timely::Config {
+            communication,
+            worker: ::timely::WorkerConfig::default(),
+        })
+    }
+}
+
+/// The first `n` non-empty lines of a hostfile.
+fn read_hostfile(path: &std::path::Path, n: usize) -> Result<Vec<String>, EngineError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EngineError(format!("cannot read hostfile {}: {e}", path.display())))?;
+    let hosts: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(n)
+        .map(String::from)
+        .collect();
+    if hosts.len() < n {
+        return Err(EngineError(format!(
+            "hostfile {} names {} processes, --processes is {n}",
+            path.display(),
+            hosts.len()
+        )));
+    }
+    Ok(hosts)
+}
+
+/// How to search.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Where the workers run.
+    pub cluster: Cluster,
+    /// Worker threads per process when the cluster does not say.
+    pub default_workers: usize,
+    /// End the search after the first level with a failure (its path is then a shortest one).
+    pub stop_at_failure: bool,
+    /// Stop after about this many generated states (checked at each level's end).
+    pub max_states: Option<u64>,
+    /// Stop after this long (checked at each level's end).
+    pub timeout: Option<Duration>,
+    /// Print a line per level on stderr (process 0).
+    pub progress: bool,
+}
+
+/// A finding, where it was found.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Found<F> {
+    /// The level (0 = a root) of the state it was found at.
+    pub level: u32,
+    /// That state's fingerprint.
+    pub fingerprint: u64,
+    /// What was found.
+    pub finding: F,
+}
+
+/// A path from a root to a state: the root's fingerprint and the actions from it.
+#[derive(Clone, Debug)]
+pub struct Trace<A> {
+    /// Fingerprint of the root the path starts at.
+    pub root: u64,
+    /// The actions, first to last.
+    pub actions: Vec<A>,
+}
+
+/// A failure and a shortest path to it.
+pub type Failure<S> = (Found<<S as Space>::Finding>, Trace<<S as Space>::Action>);
+
+/// What a search found (on process 0).
+#[derive(Clone, Debug)]
+pub struct Outcome<S: Space> {
+    /// Generated states: successors (each counted at the state expanded), the roots included.
+    pub generated: u64,
+    /// Unique states (by fingerprint).
+    pub unique: u64,
+    /// Levels with a new state (the roots' level counts: the deepest state is at `levels − 1`).
+    pub levels: u32,
+    /// True if a limit or a failure ended the search before it was exhaustive.
+    pub stopped: bool,
+    /// Every finding, in level order (a space may report a finding once per worker or process).
+    pub findings: Vec<Found<S::Finding>>,
+    /// The first failure of the shallowest level with one, and a shortest path to it.
+    pub failure: Option<Failure<S>>,
+    /// Peak resident memory of each process, in bytes (`VmHWM`), indexed by process.
+    pub peak_rss: Vec<u64>,
+    /// Wall-clock seconds (cluster start-up included).
+    pub seconds: f64,
+    /// Worker threads per process and processes.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+}
+
+/// `VmRSS` and `VmHWM` of this process, in bytes (0 where `/proc` is missing).
+pub fn memory() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[cfg(test)]
+mod tests;

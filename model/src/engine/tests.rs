@@ -1,0 +1,105 @@
+//! The engine on a small graph whose BFS is computed here directly.
+
+use super::{run, Cluster, Options, Space};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// States 0..n; `x` steps to `(3x + 1) mod n` and `(x + 7) mod n`; reaching `bad` is a failure.
+struct Graph {
+    n: u32,
+    bad: u32,
+}
+
+impl Space for Graph {
+    type State = u32;
+    type Action = u8;
+    type Finding = u32;
+    fn roots(&self) -> Vec<u32> {
+        vec![0]
+    }
+    fn fingerprint(&self, s: &u32) -> u64 {
+        crate::fingerprint::hasher().hash_one(s)
+    }
+    fn expand(&self, s: &u32, out: &mut Vec<(u8, u32)>, _: &mut Vec<u32>) {
+        out.push((0, (3 * s + 1) % self.n));
+        out.push((1, (s + 7) % self.n));
+    }
+    fn check(&self, s: &u32, findings: &mut Vec<u32>) {
+        if *s == self.bad {
+            findings.push(*s);
+        }
+    }
+    fn is_failure(&self, _: &u32) -> bool {
+        true
+    }
+}
+
+/// Reachable states and each one's least depth.
+fn bfs(g: &Graph) -> HashMap<u32, u32> {
+    let mut depth = HashMap::from([(0, 0)]);
+    let mut queue = VecDeque::from([0]);
+    while let Some(x) = queue.pop_front() {
+        let mut out = Vec::new();
+        g.expand(&x, &mut out, &mut Vec::new());
+        for (_, y) in out {
+            if !depth.contains_key(&y) {
+                depth.insert(y, depth[&x] + 1);
+                queue.push_back(y);
+            }
+        }
+    }
+    depth
+}
+
+fn opts(workers: usize, stop_at_failure: bool) -> Options {
+    Options {
+        cluster: Cluster::local(workers),
+        default_workers: 1,
+        stop_at_failure,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn counts_levels_and_a_shortest_path_match_a_plain_bfs() {
+    let g = Graph { n: 5000, bad: 4321 };
+    let depths = bfs(&g);
+    let levels = depths.values().max().expect("non-empty") + 1;
+    let g = Arc::new(g);
+    for workers in [1, 2, 3, 4] {
+        let o = run(g.clone(), opts(workers, false))
+            .expect("runs")
+            .expect("process 0");
+        assert_eq!(o.unique, depths.len() as u64, "{workers} workers");
+        assert_eq!(
+            o.generated,
+            2 * depths.len() as u64 + 1,
+            "{workers} workers"
+        );
+        assert_eq!(o.levels, levels, "{workers} workers");
+        assert!(!o.stopped);
+        let (found, trace) = o.failure.expect("the bad state is reachable");
+        assert_eq!(found.level, depths[&4321]);
+        assert_eq!(trace.actions.len() as u32, depths[&4321], "a shortest path");
+        let end = trace.actions.iter().fold(0u32, |x, a| match a {
+            0 => (3 * x + 1) % 5000,
+            _ => (x + 7) % 5000,
+        });
+        assert_eq!(end, 4321, "the path leads to the finding");
+    }
+}
+
+#[test]
+fn a_failure_ends_the_search_after_its_level() {
+    let g = Graph { n: 5000, bad: 22 };
+    let depths = bfs(&g);
+    let d = depths[&22];
+    let o = run(Arc::new(g), opts(2, true))
+        .expect("runs")
+        .expect("process 0");
+    assert!(o.stopped);
+    // Levels up to d are explored (d + 1 is generated, then dropped).
+    let through_d = depths.values().filter(|&&x| x <= d).count() as u64;
+    assert_eq!(o.unique, through_d);
+    assert_eq!(o.failure.expect("found").1.actions.len() as u32, d);
+}
