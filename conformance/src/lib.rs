@@ -10,6 +10,7 @@
 //!   (model state, cluster) pair, which the graph search uses; [`report`] renders divergences.
 //! - [`describe`]: DescribeQuorum of a replayed node on the wire and against the model.
 //! - [`graph`]: the search over the model's state graph (which pairs to expand).
+//! - [`engine`]: the same search on the distributed engine (`model::engine`, Timely Dataflow).
 //! - [`batch`]: many traces on worker threads, stopping at a number of divergences.
 //! - [`sources`]: exhaustive paths, random walks, trace files, bug-variant counterexamples.
 //! - [`kit`]: the black-box kit, one real node driven over TCP (`conformance node`).
@@ -18,6 +19,7 @@
 
 pub mod batch;
 pub mod describe;
+pub mod engine;
 pub mod fingerprint;
 pub mod graph;
 pub mod harness;

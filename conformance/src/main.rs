@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use conformance::replay::{self, Options, TraceSpec};
-use conformance::{batch, graph, report, sources, vectors, wire};
+use conformance::{batch, engine, graph, report, sources, vectors, wire};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Source {
@@ -17,6 +17,15 @@ enum Source {
     Random,
     Files,
     Bugs,
+}
+
+/// The search that explores a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    /// Depth-first on `--threads` threads in this process (the gate's).
+    Local,
+    /// Breadth-first on Timely Dataflow: `--workers` threads in each of `--processes` processes.
+    Timely,
 }
 
 #[derive(Parser)]
@@ -36,9 +45,16 @@ struct Cli {
     /// (a) Implementation states expanded per model state (distinct implementation fingerprints, 1–4).
     #[arg(long, default_value_t = 1)]
     variants: usize,
-    /// (a) Stop each graph after expanding this many model states (measurement; not complete).
+    /// (a) Stop each graph after expanding this many model states (measurement; not complete). With
+    /// `--engine timely`: after the BFS level where about this many successors were generated.
     #[arg(long)]
     max_states: Option<u64>,
+    /// (a) The search: `local` (depth-first, this process) or `timely` (breadth-first, distributed;
+    /// every process runs the same command with its own `--process`, process 0 prints the verdict).
+    #[arg(long, value_enum, default_value_t = Engine::Local)]
+    engine: Engine,
+    #[command(flatten)]
+    cluster: model::engine::Cluster,
     /// Progress to stderr every this many seconds (0: none).
     #[arg(long, default_value_t = 0)]
     progress: u64,
@@ -86,8 +102,12 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("node") {
         return conformance::kit::main(std::env::args().skip(1));
     }
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     let started = Instant::now();
+    if cli.engine == Engine::Timely && cli.cluster.process > 0 {
+        // Only the graphs are distributed: the other sources run on process 0.
+        cli.only = vec![Source::Graph];
+    }
     let mut problems: Vec<String> = Vec::new();
     let wants = |s: Source| cli.only.is_empty() || cli.only.contains(&s);
     let limit = cli.max_reports.max(1);
@@ -156,8 +176,25 @@ fn main() -> ExitCode {
             opts.max_divergences = limit - graph_divergences.len();
             opts.max_states = cli.max_states;
             opts.progress_secs = cli.progress;
-            match graph::run(&opts, &checker) {
-                Ok(g) => {
+            let run = match cli.engine {
+                Engine::Local => graph::run(&opts, &checker).map(Some),
+                Engine::Timely => engine::run(&opts, &cli.cluster, &checker).map(|r| {
+                    r.map(|(g, note)| {
+                        println!("{}", engine_note(&note));
+                        g
+                    })
+                }),
+            };
+            match run {
+                Ok(None) => {
+                    // Another process of the cluster: its workers took part; process 0 reports.
+                    println!(
+                        "(a) graph {name}: explored with process 0 of {}, which reports the verdict",
+                        cli.cluster.processes
+                    );
+                    continue;
+                }
+                Ok(Some(g)) => {
                     println!(
                         "(a) graph {name}: {} transitions of {} model states in {:.1} s ({:.0} transitions/s){}; \
                          {} expanded (model state, implementation) pairs, {} model states reached with \
@@ -194,6 +231,20 @@ fn main() -> ExitCode {
                 Err(e) => problems.push(format!("graph {name}: {e}")),
             }
         }
+    }
+    if cli.engine == Engine::Timely && cli.cluster.process > 0 {
+        for p in &problems {
+            eprintln!("conformance: {p}");
+        }
+        println!(
+            "conformance: process {} of {}: the graphs were explored with process 0, which prints the verdict",
+            cli.cluster.process, cli.cluster.processes
+        );
+        return if problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
     let more = |found: usize| found < limit;
     if wants(Source::Exhaustive) && cli.depth > 0 && more(graph_divergences.len()) {
@@ -350,5 +401,26 @@ fn downloads_note(d: &conformance::harness::Downloads) -> String {
     format!(
         "; {} snapshot installs in {} FetchSnapshot chunks (at least {} each), {} restarts with a .checkpoint.part",
         d.installs, d.chunks, d.min_chunks, d.part_restarts
+    )
+}
+
+/// Where a run on the engine ran, its peak memory per process, and what rebuilding pairs that crossed
+/// processes cost here.
+fn engine_note(n: &engine::EngineNote) -> String {
+    let rss: Vec<String> = n
+        .peak_rss
+        .iter()
+        .map(|b| format!("{:.0} MB", *b as f64 / 1e6))
+        .collect();
+    let per = |x: f64| x / (n.rebuilds.max(1) as f64);
+    format!(
+        "    engine: timely, {} workers × {} processes, peak RSS per process [{}]; {} pairs rebuilt here \
+         from their paths ({:.1} actions, {:.1} µs each)",
+        n.workers,
+        n.processes,
+        rss.join(", "),
+        n.rebuilds,
+        per(n.rebuild_actions as f64),
+        per(n.rebuild_seconds * 1e6),
     )
 }

@@ -464,7 +464,7 @@ pub struct Pair {
 }
 
 impl Pair {
-    fn new(state: State, cluster: Cluster) -> Pair {
+    pub fn new(state: State, cluster: Cluster) -> Pair {
         let mut nodes = [0u64; MAX_SERVERS];
         for (i, n) in cluster.nodes.iter().enumerate() {
             nodes[i] = node_fingerprint(&n.view());
