@@ -35,7 +35,7 @@ enum Engine {
 )]
 struct Cli {
     /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `snapshot-crash`,
-    /// `updates`).
+    /// `updates`; beyond the gate, the model check's bounds: `model-default`, `model-snapshots`).
     #[arg(long, default_values_t = sources::GRAPH_BOUNDS.map(String::from))]
     graph: Vec<String>,
     /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see
@@ -162,8 +162,9 @@ fn main() -> ExitCode {
             }
             let Some(mut cfg) = sources::graph_config(name) else {
                 problems.push(format!(
-                    "unknown --graph bounds {name} (known: {})",
-                    sources::GRAPH_BOUNDS.join(", ")
+                    "unknown --graph bounds {name} (known: {}, {})",
+                    sources::GRAPH_BOUNDS.join(", "),
+                    sources::LARGE_GRAPH_BOUNDS.join(", ")
                 ));
                 continue;
             };

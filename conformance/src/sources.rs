@@ -73,6 +73,11 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             updates: true,
             ..graph_config("membership")?
         },
+        // The model check's bounds (`cargo run -p model -- check`, and `--preset snapshots`) as graphs:
+        // stale messages kept, refusals as steps, no symmetry, like the gate's. Far larger than the
+        // gate's (conformance/README.md, "Beyond one machine"); not in its default.
+        "model-default" => trace::trace_config(check::default_bounds()),
+        "model-snapshots" => trace::trace_config(check::snapshot_bounds()),
         _ => return None,
     };
     Some(cfg)
@@ -100,7 +105,10 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     )
 }
 
-/// Names accepted by [`graph_config`].
+/// Named graphs too large for the gate (the model check's bounds), also accepted by [`graph_config`].
+pub const LARGE_GRAPH_BOUNDS: [&str; 2] = ["model-default", "model-snapshots"];
+
+/// The gate's named graphs, accepted by [`graph_config`].
 pub const GRAPH_BOUNDS: [&str; 5] = [
     "first-election",
     "membership",
