@@ -283,6 +283,14 @@ pub fn run(
     wire: &WireChecker,
 ) -> Result<Option<(GraphOutcome, EngineNote)>, String> {
     let started = Instant::now();
+    if cluster.processes > 1 && opts.config.fetch == model::FetchMode::Async {
+        // A path that delivers a FetchResponse holds the model's `Log`, whose serde form is the trace
+        // files' (untagged), which bincode cannot read back. Every named graph fetches in sync mode.
+        return Err(
+            "--processes > 1 needs sync fetch (a path as bincode cannot hold a FetchResponse)"
+                .into(),
+        );
+    }
     let space = match GateSpace::new(opts, wire)? {
         Ok(s) => Arc::new(s),
         Err(d) => {
