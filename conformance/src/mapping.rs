@@ -106,9 +106,34 @@ pub const LISTENER: &str = "CONTROLLER";
 /// Observer expiry beyond any run: the model never forgets a replica's progress within an epoch.
 pub const NEVER: u64 = u64::MAX / 4;
 
-/// Directory id of model server `i` (never nil).
+/// The directory ids the mapping hands out: a fixed prefix, the model's directory id (incarnation)
+/// in bits 32..40, the server id + 1 in the low bits.
+const DIRECTORY_PREFIX: u128 = 0x6b72_6166_7400_0000_0000_0000_0000_0000;
+
+/// Directory id of model server `i` with its first disk (never nil).
 pub fn directory_id(i: Id) -> Uuid {
-    Uuid::from_u128(0x6b72_6166_7400_0000_0000_0000_0000_0000 | (u128::from(i) + 1))
+    directory_id_at(i, 0)
+}
+
+/// Directory id of model server `i` at model directory id `dir` (after `dir` disk losses).
+pub fn directory_id_at(i: Id, dir: u8) -> Uuid {
+    Uuid::from_u128(DIRECTORY_PREFIX | (u128::from(dir) << 32) | (u128::from(i) + 1))
+}
+
+/// The model directory id of `u`, which must be one the mapping gave server `i`.
+pub fn model_dir(u: Uuid, i: Id, what: &str) -> Result<u8, String> {
+    let dir = ((u.as_u128() >> 32) & 0xFF) as u8;
+    if directory_id_at(i, dir) == u {
+        Ok(dir)
+    } else {
+        Err(format!("{what} {u} is not a directory id of server {i}"))
+    }
+}
+
+/// The ids of a model voter set. The gate's runs keep every directory id at 0 (the mapping's
+/// [`directory_id`]), which [`mask_of`] checks on the implementation's side.
+pub fn model_ids(v: model::types::VoterSet) -> Mask {
+    v.ids()
 }
 
 /// The one listener of model server `i`.
@@ -330,7 +355,7 @@ fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
         EntryKind::KRaftVersion(v) => {
             return Err(format!("KRaftVersionRecord level {v}, the model writes 1"))
         }
-        EntryKind::Voters(set) => Kind::Voters(mask_of(set)?),
+        EntryKind::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
     })
 }
 
@@ -340,7 +365,7 @@ fn record_kind(r: &kraft::log::Record) -> Result<Kind, String> {
         kraft::log::Record::LeaderChange { .. } => Kind::LeaderChange,
         kraft::log::Record::KRaftVersion(1) => Kind::KRaftVersion,
         kraft::log::Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
-        kraft::log::Record::Voters(set) => Kind::Voters(mask_of(set)?),
+        kraft::log::Record::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
     })
 }
 
@@ -441,7 +466,7 @@ pub fn abstract_model(
         voted_for: s.voted_for,
         log: s.log.as_slice().to_vec(),
         hw: s.hw,
-        latest_voters: model::spec::latest_voters(bootstrap, &s.log),
+        latest_voters: model_ids(model::spec::latest_voters(bootstrap, &s.log)),
         committed_voters: committed,
         epoch_start: leading.then_some(s.epoch_start),
         end: if leading {
@@ -460,7 +485,7 @@ pub fn abstract_model(
             let mut v: Vec<(u8, u8, Mask)> = [s.log.base(), s.snapshot]
                 .into_iter()
                 .flatten()
-                .map(|p| (p.id.end, p.id.epoch, p.voters))
+                .map(|p| (p.id.end, p.id.epoch, model_ids(p.voters)))
                 .collect();
             v.sort();
             v.dedup();
@@ -547,6 +572,7 @@ pub fn abstract_view(
             epoch: small(f.epoch, "fetch epoch")?,
             fetch_offset: small(f.fetch_offset, "fetch offset")?,
             last_fetched_epoch: small(f.last_fetched_epoch, "last fetched epoch")?,
+            replica_dir: 0,
         }),
         None => None,
     };
@@ -714,15 +740,23 @@ fn vote_request(m: &VoteRequest) -> Result<Msg, String> {
     let epoch = small(p.replica_epoch, "VoteRequest epoch")?;
     let last_epoch = small(p.last_offset_epoch, "VoteRequest last epoch")?;
     let last_offset = small(p.last_offset, "VoteRequest last offset")?;
+    let voter = id_of(m.voter_id.0, "VoteRequest voter id")?;
+    let voter_dir = model_dir(
+        p.voter_directory_id,
+        voter,
+        "VoteRequest voter directory id",
+    )?;
     Ok(if p.pre_vote {
         Msg::PreVoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         }
     } else {
         Msg::VoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         }
@@ -761,6 +795,11 @@ fn begin(m: &BeginQuorumEpochRequest, src: Id) -> Result<Msg, String> {
     }
     Ok(Msg::BeginQuorumEpoch {
         epoch: small(p.leader_epoch, "BeginQuorumEpoch epoch")?,
+        voter_dir: model_dir(
+            p.voter_directory_id,
+            id_of(m.voter_id.0, "BeginQuorumEpoch voter id")?,
+            "BeginQuorumEpoch voter directory id",
+        )?,
     })
 }
 
@@ -781,7 +820,7 @@ fn end(m: &EndQuorumEpochRequest, src: Id) -> Result<Msg, String> {
     })
 }
 
-fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
+fn fetch_request(m: &FetchRequest, src: Id) -> Result<FetchKey, String> {
     let p = m
         .topics
         .first()
@@ -791,6 +830,7 @@ fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
         epoch: small(p.current_leader_epoch, "Fetch epoch")?,
         fetch_offset: small(p.fetch_offset, "fetch offset")?,
         last_fetched_epoch: small(p.last_fetched_epoch, "last fetched epoch")?,
+        replica_dir: model_dir(p.replica_directory_id, src, "Fetch replica directory id")?,
     })
 }
 
@@ -840,6 +880,7 @@ fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchResponse, Stri
         epoch: small(echo.epoch, "echoed epoch")?,
         fetch_offset: small(echo.fetch_offset, "echoed fetch offset")?,
         last_fetched_epoch: small(echo.last_fetched_epoch, "echoed last fetched epoch")?,
+        replica_dir: 0,
     };
     let d = &p.diverging_epoch;
     let diverging = if d.epoch >= 0 && d.end_offset >= 0 {
@@ -885,7 +926,7 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
         Message::VoteResponse(m) => vote_response(m),
         Message::BeginQuorumEpochRequest(m) => begin(m, src),
         Message::EndQuorumEpochRequest(m) => end(m, src),
-        Message::FetchRequest(m) => fetch_request(m).map(Msg::FetchRequest),
+        Message::FetchRequest(m) => fetch_request(m, src).map(Msg::FetchRequest),
         Message::FetchResponse(m) => fetch_response(m).map(Msg::FetchResponse),
         Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_) => {
             Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())
