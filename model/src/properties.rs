@@ -197,18 +197,18 @@ pub fn high_watermark_majority(m: &KraftModel, s: &State) -> bool {
         // checks it); a replica whose log starts above an offset holds it in its snapshot.
         (l.log.start()..hw).all(|o| {
             let entry = l.log.get(o);
+            let has: Mask = s
+                .servers
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| entry.is_some() && (v.log.get(o) == entry || o < v.log.start()))
+                .fold(0, |m, (i, _)| m | bit(i as Id));
+            // A lost key (its id's server has another directory id now) counts as holding.
             let holds = |set: VoterSet| {
-                let holders: Mask = s
-                    .servers
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, v)| {
-                        let key_held = set.dir(*i as Id) == Some(v.dir);
-                        let has = v.log.get(o) == entry || o < v.log.start();
-                        entry.is_some() && (!key_held || has)
-                    })
-                    .fold(0, |m, (i, _)| m | bit(i as Id));
-                is_majority(holders, set.ids())
+                let lost = ids(set.ids())
+                    .filter(|&i| set.dir(i) != Some(s.servers[i as usize].dir))
+                    .fold(0, |m, i| m | bit(i));
+                entry.is_some() && is_majority(has | lost, set.ids())
             };
             holds(latest) || holds(committed)
         })
@@ -262,16 +262,14 @@ pub fn single_uncommitted_change(m: &KraftModel, s: &State) -> bool {
         let mut before = history_base(bootstrap, &v.log);
         let steps_ok = v.log.as_slice().iter().all(|e| match e.kind {
             Kind::Voters(set) => {
-                let ok = (set.keys() ^ before.keys()).count_ones() <= 1;
+                let ok = set.key_distance(before) <= 1;
                 before = set;
                 ok
             }
             _ => true,
         });
         let leader_ok = match (v.role, committed_voters(bootstrap, &v.log, v.hw)) {
-            (Role::Leader, Some(c)) => {
-                (c.keys() ^ latest_voters(bootstrap, &v.log).keys()).count_ones() <= 1
-            }
+            (Role::Leader, Some(c)) => c.key_distance(latest_voters(bootstrap, &v.log)) <= 1,
             _ => true,
         };
         steps_ok && leader_ok && membership_changes_from(bootstrap, &v.log, committed_len) <= 1

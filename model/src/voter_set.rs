@@ -73,6 +73,15 @@ impl VoterSet {
     pub fn keys(self) -> u32 {
         ids(self.ids).fold(0, |m, i| m | 1 << (4 * i + self.dir(i).unwrap_or(0)))
     }
+    /// How many keys one set has and the other has not (a replaced directory id counts twice).
+    pub fn key_distance(self, other: VoterSet) -> u32 {
+        if self.dirs | other.dirs == 0 {
+            // The common case (no disk loss): keys are ids.
+            (self.ids ^ other.ids).count_ones()
+        } else {
+            (self.keys() ^ other.keys()).count_ones()
+        }
+    }
     /// The ids whose key differs between `self` and `other` (added, removed or another directory).
     pub fn changed(self, other: VoterSet) -> Mask {
         ids(self.ids | other.ids)
@@ -135,6 +144,8 @@ mod tests {
         assert_eq!(v.keys().count_ones(), 3);
         assert_ne!(v.keys(), VoterSet::of(0b111).keys());
         assert_eq!(v.changed(VoterSet::of(0b111)), bit(1));
+        assert_eq!(v.key_distance(VoterSet::of(0b111)), 2);
+        assert_eq!(VoterSet::of(0b111).key_distance(VoterSet::of(0b1011)), 2);
     }
 
     #[test]

@@ -166,3 +166,23 @@ fn the_operator_replaces_the_stale_key_with_the_new_one() {
     // Now a voter under its new key, it may stand.
     assert!(m.is_voter(&s.servers[1], 1));
 }
+
+#[test]
+fn every_property_holds_across_a_disk_loss_at_small_bounds() {
+    // No membership change (the preset adds them): a disk loss of any server at any point, with a
+    // client record to lose.
+    let cfg = ModelConfig {
+        max_changes: 0,
+        ..bounds()
+    };
+    let r = crate::check::run(
+        model(cfg),
+        crate::check::CheckOptions {
+            threads: 1,
+            ..crate::check::CheckOptions::default()
+        },
+    );
+    assert!(r.exhaustive);
+    assert!(r.violated().is_empty(), "{:?}", r.violated());
+    assert!(r.unique_states > 1000, "{} states", r.unique_states);
+}
