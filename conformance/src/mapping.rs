@@ -1,7 +1,9 @@
 //! The mapping between the model (`model`) and the implementation (`kraft`), both ways.
 //!
 //! # Identities
-//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)`, one listener
+//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)` (the model's directory id
+//! 0; [`directory_id_at`]`(i, d)` is its directory id `d`, read back by [`model_dir`] from the voter keys
+//! of Vote, BeginQuorumEpoch and Fetch requests), one listener
 //! `CONTROLLER://node<i>.conformance:<9000+i>`. The cluster id is [`CLUSTER_ID`]. Initial voters are
 //! formatted with the bootstrap checkpoint (`Bootstrap::Checkpoint`, `kraft.version` 1) holding the model's
 //! bootstrap set; joiners get the same checkpoint (contract §1).
@@ -25,6 +27,7 @@
 //!   survives. Messages in flight stay. A node that comes back Candidate or Resigned fires its
 //!   `FirstPoll` timer (due at once; the shell's first `tick`) in the same step: its Vote requests, or
 //!   its EndQuorumEpoch requests to the other voters, are part of the model's `Restart`.
+//! - `DiskLoss(i)` is not mapped yet: the replay refuses it (no graph or walk of the gate has one).
 //! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.

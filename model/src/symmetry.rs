@@ -497,6 +497,95 @@ mod tests {
     }
 
     #[test]
+    fn canonical_fingerprint_covers_directory_ids() {
+        // States a few steps after each voter's disk loss (keyed voter sets after the operator's
+        // removal, a leader's per-key replica state, messages naming directory ids): the
+        // fingerprint is orbit-wide and the representative's, as without disk losses.
+        let m = KraftModel::new(ModelConfig {
+            joiners: 0,
+            max_disk_losses: 1,
+            max_changes: 2,
+            max_data: 1,
+            max_log: 6,
+            ..ModelConfig::default()
+        })
+        .unwrap();
+        let perms: [[Id; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        let init = m.initial_state();
+        // The operator path, replayed: 1 loses its disk and catches up, its stale key is removed,
+        // its new key fetches (the leader's state for id 1 is keyed 1') and is added.
+        let fetch = |r| Action::Fetch {
+            replica: r,
+            leader: 0,
+        };
+        let change = |op| Action::Change { server: 0, op };
+        let path = [
+            Action::DiskLoss(1),
+            fetch(1),
+            fetch(1),
+            change(crate::types::ChangeOp::Remove(1)),
+            fetch(2),
+            fetch(2),
+            fetch(1),
+            fetch(1),
+            change(crate::types::ChangeOp::Add(1)),
+        ];
+        let mut s = init.clone();
+        for a in path {
+            if let Some(t) = m.step(&s, a) {
+                s = t.state;
+            }
+        }
+        let l = &s.servers[0];
+        assert_ne!(l.peer_dirs, 0, "the leader tracks key 1'");
+        let latest = crate::spec::latest_voters(s.bootstrap, &l.log);
+        assert!(latest.is_voter(1, 1), "{latest:?}");
+        let mut layer = vec![s];
+        let mut keyed = 0;
+        for _depth in 0..4 {
+            let mut next = Vec::new();
+            for s in &layer {
+                let fp = canonical(s).1;
+                assert_eq!(fp, crate::fingerprint::fingerprint(&s.representative()));
+                for p in &perms {
+                    assert_eq!(canonical(&permute(s, p)).1, fp);
+                }
+                keyed += s.servers.iter().filter(|v| v.peer_dirs != 0).count();
+                // Renaming loses nothing: the identity gives the state back.
+                assert_eq!(permute(s, &perms[0]), *s);
+                let mut actions = Vec::new();
+                m.enabled_actions(s, &mut actions);
+                next.extend(
+                    actions
+                        .into_iter()
+                        .filter_map(|a| m.step(s, a))
+                        .map(|t| t.state),
+                );
+            }
+            layer = next;
+        }
+        assert!(keyed > 20, "{keyed}");
+        // Followers 1 and 2 losing their disks is one state up to renaming; the leader's is another.
+        let reps: Vec<State> = (0..3)
+            .map(|i| {
+                m.step(&init, Action::DiskLoss(i))
+                    .unwrap()
+                    .state
+                    .representative()
+            })
+            .collect();
+        assert_eq!(reps[1], reps[2]);
+        assert_ne!(reps[0], reps[1]);
+    }
+
+    #[test]
     fn permute_rewrites_every_id() {
         let m = KraftModel::new(ModelConfig::default()).unwrap();
         let s = m.initial_state();
