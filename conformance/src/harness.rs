@@ -454,6 +454,12 @@ impl Cluster {
                 // (the replay compares after this action, see `mapping`).
                 check(i)?;
             }
+            Action::DiskLoss(i) => {
+                check(i)?;
+                return Err(format!(
+                    "server {i}: a disk loss (a fresh data directory under a new directory id) is not mapped to the implementation"
+                ));
+            }
             Action::Restart(i) => {
                 check(i)?;
                 // A follower that downloads a snapshot crashes with part of it on disk: one chunk

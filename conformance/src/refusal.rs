@@ -57,7 +57,8 @@ pub fn of_model_step(
         return;
     }
     if let Some(s) = before.servers.get(server as usize) {
-        if let Err(reason) = spec::check_change(cfg, s, op) {
+        let dir = model::KraftModel::op_dir(before, op);
+        if let Err(reason) = spec::check_change(cfg, s, op, dir) {
             out.push(Refused { server, op, reason });
         }
     }

@@ -382,7 +382,7 @@ pub fn compare(
             id,
             s,
             cfg.bootstrap(),
-            spec::reported_committed_voters(cfg, s),
+            spec::reported_committed_voters(cfg, s).map(mapping::model_ids),
             n,
         );
         let node = &cluster.nodes[id as usize];

@@ -423,6 +423,16 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
             max_log: 6,
             ..base
         },
+        // A voter loses its disk after the leader committed a record with it; the old key's grant
+        // (vote bug) or fetch (fetch bug) is one step away.
+        Bug::VoteIgnoresDirectoryId | Bug::FetchIgnoresDirectoryId => ModelConfig {
+            joiners: 0,
+            max_changes: 0,
+            max_data: 1,
+            max_disk_losses: 1,
+            max_log: 5,
+            ..base
+        },
         // A second election (epoch 2) is all either needs.
         Bug::PrevoteBumpsEpoch | Bug::NoCheckQuorum => ModelConfig {
             joiners: 0,
@@ -531,6 +541,21 @@ pub fn update_bounds() -> ModelConfig {
         updates: true,
         max_changes: 1,
         ..default_bounds()
+    }
+}
+
+/// `check --preset disk-loss`: one disk loss and the two changes that bring the replaced voter
+/// back under its new key (remove the stale key, add the new one), no crash, no joiner (model/README.md,
+/// "Disk loss").
+pub fn disk_loss_bounds() -> ModelConfig {
+    ModelConfig {
+        joiners: 0,
+        max_disk_losses: 1,
+        max_changes: 2,
+        max_crashes: 0,
+        max_data: 1,
+        max_log: 6,
+        ..ModelConfig::default()
     }
 }
 

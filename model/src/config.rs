@@ -107,11 +107,18 @@ pub enum Bug {
     /// Installing a snapshot keeps the follower's entries after the snapshot's end offset instead of
     /// truncating the log fully.
     InstallKeepsSuffix,
+    /// A replica grants votes and pre-votes whatever directory id the request names (Kafka's
+    /// `isValidVoterKey` skipped): a voter that lost its disk votes under its old key.
+    VoteIgnoresDirectoryId,
+    /// The leader records a fetch in the state of the voter with the fetcher's id whatever its
+    /// directory id (Kafka's `ReplicaState.matchesKey` by id only): a replaced replica's fetches
+    /// count toward the HW as the old voter's.
+    FetchIgnoresDirectoryId,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 12] = [
+    pub const ALL: [Bug; 14] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -124,6 +131,8 @@ impl Bug {
         Bug::SnapshotAboveHw,
         Bug::SnapshotLatestVoters,
         Bug::InstallKeepsSuffix,
+        Bug::VoteIgnoresDirectoryId,
+        Bug::FetchIgnoresDirectoryId,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -140,6 +149,8 @@ impl Bug {
             Bug::SnapshotAboveHw => "snapshot-above-hw",
             Bug::SnapshotLatestVoters => "snapshot-latest-voters",
             Bug::InstallKeepsSuffix => "install-keeps-suffix",
+            Bug::VoteIgnoresDirectoryId => "vote-ignores-directory-id",
+            Bug::FetchIgnoresDirectoryId => "fetch-ignores-directory-id",
         }
     }
     /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
@@ -152,7 +163,17 @@ impl Bug {
     /// shared election prefix (step 1) rather than after it, and `no-check-quorum` has no counterexample.
     /// The snapshot variants' counterexamples take snapshot steps, which the replay does not map yet.
     pub fn impl_comparable(self) -> bool {
-        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch) && !self.snapshots()
+        self.has_counterexample()
+            && !matches!(self, Bug::PrevoteBumpsEpoch)
+            && !self.snapshots()
+            && !self.disk_losses()
+    }
+    /// True for the variants that break a directory-id rule (they need `max_disk_losses` > 0).
+    pub fn disk_losses(self) -> bool {
+        matches!(
+            self,
+            Bug::VoteIgnoresDirectoryId | Bug::FetchIgnoresDirectoryId
+        )
     }
     /// True for the variants that break a snapshot rule (they need `max_snapshots` > 0).
     pub fn snapshots(self) -> bool {
@@ -197,6 +218,10 @@ pub struct ModelConfig {
     /// `FetchSnapshot` are never enabled). Absent in older trace files, which had no snapshots.
     #[serde(default)]
     pub max_snapshots: u8,
+    /// Most disk losses in a run (0 = no `DiskLoss` action). Absent in older trace files, which had
+    /// none.
+    #[serde(default)]
+    pub max_disk_losses: u8,
     /// Most messages in flight (states beyond are outside the boundary).
     pub max_in_flight: u8,
     /// Fetch granularity.
@@ -245,6 +270,7 @@ impl Default for ModelConfig {
             max_changes: 1,
             max_crashes: 0,
             max_snapshots: 0,
+            max_disk_losses: 0,
             max_in_flight: 4,
             fetch: FetchMode::Sync,
             network: NetworkKind::Reliable,
@@ -296,6 +322,13 @@ impl ModelConfig {
                 self.max_epoch
             )));
         }
+        if self.max_disk_losses >= crate::types::MAX_DIRS {
+            return Err(ConfigError(format!(
+                "--disk-losses {} exceeds {} (directory ids are two bits per server)",
+                self.max_disk_losses,
+                crate::types::MAX_DIRS - 1
+            )));
+        }
         if self.max_snapshots > 0 && self.fetch == FetchMode::Async {
             return Err(ConfigError(
                 "snapshots (--max-snapshots > 0) need --fetch sync: FetchSnapshot is modelled as one step".into(),
@@ -335,6 +368,9 @@ impl fmt::Display for ModelConfig {
         )?;
         if self.updates {
             f.write_str(" updates=true")?;
+        }
+        if self.max_disk_losses > 0 {
+            write!(f, " disk_losses={}", self.max_disk_losses)?;
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ fn msg_label(m: &Msg) -> String {
         Msg::VoteResponse { epoch, granted, .. } => {
             format!("VoteResp e{epoch} {}", if *granted { "yes" } else { "no" })
         }
-        Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch e{epoch}"),
+        Msg::BeginQuorumEpoch { epoch, .. } => format!("BeginQuorumEpoch e{epoch}"),
         Msg::EndQuorumEpoch { epoch } => format!("EndQuorumEpoch e{epoch}"),
         Msg::FetchRequest(k) => format!("Fetch @{} e{}", k.fetch_offset, k.epoch),
         Msg::FetchResponse(r) => format!(
@@ -43,6 +43,7 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
         Action::ChangeTimeout(i) => (*i, "change times out".into()),
         Action::Resign(i) => (*i, "resigns (removed)".into()),
         Action::Restart(i) => (*i, "crash + restart".into()),
+        Action::DiskLoss(i) => (*i, "disk lost".into()),
         Action::ClientAppend(i) => (*i, "client append".into()),
         Action::Change { server, op } => (
             *server,

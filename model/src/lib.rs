@@ -20,11 +20,12 @@ pub mod story;
 pub mod symmetry;
 pub mod trace;
 pub mod types;
+pub mod voter_set;
 
 pub use config::{Bug, FetchMode, HwRule, ModelConfig, NetworkKind, Start};
 pub use step::{KraftModel, Step};
 pub use types::{
-    Action, ChangeOp, Entry, Envelope, ErrorCode, Kind, Msg, Reply, Role, Server, State,
+    Action, ChangeOp, Entry, Envelope, ErrorCode, Kind, Msg, Reply, Role, Server, State, VoterSet,
 };
 
 use stateright::{Model, Property};

@@ -153,7 +153,8 @@ struct CheckArgs {
     json: bool,
     /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
     /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
-    /// moves and installs), or `updates` (UpdateRaftVoter requests).
+    /// moves and installs), or `updates` (UpdateRaftVoter requests), or `disk-loss` (disk losses:
+    /// directory ids, a replaced voter rejoining under its new key).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -178,6 +179,8 @@ enum Preset {
     Snapshots,
     /// UpdateRaftVoter requests beside AddVoter and RemoveVoter (model/README.md, "UpdateRaftVoter").
     Updates,
+    /// Disk losses and directory ids (model/README.md, "Disk loss").
+    DiskLoss,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -207,6 +210,9 @@ struct Bounds {
     /// Most snapshots taken (0 = no snapshots, log start 0 throughout; needs --fetch sync).
     #[arg(long)]
     max_snapshots: Option<u8>,
+    /// Most disk losses (a server restarts empty with a new directory id; at most 3).
+    #[arg(long)]
+    disk_losses: Option<u8>,
     /// Most messages in flight.
     #[arg(long)]
     max_in_flight: Option<u8>,
@@ -248,6 +254,7 @@ impl Bounds {
             max_changes: self.max_changes.unwrap_or(base.max_changes),
             max_crashes: self.crashes.unwrap_or(base.max_crashes),
             max_snapshots: self.max_snapshots.unwrap_or(base.max_snapshots),
+            max_disk_losses: self.disk_losses.unwrap_or(base.max_disk_losses),
             max_in_flight: self.max_in_flight.unwrap_or(base.max_in_flight),
             network: self.network.unwrap_or(base.network),
             fetch: self.fetch.unwrap_or(base.fetch),
@@ -312,6 +319,9 @@ fn explore_command(cfg: &ModelConfig) -> String {
     }
     if cfg.updates {
         cmd += " --updates true";
+    }
+    if cfg.max_disk_losses > 0 {
+        cmd += &format!(" --disk-losses {}", cfg.max_disk_losses);
     }
     cmd
 }
@@ -410,6 +420,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (None, Some(Preset::Deep)) => check::deep_bounds(),
         (None, Some(Preset::Snapshots)) => check::snapshot_bounds(),
         (None, Some(Preset::Updates)) => check::update_bounds(),
+        (None, Some(Preset::DiskLoss)) => check::disk_loss_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);

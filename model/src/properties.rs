@@ -4,11 +4,11 @@
 use crate::config::ModelConfig;
 use crate::spec::{
     check_change, committed_voters, describe_quorum, history_base, is_majority, latest_voters,
-    majorities_overlap, membership_changes_from, reported_committed_offset, size, Refusal,
+    majorities_overlap, membership_changes_from, reported_committed_offset, Refusal,
 };
 use crate::step::KraftModel;
 use crate::types::{
-    bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, Snapshot, State,
+    bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, Snapshot, State, VoterSet,
 };
 use stateright::{Expectation, Property};
 
@@ -183,7 +183,10 @@ impl Above for Option<u8> {
 }
 
 /// Every offset below a leader's HW is held by a majority of its latest voter set or of its committed
-/// voter set (latest alone is wrong right after {1} → {1,2}).
+/// voter set (latest alone is wrong right after {1} → {1,2}), counted by voter key: a voter holds
+/// the entry if the server with its id still has that directory id and the entry, or if no server
+/// holds the key any more (its disk was replaced: the key can never vote or fetch again, so it
+/// stands for the copy it may have had, as a crashed server would).
 pub fn high_watermark_majority(m: &KraftModel, s: &State) -> bool {
     let bootstrap = m.cfg.bootstrap();
     leaders(s).all(|(_, l)| {
@@ -194,13 +197,20 @@ pub fn high_watermark_majority(m: &KraftModel, s: &State) -> bool {
         // checks it); a replica whose log starts above an offset holds it in its snapshot.
         (l.log.start()..hw).all(|o| {
             let entry = l.log.get(o);
-            let holders: Mask = s
+            let has: Mask = s
                 .servers
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| entry.is_some() && (v.log.get(o) == entry || o < v.log.start()))
                 .fold(0, |m, (i, _)| m | bit(i as Id));
-            is_majority(holders, latest) || is_majority(holders, committed)
+            // A lost key (its id's server has another directory id now) counts as holding.
+            let holds = |set: VoterSet| {
+                let lost = ids(set.ids())
+                    .filter(|&i| set.dir(i) != Some(s.servers[i as usize].dir))
+                    .fold(0, |m, i| m | bit(i));
+                entry.is_some() && is_majority(has | lost, set.ids())
+            };
+            holds(latest) || holds(committed)
         })
     })
 }
@@ -224,6 +234,14 @@ pub fn committed_voter_set_durable(m: &KraftModel, s: &State) -> bool {
     })
 }
 
+/// KIP-853's voter keys: a replica never counts toward a majority under a voter key it does not
+/// hold — no vote or pre-vote is granted to a request naming another directory id than the
+/// granter's, and no leader records a fetch in the state of a voter key with another directory id
+/// than the fetcher's (a transition-level check).
+pub fn majority_only_of_held_keys(_: &KraftModel, s: &State) -> bool {
+    s.history.violations & violation::KEY_NOT_HELD_COUNTED == 0
+}
+
 /// No replica ever truncates an entry below its own HW, and no known HW ever decreases.
 pub fn no_truncation_below_high_watermark(_: &KraftModel, s: &State) -> bool {
     s.history.violations & (violation::TRUNCATION_BELOW_HW | violation::HW_DECREASED) == 0
@@ -244,14 +262,14 @@ pub fn single_uncommitted_change(m: &KraftModel, s: &State) -> bool {
         let mut before = history_base(bootstrap, &v.log);
         let steps_ok = v.log.as_slice().iter().all(|e| match e.kind {
             Kind::Voters(set) => {
-                let ok = size(set ^ before) <= 1;
+                let ok = set.key_distance(before) <= 1;
                 before = set;
                 ok
             }
             _ => true,
         });
         let leader_ok = match (v.role, committed_voters(bootstrap, &v.log, v.hw)) {
-            (Role::Leader, Some(c)) => size(c ^ latest_voters(bootstrap, &v.log)) <= 1,
+            (Role::Leader, Some(c)) => c.key_distance(latest_voters(bootstrap, &v.log)) <= 1,
             _ => true,
         };
         steps_ok && leader_ok && membership_changes_from(bootstrap, &v.log, committed_len) <= 1
@@ -262,14 +280,14 @@ pub fn single_uncommitted_change(m: &KraftModel, s: &State) -> bool {
 pub fn quorum_overlap(m: &KraftModel, s: &State) -> bool {
     let bootstrap = m.cfg.bootstrap();
     leaders(s).all(|(_, l)| match committed_voters(bootstrap, &l.log, l.hw) {
-        Some(c) => majorities_overlap(c, latest_voters(bootstrap, &l.log)),
+        Some(c) => majorities_overlap(c.keys(), latest_voters(bootstrap, &l.log).keys()),
         None => true,
     })
 }
 
 /// The committed voter set by the spec: the last VotersRecord among the globally committed entries
 /// below `hw`, else the bootstrap set.
-fn spec_committed_set(bootstrap: Mask, committed: &[(Entry, u8)], hw: u8) -> Option<Mask> {
+fn spec_committed_set(bootstrap: Mask, committed: &[(Entry, u8)], hw: u8) -> Option<VoterSet> {
     let below = committed.get(..hw as usize)?;
     Some(
         below
@@ -279,7 +297,7 @@ fn spec_committed_set(bootstrap: Mask, committed: &[(Entry, u8)], hw: u8) -> Opt
                 Kind::Voters(set) => Some(set),
                 _ => None,
             })
-            .unwrap_or(bootstrap),
+            .unwrap_or(VoterSet::of(bootstrap)),
     )
 }
 
@@ -295,10 +313,10 @@ pub fn describe_quorum_consistent(m: &KraftModel, s: &State) -> bool {
         let mask = |rows: &[crate::spec::ReplicaState]| {
             rows.iter().fold(0 as Mask, |m, r| m | bit(r.replica_id))
         };
-        let latest = latest_voters(bootstrap, &l.log);
+        let latest = latest_voters(bootstrap, &l.log).ids();
         let expected_committed = match l.hw {
             None => Some(0),
-            Some(hw) => spec_committed_set(bootstrap, &s.history.committed, hw),
+            Some(hw) => spec_committed_set(bootstrap, &s.history.committed, hw).map(VoterSet::ids),
         };
         let sentinels_ok = view.committed_voters.iter().all(|r| {
             let has_state = r.replica_id == i || l.end[r.replica_id as usize].is_some();
@@ -360,9 +378,16 @@ pub fn pre_vote_refused_by_follower(_: &KraftModel, s: &State) -> bool {
     s.history.events & crate::types::event::PRE_VOTE_REFUSED_BY_FOLLOWER != 0
 }
 
+/// The ids whose key `set` has and `before` has not (added, or added with another directory id).
+fn added(before: VoterSet, set: VoterSet) -> Mask {
+    ids(set.ids())
+        .filter(|&i| before.dir(i) != set.dir(i))
+        .fold(0, |m, i| m | bit(i))
+}
+
 /// Walks the committed VotersRecords: (entry, set before it).
-fn committed_changes(m: &KraftModel, s: &State) -> Vec<(Entry, Mask)> {
-    let mut before = m.cfg.bootstrap();
+fn committed_changes(m: &KraftModel, s: &State) -> Vec<(Entry, VoterSet)> {
+    let mut before = VoterSet::of(m.cfg.bootstrap());
     let mut out = Vec::new();
     for (e, _) in s.history.committed.iter() {
         if let Kind::Voters(set) = e.kind {
@@ -379,13 +404,13 @@ fn committed_changes(m: &KraftModel, s: &State) -> Vec<(Entry, Mask)> {
 pub fn add_committed(m: &KraftModel, s: &State) -> bool {
     committed_changes(m, s)
         .iter()
-        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if set & !before != 0))
+        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if added(*before, set) != 0))
 }
 
 /// An UpdateVoter committed: a VotersRecord with the voters of the one before it, not the one a
 /// first leader writes after its KRaftVersion record.
 pub fn voter_update_committed(m: &KraftModel, s: &State) -> bool {
-    let mut before = m.cfg.bootstrap();
+    let mut before = VoterSet::of(m.cfg.bootstrap());
     let mut prev = None;
     for (e, _) in s.history.committed.iter() {
         if let Kind::Voters(set) = e.kind {
@@ -403,7 +428,7 @@ pub fn voter_update_committed(m: &KraftModel, s: &State) -> bool {
 pub fn removal_committed(m: &KraftModel, s: &State) -> bool {
     committed_changes(m, s)
         .iter()
-        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if before & !set != 0))
+        .any(|(e, before)| matches!(e.kind, Kind::Voters(set) if added(set, *before) != 0))
 }
 
 /// A leader removed itself, the removal committed, and a leader of a later epoch was elected.
@@ -412,7 +437,7 @@ pub fn leader_removed_itself_successor_elected(m: &KraftModel, s: &State) -> boo
         let Kind::Voters(set) = e.kind else {
             return false;
         };
-        let removed = before & !set;
+        let removed = added(set, *before);
         let leader_of_epoch = s.history.leaders[e.epoch as usize];
         removed != 0
             && removed == leader_of_epoch
@@ -477,11 +502,27 @@ pub fn change_committed_across_snapshot(m: &KraftModel, s: &State) -> bool {
     let bootstrap = m.cfg.bootstrap();
     s.servers.iter().any(|v| {
         v.log.base().is_some_and(|b| {
-            b.voters != bootstrap
+            b.voters != VoterSet::of(bootstrap)
                 && v.hw.is_some()
                 && crate::spec::committed_voters_offset(&v.log, v.hw)
                     == Some(v.log.start() as i8 - 1)
         })
+    })
+}
+
+/// A replica whose disk was replaced is a voter again under its new key in a committed voter set
+/// (the operator removed its stale key and added the new one).
+pub fn replaced_voter_rejoined(m: &KraftModel, s: &State) -> bool {
+    let committed = spec_committed_set(
+        m.cfg.bootstrap(),
+        &s.history.committed,
+        s.history.committed.len() as u8,
+    );
+    committed.is_some_and(|c| {
+        s.servers
+            .iter()
+            .enumerate()
+            .any(|(i, v)| v.dir != 0 && c.is_voter(i as Id, v.dir))
     })
 }
 
@@ -502,9 +543,10 @@ pub fn refusal_possible(m: &KraftModel, s: &State, reason: Refusal) -> bool {
     let n = m.cfg.servers();
     leaders(s).any(|(_, l)| {
         (0..n).any(|j| {
+            let dir = s.servers[j as usize].dir;
             [ChangeOp::Add(j), ChangeOp::Remove(j)]
                 .into_iter()
-                .any(|op| check_change(&m.cfg, l, op) == Err(reason))
+                .any(|op| check_change(&m.cfg, l, op, dir) == Err(reason))
         })
     })
 }
@@ -529,7 +571,7 @@ refused!(refused_not_caught_up, Refusal::NotCaughtUp);
 refused!(refused_voter_not_found, Refusal::VoterNotFound);
 
 /// Names of the safety (`always`) properties, as in `specs/invariants.md`.
-pub const ALWAYS: [&str; 17] = [
+pub const ALWAYS: [&str; 18] = [
     "ElectionSafety",
     "LogMatching",
     "LeaderCompleteness",
@@ -547,6 +589,7 @@ pub const ALWAYS: [&str; 17] = [
     "SnapshotWithinHighWatermark",
     "SnapshotVotersCommitted",
     "InstallMatchesLeader",
+    "MajorityOnlyOfHeldKeys",
 ];
 
 /// The user-visible safety failures a bug variant's harm search looks for (model/README.md): two
@@ -576,6 +619,8 @@ pub enum Needs {
     SnapshotsAndMembership,
     /// UpdateRaftVoter requests and membership changes.
     Updates,
+    /// A disk loss and two membership changes (remove the stale key, add the new one).
+    DiskLossAndRejoin,
 }
 
 /// A property's condition.
@@ -583,7 +628,7 @@ pub type Condition = fn(&KraftModel, &State) -> bool;
 
 /// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
 /// bounds must allow for an example to exist.
-pub const SOMETIMES: [(&str, Condition, Needs); 22] = [
+pub const SOMETIMES: [(&str, Condition, Needs); 23] = [
     ("LeaderElected", leader_elected, Needs::Nothing),
     ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
@@ -662,6 +707,11 @@ pub const SOMETIMES: [(&str, Condition, Needs); 22] = [
         voter_update_committed,
         Needs::Updates,
     ),
+    (
+        "ReplacedVoterRejoined",
+        replaced_voter_rejoined,
+        Needs::DiskLossAndRejoin,
+    ),
 ];
 
 const USED_SOMETIMES: usize = SOMETIMES.len();
@@ -696,7 +746,8 @@ once!(
     o18 = 18,
     o19 = 19,
     o20 = 20,
-    o21 = 21
+    o21 = 21,
+    o22 = 22
 );
 
 /// Every property of the model, `always` first. A `sometimes` property is included only when the
@@ -730,6 +781,7 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
         ),
         Property::always("SnapshotVotersCommitted", snapshot_voters_committed),
         Property::always("InstallMatchesLeader", install_matches_leader),
+        Property::always("MajorityOnlyOfHeldKeys", majority_only_of_held_keys),
     ];
     for (i, wrapped) in ONCE.iter().enumerate() {
         let reachable = match SOMETIMES[i].2 {
@@ -741,6 +793,7 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
             Needs::SnapshotsAndCrash => cfg.max_snapshots > 0 && cfg.max_crashes > 0,
             Needs::SnapshotsAndMembership => cfg.max_snapshots > 0 && cfg.max_changes > 0,
             Needs::Updates => cfg.updates && cfg.max_changes > 0,
+            Needs::DiskLossAndRejoin => cfg.max_disk_losses > 0 && cfg.max_changes > 1,
         };
         if reachable {
             v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));

@@ -4,6 +4,7 @@
 use crate::config::{Bug, HwRule, ModelConfig};
 use crate::types::{
     bit, ids, ChangeOp, Entry, ErrorCode, Id, Kind, Log, Mask, Role, Server, Snapshot, SnapshotId,
+    VoterSet,
 };
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,10 @@ pub fn is_majority(sub: Mask, set: Mask) -> bool {
 /// True if every majority of `a` meets every majority of `b` (real intersection, not "differs by one
 /// key"). The largest disjoint pair takes `a`'s majority from `a \ b` first and `b`'s from `b \ a`
 /// first; they collide iff what is left needs more than `a ∩ b` holds.
-pub fn majorities_overlap(a: Mask, b: Mask) -> bool {
+///
+/// Takes key sets ([`VoterSet::keys`]): a voter whose disk was replaced is another member.
+pub fn majorities_overlap(a: u32, b: u32) -> bool {
+    let size = u32::count_ones;
     let need_a = (size(a) / 2 + 1).saturating_sub(size(a & !b));
     let need_b = (size(b) / 2 + 1).saturating_sub(size(b & !a));
     need_a + need_b > size(a & b)
@@ -37,13 +41,13 @@ pub fn voters_record_before(log: &Log, end: u8) -> Option<u8> {
 
 /// Where the voter-set history begins: the voter set of the snapshot at the log start (Kafka loads
 /// it at offset `start − 1`), or the bootstrap set (offset −1) while the log starts at 0.
-pub fn history_base(bootstrap: Mask, log: &Log) -> Mask {
-    log.base().map_or(bootstrap, |s| s.voters)
+pub fn history_base(bootstrap: Mask, log: &Log) -> VoterSet {
+    log.base().map_or(VoterSet::of(bootstrap), |s| s.voters)
 }
 
 /// The voter set in force for an entry at offset `end − 1`: the last VotersRecord with offset < `end`,
 /// falling back to the snapshot the log begins with, else the bootstrap set at −1.
-pub fn voters_at(bootstrap: Mask, log: &Log, end: u8) -> Mask {
+pub fn voters_at(bootstrap: Mask, log: &Log, end: u8) -> VoterSet {
     match voters_record_before(log, end).and_then(|o| log.get(o)) {
         Some(Entry {
             kind: Kind::Voters(set),
@@ -54,7 +58,7 @@ pub fn voters_at(bootstrap: Mask, log: &Log, end: u8) -> Mask {
 }
 
 /// The latest voter set: the last VotersRecord in the log, committed or not.
-pub fn latest_voters(bootstrap: Mask, log: &Log) -> Mask {
+pub fn latest_voters(bootstrap: Mask, log: &Log) -> VoterSet {
     voters_at(bootstrap, log, log.len())
 }
 
@@ -65,7 +69,7 @@ pub fn latest_voters_offset(log: &Log) -> Option<u8> {
 
 /// THE committed voter set: the voter set at offset HW − 1 (the last VotersRecord below the HW, else
 /// the snapshot's set, else the bootstrap set); `None` while the HW is unknown.
-pub fn committed_voters(bootstrap: Mask, log: &Log, hw: Option<u8>) -> Option<Mask> {
+pub fn committed_voters(bootstrap: Mask, log: &Log, hw: Option<u8>) -> Option<VoterSet> {
     hw.map(|h| voters_at(bootstrap, log, h))
 }
 
@@ -136,7 +140,7 @@ pub fn log_up_to_date(cand_last_epoch: u8, cand_leo: u8, own: &Log) -> bool {
 }
 
 /// The voters a leader's HW rule counts, per the configured rule.
-pub fn hw_voters(cfg: &ModelConfig, s: &Server) -> Mask {
+pub fn hw_voters(cfg: &ModelConfig, s: &Server) -> VoterSet {
     match cfg.hw_rule {
         HwRule::Latest => latest_voters(cfg.bootstrap(), &s.log),
         HwRule::Committed => {
@@ -147,19 +151,20 @@ pub fn hw_voters(cfg: &ModelConfig, s: &Server) -> Mask {
 }
 
 /// The HW candidate at leader `me` (kip-1204 §2): end offsets of the counted voters (the leader's own
-/// is its LEO, counted only if it is a voter), sorted descending with unknown last; the entry at
-/// index ⌊n/2⌋. `None` if that entry is unknown.
+/// is its LEO, counted only if its key is a voter), sorted descending with unknown last; the entry at
+/// index ⌊n/2⌋. `None` if that entry is unknown. A voter's offset is the one its key fetched: a
+/// fetch of another key with the same id (a replaced disk) is not the voter's.
 pub fn hw_candidate(cfg: &ModelConfig, me: Id, s: &Server) -> Option<u8> {
     let mut voters = hw_voters(cfg, s);
-    if cfg.has(Bug::HwCountsRemovedLeader) {
-        voters |= bit(me);
+    if cfg.has(Bug::HwCountsRemovedLeader) && !voters.has_id(me) {
+        voters = voters.with(me, s.dir);
     }
-    let mut offsets: Vec<Option<u8>> = ids(voters)
+    let mut offsets: Vec<Option<u8>> = ids(voters.ids())
         .map(|v| {
             if v == me {
-                Some(s.log.len())
+                voters.is_voter(me, s.dir).then(|| s.log.len())
             } else {
-                s.end[v as usize]
+                s.end[v as usize].filter(|_| voters.dir(v) == Some(s.peer_dir(v)))
             }
         })
         .collect();
@@ -231,7 +236,14 @@ impl Refusal {
 }
 
 /// The new voter set if `op` passes every precondition at server `s`, else the first refusal.
-pub fn check_change(cfg: &ModelConfig, s: &Server, op: ChangeOp) -> Result<Mask, Refusal> {
+/// `dir` is the directory id of the key the request names for an add, update or swap-in (the
+/// replica's current one); a removal names the key the latest set holds for the id.
+pub fn check_change(
+    cfg: &ModelConfig,
+    s: &Server,
+    op: ChangeOp,
+    dir: u8,
+) -> Result<VoterSet, Refusal> {
     if s.role != Role::Leader {
         return Err(Refusal::NotLeader);
     }
@@ -250,41 +262,46 @@ pub fn check_change(cfg: &ModelConfig, s: &Server, op: ChangeOp) -> Result<Mask,
         return Err(Refusal::UncommittedVoters);
     }
     let set = latest_voters(cfg.bootstrap(), &s.log);
+    // Caught up: the leader saw the key itself fetch at its LEO (Kafka keys replica states by
+    // (id, directory id)).
+    let caught_up = |id: Id| s.caught_up & bit(id) != 0 && s.peer_dir(id) == dir;
+    let sole = |id: Id| set.ids() == bit(id);
     match op {
+        // Kafka's `VoterSet.addVoter`: refused if the id is a voter, whatever its directory id.
         ChangeOp::Add(id) => {
-            if set & bit(id) != 0 {
+            if set.has_id(id) {
                 Err(Refusal::DuplicateVoter)
-            } else if s.caught_up & bit(id) == 0 {
+            } else if !caught_up(id) {
                 Err(Refusal::NotCaughtUp)
             } else {
-                Ok(set | bit(id))
+                Ok(set.with(id, dir))
             }
         }
         ChangeOp::Remove(id) => {
-            if set & bit(id) == 0 || set == bit(id) {
+            if !set.has_id(id) || sole(id) {
                 Err(Refusal::VoterNotFound)
             } else {
-                Ok(set & !bit(id))
+                Ok(set.without(id))
             }
         }
-        // Kafka's UpdateVoterHandler: the voter must be in the latest set (its directory id too,
-        // which the model does not vary); the new record keeps the voters.
+        // Kafka's UpdateVoterHandler: the voter's key must be in the latest set; the new record
+        // keeps the voters.
         ChangeOp::Update(id) => {
-            if set & bit(id) == 0 {
+            if !set.is_voter(id, dir) {
                 Err(Refusal::VoterNotFound)
             } else {
                 Ok(set)
             }
         }
         ChangeOp::Swap { out, add } => {
-            if set & bit(add) != 0 {
+            if set.has_id(add) {
                 Err(Refusal::DuplicateVoter)
-            } else if set & bit(out) == 0 || set == bit(out) {
+            } else if !set.has_id(out) || sole(out) {
                 Err(Refusal::VoterNotFound)
-            } else if s.caught_up & bit(add) == 0 {
+            } else if !caught_up(add) {
                 Err(Refusal::NotCaughtUp)
             } else {
-                Ok((set & !bit(out)) | bit(add))
+                Ok(set.without(out).with(add, dir))
             }
         }
     }
@@ -326,7 +343,7 @@ fn known_end(me: Id, s: &Server, id: Id) -> Option<u8> {
 }
 
 /// The set DescribeQuorum reports as committed at server `s` (the bug variant reports the latest).
-pub fn reported_committed_voters(cfg: &ModelConfig, s: &Server) -> Option<Mask> {
+pub fn reported_committed_voters(cfg: &ModelConfig, s: &Server) -> Option<VoterSet> {
     if cfg.has(Bug::CommittedFromLatest) {
         s.hw.map(|_| latest_voters(cfg.bootstrap(), &s.log))
     } else {
@@ -348,7 +365,7 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
     if s.role != Role::Leader {
         return None;
     }
-    let current = latest_voters(cfg.bootstrap(), &s.log);
+    let current = latest_voters(cfg.bootstrap(), &s.log).ids();
     let row = |id: Id| ReplicaState {
         replica_id: id,
         log_end_offset: known_end(me, s, id).map_or(-1, i64::from),
@@ -358,7 +375,7 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
         .filter(|&id| current & bit(id) == 0 && known_end(me, s, id).is_some())
         .map(row)
         .collect();
-    let committed = reported_committed_voters(cfg, s).unwrap_or(0);
+    let committed = reported_committed_voters(cfg, s).map_or(0, VoterSet::ids);
     // A committed voter that is neither a current voter nor tracked gets the sentinel via `row`.
     let committed_voters = ids(committed).map(row).collect();
     Some(DescribeQuorumView {
@@ -413,15 +430,21 @@ mod tests {
         let log = Log::from_slice(&[
             e(1, Kind::LeaderChange),
             e(1, Kind::KRaftVersion),
-            e(1, Kind::Voters(0b111)),
-            e(1, Kind::Voters(0b1111)),
+            e(1, Kind::Voters(VoterSet::of(0b111))),
+            e(1, Kind::Voters(VoterSet::of(0b1111))),
         ]);
         assert_eq!(committed_voters(0b111, &log, None), None);
-        assert_eq!(committed_voters(0b111, &log, Some(2)), Some(0b111));
+        assert_eq!(
+            committed_voters(0b111, &log, Some(2)),
+            Some(VoterSet::of(0b111))
+        );
         assert_eq!(committed_voters_offset(&log, Some(2)), Some(-1));
         assert_eq!(committed_voters_offset(&log, Some(3)), Some(2));
-        assert_eq!(committed_voters(0b111, &log, Some(4)), Some(0b1111));
-        assert_eq!(latest_voters(0b111, &log), 0b1111);
+        assert_eq!(
+            committed_voters(0b111, &log, Some(4)),
+            Some(VoterSet::of(0b1111))
+        );
+        assert_eq!(latest_voters(0b111, &log), VoterSet::of(0b1111));
         assert_eq!(membership_changes_from(0b111, &log, 0), 1);
     }
 
@@ -442,6 +465,7 @@ mod tests {
 
     /// Brute force: some majority of `a` and some majority of `b` are disjoint.
     fn disjoint_majorities_exist(a: Mask, b: Mask) -> bool {
+        let is_majority = |q: Mask, s: Mask| is_majority(q, s);
         (0..=a)
             .filter(|q| q & !a == 0 && is_majority(*q, a))
             .any(|q1| (0..=b).any(|q2| q2 & !b == 0 && is_majority(q2, b) && q1 & q2 == 0))
@@ -451,21 +475,21 @@ mod tests {
         use proptest::prelude::*;
         (1u8..4, prop_oneof![Just(None), (1u8..16).prop_map(Some)]).prop_map(|(epoch, v)| Entry {
             epoch,
-            kind: v.map_or(Kind::Data, Kind::Voters),
+            kind: v.map_or(Kind::Data, |m| Kind::Voters(VoterSet::of(m))),
         })
     }
 
     proptest::proptest! {
         #[test]
         fn overlap_formula_matches_brute_force(a in 1u8..64, b in 1u8..64) {
-            proptest::prop_assert_eq!(majorities_overlap(a, b), !disjoint_majorities_exist(a, b));
+            proptest::prop_assert_eq!(majorities_overlap(a.into(), b.into()), !disjoint_majorities_exist(a, b));
         }
 
         #[test]
         fn one_change_always_overlaps(a in 1u8..64, id in 0u8..6) {
             let b = a ^ bit(id);
             proptest::prop_assume!(b != 0);
-            proptest::prop_assert!(majorities_overlap(a, b));
+            proptest::prop_assert!(majorities_overlap(a.into(), b.into()));
         }
 
         #[test]
@@ -484,7 +508,7 @@ mod tests {
                     Kind::Voters(m) => Some(m),
                     _ => None,
                 })
-                .unwrap_or(0b111);
+                .unwrap_or(VoterSet::of(0b111));
             proptest::prop_assert_eq!(committed_voters(0b111, &log, Some(hw)), Some(naive));
             proptest::prop_assert_eq!(committed_voters(0b111, &log, None), None);
             let (e, end) = end_offset_for_epoch(&log, 2);

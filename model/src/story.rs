@@ -13,6 +13,15 @@ pub fn set(m: Mask) -> String {
     format!("{{{}}}", v.join(","))
 }
 
+/// `{0,1',2}`: a voter set with each voter's directory id as primes (`1'` = server 1 after one
+/// disk loss).
+pub fn voters(v: crate::types::VoterSet) -> String {
+    let keys: Vec<String> = ids(v.ids())
+        .map(|i| format!("{i}{}", "'".repeat(v.dir(i).unwrap_or(0) as usize)))
+        .collect();
+    format!("{{{}}}", keys.join(","))
+}
+
 /// `[LC@1 KV@1 V{0,1,2}@1 D@2]`; a log that starts at a snapshot begins with it:
 /// `[snapshot 4@2 {0,1,2} | D@2]` (end offset @ epoch, voter set).
 pub fn log(l: &Log) -> String {
@@ -35,7 +44,7 @@ pub fn entries(es: &[Entry]) -> String {
                 Kind::Data => "D".to_string(),
                 Kind::LeaderChange => "LC".to_string(),
                 Kind::KRaftVersion => "KV".to_string(),
-                Kind::Voters(m) => format!("V{}", set(m)),
+                Kind::Voters(m) => format!("V{}", voters(m)),
             };
             format!("{k}@{}", e.epoch)
         })
@@ -45,7 +54,7 @@ pub fn entries(es: &[Entry]) -> String {
 
 /// `4@2 {0,1,2}`: a snapshot's end offset, epoch and voter set.
 pub fn snapshot(s: &Snapshot) -> String {
-    format!("{}@{} {}", s.id.end, s.id.epoch, set(s.voters))
+    format!("{}@{} {}", s.id.end, s.id.epoch, voters(s.voters))
 }
 
 fn op(o: &ChangeOp) -> String {
@@ -57,21 +66,38 @@ fn op(o: &ChangeOp) -> String {
     }
 }
 
+/// `, voter 1'`: the voter key a request names, shown once a directory id is not 0.
+fn key(id: crate::types::Id, dir: u8) -> String {
+    if dir == 0 {
+        String::new()
+    } else {
+        format!(", voter {id}{}", "'".repeat(dir as usize))
+    }
+}
+
 fn envelope(e: &Envelope) -> String {
     let body = match &e.msg {
         Msg::VoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         } => {
-            format!("VoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
+            format!(
+                "VoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset}{})",
+                key(e.dst, *voter_dir)
+            )
         }
         Msg::PreVoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         } => {
-            format!("PreVoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset})")
+            format!(
+                "PreVoteRequest(epoch {epoch}, last epoch {last_epoch}, LEO {last_offset}{})",
+                key(e.dst, *voter_dir)
+            )
         }
         Msg::VoteResponse {
             epoch,
@@ -89,7 +115,9 @@ fn envelope(e: &Envelope) -> String {
                 leader.map_or("-".to_string(), |l| l.to_string())
             )
         }
-        Msg::BeginQuorumEpoch { epoch } => format!("BeginQuorumEpoch(epoch {epoch})"),
+        Msg::BeginQuorumEpoch { epoch, voter_dir } => {
+            format!("BeginQuorumEpoch(epoch {epoch}{})", key(e.dst, *voter_dir))
+        }
         Msg::EndQuorumEpoch { epoch } => format!("EndQuorumEpoch(epoch {epoch})"),
         Msg::FetchRequest(k) => format!(
             "FetchRequest(epoch {}, offset {}, last fetched epoch {})",
@@ -123,6 +151,7 @@ fn error_name(e: ErrorCode) -> &'static str {
         ErrorCode::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
         ErrorCode::DuplicateVoter => "DUPLICATE_VOTER",
         ErrorCode::VoterNotFound => "VOTER_NOT_FOUND",
+        ErrorCode::InvalidVoterKey => "INVALID_VOTER_KEY",
     }
 }
 
@@ -135,6 +164,9 @@ pub fn action(a: &Action) -> String {
         Action::ChangeTimeout(i) => format!("server {i}: pending change times out"),
         Action::Resign(i) => format!("server {i}: resigns (its removal is committed)"),
         Action::Restart(i) => format!("server {i}: crash and restart"),
+        Action::DiskLoss(i) => {
+            format!("server {i}: disk replaced, restarts empty with a new directory id")
+        }
         Action::ClientAppend(i) => format!("server {i}: client append"),
         Action::Change { server, op: o } => format!("server {server}: operator {}", op(o)),
         Action::Fetch { replica, leader } => format!("server {replica}: fetch from {leader}"),
@@ -168,7 +200,7 @@ pub fn state_with(bootstrap: Mask, s: &State) -> String {
     let mut out = String::new();
     for (i, v) in s.servers.iter().enumerate() {
         let latest = latest_voters(bootstrap, &v.log);
-        let committed = committed_voters(bootstrap, &v.log, v.hw).map_or("-".into(), set);
+        let committed = committed_voters(bootstrap, &v.log, v.hw).map_or("-".into(), voters);
         let snap = match (v.snapshot, v.fetching_snapshot) {
             (None, None) => String::new(),
             (s, f) => format!(
@@ -182,14 +214,15 @@ pub fn state_with(bootstrap: Mask, s: &State) -> String {
         };
         let _ = writeln!(
             out,
-            "    {i}: {:?}{} epoch {} vote {} hw {} log {} latest {} committed {}{}{}{snap}",
+            "    {i}{}: {:?}{} epoch {} vote {} hw {} log {} latest {} committed {}{}{}{snap}",
+            "'".repeat(v.dir as usize),
             v.role,
             v.leader.map_or(String::new(), |l| format!("(leader {l})")),
             v.epoch,
             v.voted_for.map_or("-".into(), |c| c.to_string()),
             v.hw.map_or(-1, i64::from),
             log(&v.log),
-            set(latest),
+            voters(latest),
             committed,
             v.pending.map_or(String::new(), |p| format!(
                 " pending {}@{}",

@@ -7,10 +7,18 @@
 //! among themselves. The representative is a member of the state's orbit (not necessarily a canonical
 //! one): merging states with equal representatives only merges symmetric states, which is sound; a
 //! non-canonical choice only loses some reduction. Only the DFS and simulation checkers use it.
+//!
+//! Directory ids (KIP-853 voter keys) travel with their id: a server's own directory id moves with
+//! the server, a voter set's key (id, dir) becomes (perm(id), dir), the leader's per-replica key
+//! (`peer_dirs`) is renamed like `end`, and a message's `voter_dir`/`replica_dir` belongs to its
+//! receiver/sender, which the envelope renames. The protocol compares directory ids only with each
+//! other (key equality), never with ids, and the bootstrap set's keys all have directory id 0, so
+//! the permutations above still map the bootstrap set, every run and every property onto
+//! themselves. The summary that orders ids includes a server's directory id (id-free).
 
 use crate::types::{
-    bit, ChangeOp, Entry, Envelope, History, Id, Kind, Mask, Msg, Server, State, MAX_LOG,
-    MAX_SERVERS,
+    bit, ids, ChangeOp, Entry, Envelope, History, Id, Kind, Mask, Msg, Server, State, VoterSet,
+    MAX_LOG, MAX_SERVERS,
 };
 use stateright::Representative;
 
@@ -23,9 +31,16 @@ fn map_mask(perm: &[Id], mut m: Mask) -> Mask {
     out
 }
 
+/// A voter set renamed by `perm`: each key (id, dir) becomes (perm(id), dir).
+fn map_voters(perm: &[Id], v: VoterSet) -> VoterSet {
+    ids(v.ids()).fold(VoterSet::of(0), |out, i| {
+        out.with(perm[i as usize], v.dir(i).unwrap_or(0))
+    })
+}
+
 fn map_entry(perm: &[Id], e: &mut Entry) {
     if let Kind::Voters(m) = e.kind {
-        e.kind = Kind::Voters(map_mask(perm, m));
+        e.kind = Kind::Voters(map_voters(perm, m));
     }
 }
 
@@ -51,8 +66,10 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
     t.pre_votes = map_mask(perm, s.pre_votes);
     t.caught_up = map_mask(perm, s.caught_up);
     t.end = [None; MAX_SERVERS];
+    t.peer_dirs = 0;
     for (old, &new) in perm.iter().enumerate() {
         t.end[new as usize] = s.end[old];
+        t.set_peer_dir(new, s.peer_dir(old as Id));
     }
     t.pending = s.pending.map(|mut pc| {
         pc.op = map_op(perm, pc.op);
@@ -62,9 +79,9 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
         map_entry(perm, e);
     }
     let base = t.log.base_voters_mut();
-    *base = map_mask(perm, *base);
+    *base = map_voters(perm, *base);
     t.snapshot = s.snapshot.map(|mut sn| {
-        sn.voters = map_mask(perm, sn.voters);
+        sn.voters = map_voters(perm, sn.voters);
         sn
     });
     t
@@ -106,7 +123,7 @@ pub fn permute(s: &State, perm: &[Id]) -> State {
 }
 
 /// Bytes of a server's own fields in its summary.
-const KEY: usize = 2 * MAX_LOG + 18;
+const KEY: usize = 2 * MAX_LOG + 19;
 
 /// An id-free summary of a server used to order ids: its own fields, whether it voted for or
 /// follows itself, and an order-free digest of the messages it sends and receives (each described
@@ -124,7 +141,7 @@ fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; KEY], u64, u64) {
             Kind::Data => 0,
             Kind::LeaderChange => 1,
             Kind::KRaftVersion => 2,
-            Kind::Voters(m) => 3 + m.count_ones() as u8,
+            Kind::Voters(m) => 3 + m.len() as u8,
         };
     }
     let t = 3 + 2 * MAX_LOG;
@@ -143,6 +160,7 @@ fn sort_key(s: &Server, i: Id, traffic: (u64, u64)) -> ([u8; KEY], u64, u64) {
     k[t + 12] = s.snapshot.map_or(0, |sn| sn.id.end + 1);
     k[t + 13] = s.snapshot.map_or(0, |sn| sn.id.epoch);
     k[t + 14] = s.fetching_snapshot.map_or(0, |f| f.end + 1);
+    k[t + 15] = s.dir;
     (k, traffic.0, traffic.1)
 }
 
@@ -157,14 +175,16 @@ fn message_digest(env: &Envelope) -> u64 {
     let code: u64 = match env.msg {
         Msg::VoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
-        } => u64::from_le_bytes([1, epoch, last_epoch, last_offset, 0, 0, 0, 0]),
+        } => u64::from_le_bytes([1, epoch, last_epoch, last_offset, voter_dir, 0, 0, 0]),
         Msg::PreVoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
-        } => u64::from_le_bytes([2, epoch, last_epoch, last_offset, 0, 0, 0, 0]),
+        } => u64::from_le_bytes([2, epoch, last_epoch, last_offset, voter_dir, 0, 0, 0]),
         Msg::VoteResponse {
             epoch,
             granted,
@@ -180,11 +200,20 @@ fn message_digest(env: &Envelope) -> u64 {
             0,
             0,
         ]),
-        Msg::BeginQuorumEpoch { epoch } => u64::from_le_bytes([4, epoch, 0, 0, 0, 0, 0, 0]),
-        Msg::EndQuorumEpoch { epoch } => u64::from_le_bytes([5, epoch, 0, 0, 0, 0, 0, 0]),
-        Msg::FetchRequest(k) => {
-            u64::from_le_bytes([6, k.epoch, k.fetch_offset, k.last_fetched_epoch, 0, 0, 0, 0])
+        Msg::BeginQuorumEpoch { epoch, voter_dir } => {
+            u64::from_le_bytes([4, epoch, voter_dir, 0, 0, 0, 0, 0])
         }
+        Msg::EndQuorumEpoch { epoch } => u64::from_le_bytes([5, epoch, 0, 0, 0, 0, 0, 0]),
+        Msg::FetchRequest(k) => u64::from_le_bytes([
+            6,
+            k.epoch,
+            k.fetch_offset,
+            k.last_fetched_epoch,
+            k.replica_dir,
+            0,
+            0,
+            0,
+        ]),
         Msg::FetchResponse(r) => u64::from_le_bytes([
             7,
             r.request.epoch,
@@ -219,7 +248,10 @@ fn permuted_fingerprint(s: &State, perm: &[Id]) -> u64 {
     let mut inline = [Envelope {
         src: 0,
         dst: 0,
-        msg: Msg::BeginQuorumEpoch { epoch: 0 },
+        msg: Msg::BeginQuorumEpoch {
+            epoch: 0,
+            voter_dir: 0,
+        },
     }; 16];
     let mut spill = Vec::new();
     let network: &mut [Envelope] = if s.network.len() <= inline.len() {
@@ -247,7 +279,7 @@ fn map_history(perm: &[Id], h: &History) -> History {
         map_entry(perm, e);
     }
     if let Some((_, _, set)) = &mut history.max_reported {
-        *set = map_mask(perm, *set);
+        *set = map_voters(perm, *set);
     }
     history
 }
@@ -408,7 +440,10 @@ mod tests {
             t.network.push(crate::types::Envelope {
                 src: 0,
                 dst,
-                msg: crate::types::Msg::BeginQuorumEpoch { epoch: 1 },
+                msg: crate::types::Msg::BeginQuorumEpoch {
+                    epoch: 1,
+                    voter_dir: 0,
+                },
             });
             t
         };
@@ -459,6 +494,95 @@ mod tests {
             layer = next;
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    #[test]
+    fn canonical_fingerprint_covers_directory_ids() {
+        // States a few steps after each voter's disk loss (keyed voter sets after the operator's
+        // removal, a leader's per-key replica state, messages naming directory ids): the
+        // fingerprint is orbit-wide and the representative's, as without disk losses.
+        let m = KraftModel::new(ModelConfig {
+            joiners: 0,
+            max_disk_losses: 1,
+            max_changes: 2,
+            max_data: 1,
+            max_log: 6,
+            ..ModelConfig::default()
+        })
+        .unwrap();
+        let perms: [[Id; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        let init = m.initial_state();
+        // The operator path, replayed: 1 loses its disk and catches up, its stale key is removed,
+        // its new key fetches (the leader's state for id 1 is keyed 1') and is added.
+        let fetch = |r| Action::Fetch {
+            replica: r,
+            leader: 0,
+        };
+        let change = |op| Action::Change { server: 0, op };
+        let path = [
+            Action::DiskLoss(1),
+            fetch(1),
+            fetch(1),
+            change(crate::types::ChangeOp::Remove(1)),
+            fetch(2),
+            fetch(2),
+            fetch(1),
+            fetch(1),
+            change(crate::types::ChangeOp::Add(1)),
+        ];
+        let mut s = init.clone();
+        for a in path {
+            if let Some(t) = m.step(&s, a) {
+                s = t.state;
+            }
+        }
+        let l = &s.servers[0];
+        assert_ne!(l.peer_dirs, 0, "the leader tracks key 1'");
+        let latest = crate::spec::latest_voters(s.bootstrap, &l.log);
+        assert!(latest.is_voter(1, 1), "{latest:?}");
+        let mut layer = vec![s];
+        let mut keyed = 0;
+        for _depth in 0..4 {
+            let mut next = Vec::new();
+            for s in &layer {
+                let fp = canonical(s).1;
+                assert_eq!(fp, crate::fingerprint::fingerprint(&s.representative()));
+                for p in &perms {
+                    assert_eq!(canonical(&permute(s, p)).1, fp);
+                }
+                keyed += s.servers.iter().filter(|v| v.peer_dirs != 0).count();
+                // Renaming loses nothing: the identity gives the state back.
+                assert_eq!(permute(s, &perms[0]), *s);
+                let mut actions = Vec::new();
+                m.enabled_actions(s, &mut actions);
+                next.extend(
+                    actions
+                        .into_iter()
+                        .filter_map(|a| m.step(s, a))
+                        .map(|t| t.state),
+                );
+            }
+            layer = next;
+        }
+        assert!(keyed > 20, "{keyed}");
+        // Followers 1 and 2 losing their disks is one state up to renaming; the leader's is another.
+        let reps: Vec<State> = (0..3)
+            .map(|i| {
+                m.step(&init, Action::DiskLoss(i))
+                    .unwrap()
+                    .state
+                    .representative()
+            })
+            .collect();
+        assert_eq!(reps[1], reps[2]);
+        assert_ne!(reps[0], reps[1]);
     }
 
     #[test]

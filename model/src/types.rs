@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
+pub use crate::voter_set::{VoterSet, MAX_DIRS};
+
 /// A server id, `0..voters` are the initial voters, `voters..voters+joiners` the joiners.
 pub type Id = u8;
 /// A voter set as a bitmask over server ids (bit `i` = server `i`).
@@ -46,6 +48,9 @@ pub enum ErrorCode {
     DuplicateVoter,
     /// VOTER_NOT_FOUND: RemoveVoter of a non-voter, or of the last voter.
     VoterNotFound,
+    /// INVALID_VOTER_KEY: a Vote or BeginQuorumEpoch names a voter key (id, directory id) that is
+    /// not the receiver's.
+    InvalidVoterKey,
 }
 
 /// What a log entry (one record) is. Data carries no payload: its identity is (offset, epoch).
@@ -60,8 +65,9 @@ pub enum Kind {
     LeaderChange,
     /// `KRaftVersionRecord` (kraft.version 1), written with the first VotersRecord of a fresh cluster.
     KRaftVersion,
-    /// `VotersRecord`: the full voter set, in force from this offset on (committed or not).
-    Voters(Mask),
+    /// `VotersRecord`: the full voter set with its keys, in force from this offset on (committed or
+    /// not).
+    Voters(VoterSet),
 }
 
 /// One log entry: the epoch of the leader that appended it, and its kind.
@@ -90,8 +96,8 @@ pub struct Log {
     start: u8,
     /// Epoch of the snapshot at `start` (its last record's epoch); 0 while `start` is 0.
     base_epoch: u8,
-    /// Voter set of the snapshot at `start` (the set at offset `start − 1`); 0 while `start` is 0.
-    base_voters: Mask,
+    /// Voter set of the snapshot at `start` (the set at offset `start − 1`); empty while `start` is 0.
+    base_voters: VoterSet,
 }
 
 /// A snapshot's id, as in Kafka's `OffsetAndEpoch`: the end offset (exclusive) and the epoch of
@@ -115,7 +121,7 @@ pub struct Snapshot {
     /// Its id.
     pub id: SnapshotId,
     /// The VotersRecord it carries.
-    pub voters: Mask,
+    pub voters: VoterSet,
 }
 
 /// The JSON form of a [`Log`]: a plain list of entries while the log starts at 0 (as traces always
@@ -127,7 +133,7 @@ enum LogRepr {
     FromSnapshot {
         start: u8,
         snapshot_epoch: u8,
-        snapshot_voters: Mask,
+        snapshot_voters: VoterSet,
         entries: Vec<Entry>,
     },
 }
@@ -139,7 +145,7 @@ impl Entry {
             Kind::Data => 0,
             Kind::LeaderChange => 1,
             Kind::KRaftVersion => 2,
-            Kind::Voters(m) => 0x80 | m,
+            Kind::Voters(m) => 0x80 | m.ids(),
         }
     }
 }
@@ -155,7 +161,7 @@ impl Hash for Log {
 }
 
 /// Most bytes [`Log::pack`] writes.
-pub const PACKED_LOG: usize = 2 * MAX_LOG + 4;
+pub const PACKED_LOG: usize = 2 * MAX_LOG + 3 * MAX_LOG + 6;
 
 impl From<Log> for LogRepr {
     fn from(log: Log) -> Self {
@@ -183,7 +189,7 @@ impl TryFrom<LogRepr> for Log {
     type Error = String;
     fn try_from(r: LogRepr) -> Result<Self, String> {
         let (start, epoch, voters, v) = match r {
-            LogRepr::Plain(v) => (0, 0, 0, v),
+            LogRepr::Plain(v) => (0, 0, VoterSet::default(), v),
             LogRepr::FromSnapshot {
                 start,
                 snapshot_epoch,
@@ -268,7 +274,7 @@ impl Log {
     }
     /// Kafka's `truncateFullyAndStartAt`: every entry goes, and the log begins with the snapshot
     /// `end`/`epoch`/`voters` (start = LEO = `end`).
-    pub fn truncate_fully_and_start_at(&mut self, end: u8, epoch: u8, voters: Mask) {
+    pub fn truncate_fully_and_start_at(&mut self, end: u8, epoch: u8, voters: VoterSet) {
         *self = Log::default();
         self.start = end.min(MAX_LOG as u8);
         self.len = self.start;
@@ -309,19 +315,37 @@ impl Log {
             buf[1 + 2 * i] = e.epoch;
             buf[2 + 2 * i] = e.kind_byte();
         }
-        let n = 1 + 2 * self.len as usize;
+        let mut n = 1 + 2 * self.len as usize;
+        // Directory ids only where one is not 0, so that logs without a disk loss hash as before;
+        // the offset tags each pair.
+        for (o, e) in self.entries[..self.len as usize].iter().enumerate() {
+            if let Kind::Voters(v) = e.kind {
+                if v.dirs() != 0 {
+                    let [d0, d1] = v.dirs().to_le_bytes();
+                    buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
+                    n += 3;
+                }
+            }
+        }
         if self.start == 0 {
             return n;
         }
-        buf[n..n + 3].copy_from_slice(&[self.start, self.base_epoch, self.base_voters]);
-        n + 3
+        let [d0, d1] = self.base_voters.dirs().to_le_bytes();
+        buf[n..n + 5].copy_from_slice(&[
+            self.start,
+            self.base_epoch,
+            self.base_voters.ids(),
+            d0,
+            d1,
+        ]);
+        n + 5
     }
     /// Mutable access to the live entries (used by symmetry to rewrite voter masks).
     pub fn as_mut_slice(&mut self) -> &mut [Entry] {
         &mut self.entries[self.start as usize..self.len as usize]
     }
     /// Mutable access to the voter set of the snapshot the log begins with (symmetry).
-    pub fn base_voters_mut(&mut self) -> &mut Mask {
+    pub fn base_voters_mut(&mut self) -> &mut VoterSet {
         &mut self.base_voters
     }
 }
@@ -385,11 +409,18 @@ pub struct FetchKey {
     pub fetch_offset: u8,
     /// Epoch of the fetcher's last record, 0 for an empty log.
     pub last_fetched_epoch: u8,
+    /// `ReplicaDirectoryId`: the fetcher's directory id (its key is (id, this)).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replica_dir: u8,
 }
 
 /// One server. Durable: `epoch`, `voted_for`, `log`. Everything else is volatile (lost on restart).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Server {
+    /// Durable (`meta.properties`): the directory id, 0 for the disk the server was formatted with,
+    /// one more after each disk loss. The replica's key is (id, dir).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dir: u8,
     /// Durable: current epoch.
     pub epoch: u8,
     /// Durable: the candidate this replica voted for in `epoch`.
@@ -411,6 +442,10 @@ pub struct Server {
     /// Leader: replicas seen fetching at an offset ≥ the leader's LEO in this epoch (AddVoter's
     /// caught-up test).
     pub caught_up: Mask,
+    /// Leader: the directory id of the key whose fetches `end[i]` and `caught_up` bit `i` record
+    /// (two bits per id; Kafka keys its replica states by (id, directory id)).
+    #[serde(default, skip_serializing_if = "is_zero16")]
+    pub peer_dirs: u16,
     /// Leader: the add/remove awaiting commit.
     pub pending: Option<PendingChange>,
     /// Follower/observer (async fetch only): the outstanding fetch request.
@@ -437,13 +472,24 @@ fn is_zero(m: &Mask) -> bool {
     *m == 0
 }
 
+impl Server {
+    /// Leader: the directory id of the key whose fetches `end[id]` records.
+    pub fn peer_dir(&self, id: Id) -> u8 {
+        ((self.peer_dirs >> (2 * id)) & 3) as u8
+    }
+    /// Leader: `end[id]` and `caught_up` bit `id` now record the key (id, dir).
+    pub fn set_peer_dir(&mut self, id: Id, dir: u8) {
+        self.peer_dirs = (self.peer_dirs & !(3 << (2 * id))) | (((dir & 3) as u16) << (2 * id));
+    }
+}
+
 fn opt(v: Option<u8>) -> u8 {
     v.map_or(0xFF, |x| x)
 }
 
 impl Hash for Server {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6];
+        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6 + 6];
         let mut n = self.log.pack(&mut buf);
         let (op, a, b) = match self.pending.map(|p| p.op) {
             None => (0, 0, 0),
@@ -486,10 +532,23 @@ impl Hash for Server {
                 self.snapshot.is_some() as u8,
                 s.id.end,
                 s.id.epoch,
-                s.voters,
+                s.voters.ids(),
                 opt(f.map(|f| f.end)),
                 opt(f.map(|f| f.epoch)),
             ]);
+            n += 6;
+        }
+        // Directory ids only once a disk was lost, so that states without one hash as they did.
+        let snap_dirs = self.snapshot.map_or(0, |s| s.voters.dirs());
+        if self.dir != 0
+            || self.peer_dirs != 0
+            || snap_dirs != 0
+            || f.is_some_and(|k| k.replica_dir != 0)
+        {
+            let [p0, p1] = self.peer_dirs.to_le_bytes();
+            let [s0, s1] = snap_dirs.to_le_bytes();
+            let fd = opt(f.map(|k| k.replica_dir));
+            buf[n..n + 6].copy_from_slice(&[self.dir, p0, p1, s0, s1, fd]);
             n += 6;
         }
         h.write(&buf[..n]);
@@ -526,6 +585,10 @@ pub enum Msg {
     VoteRequest {
         /// Candidate epoch.
         epoch: u8,
+        /// `VoterDirectoryId`: the receiver's directory id in the candidate's latest set (the
+        /// request is meant for the key (dst, this)).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        voter_dir: u8,
         /// Epoch of the candidate's last record.
         last_epoch: u8,
         /// Candidate LEO (`LastOffset`).
@@ -536,6 +599,9 @@ pub enum Msg {
     PreVoteRequest {
         /// The prospective's current epoch (not incremented).
         epoch: u8,
+        /// `VoterDirectoryId`, as in [`Msg::VoteRequest`].
+        #[serde(default, skip_serializing_if = "is_zero")]
+        voter_dir: u8,
         /// Epoch of its last record.
         last_epoch: u8,
         /// Its LEO.
@@ -556,6 +622,11 @@ pub enum Msg {
     BeginQuorumEpoch {
         /// Leader epoch.
         epoch: u8,
+        /// `VoterDirectoryId`: the receiver's directory id in the leader's latest set. Kafka checks it
+        /// after following the leader and answers INVALID_VOTER_KEY; the answer is not modelled, so
+        /// a mismatch changes nothing at the receiver.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        voter_dir: u8,
     },
     /// Leader `src` of `epoch` resigned.
     EndQuorumEpoch {
@@ -590,14 +661,44 @@ impl Hash for Envelope {
         let fixed: [u8; 13] = match self.msg {
             Msg::VoteRequest {
                 epoch,
+                voter_dir,
                 last_epoch,
                 last_offset,
-            } => [0, epoch, last_epoch, last_offset, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            Msg::PreVoteRequest {
+            } => [
+                0,
                 epoch,
                 last_epoch,
                 last_offset,
-            } => [1, epoch, last_epoch, last_offset, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                voter_dir,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+            Msg::PreVoteRequest {
+                epoch,
+                voter_dir,
+                last_epoch,
+                last_offset,
+            } => [
+                1,
+                epoch,
+                last_epoch,
+                last_offset,
+                voter_dir,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
             Msg::VoteResponse {
                 epoch,
                 granted,
@@ -618,15 +719,18 @@ impl Hash for Envelope {
                 0,
                 0,
             ],
-            Msg::BeginQuorumEpoch { epoch } => [3, epoch, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            Msg::BeginQuorumEpoch { epoch, voter_dir } => {
+                [3, epoch, voter_dir, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+            }
             Msg::EndQuorumEpoch { epoch } => [4, epoch, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
             Msg::FetchRequest(k) => {
                 let [a, b, c] = key(k);
-                [5, a, b, c, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+                [5, a, b, c, k.replica_dir, 0, 0, 0, 0, 0, 0, 0, 0]
             }
             Msg::FetchResponse(r) => {
                 let [a, b, c] = key(r.request);
                 let (d, de, dn) = r.diverging.map_or((0, 0, 0), |(e, o)| (1, e, o));
+                let d = d | (r.request.replica_dir << 1);
                 [
                     6,
                     a,
@@ -671,6 +775,10 @@ pub enum Action {
     Resign(Id),
     /// Crash and restart: volatile state lost, durable state kept.
     Restart(Id),
+    /// The server's disk is replaced: it restarts with an empty log, epoch 0, no vote and a new
+    /// directory id (a freshly formatted replica under the same node id), an observer of the
+    /// bootstrap set until an operator makes its new key a voter.
+    DiskLoss(Id),
     /// A client append at a server (only a leader accepts).
     ClientAppend(Id),
     /// An operator's AddRaftVoter / RemoveRaftVoter (or the swap bug) sent to `server`.
@@ -734,6 +842,10 @@ pub mod violation {
     /// After an install, the follower's committed voter set differed from the leader's voter set at
     /// the same offset.
     pub const INSTALL_VOTERS_DIFFER: u16 = 32;
+    /// A replica's grant or fetch counted toward a majority under a voter key it does not hold (a
+    /// vote or pre-vote granted to a request meant for another directory id, a fetch recorded in
+    /// the state of a voter key with another directory id).
+    pub const KEY_NOT_HELD_COUNTED: u16 = 64;
 }
 
 /// Bits of [`History::events`]: past events some `sometimes` property looks for.
@@ -765,7 +877,7 @@ pub struct History {
     pub committed: CommittedLog,
     /// The committed voter set with the greatest offset ever reported by a leader:
     /// (leader epoch, VotersRecord offset or −1 for the bootstrap set, set).
-    pub max_reported: Option<(u8, i8, Mask)>,
+    pub max_reported: Option<(u8, i8, VoterSet)>,
     /// Membership changes appended so far (bound).
     pub changes: u8,
     /// Data records appended so far (bound).
@@ -775,6 +887,9 @@ pub struct History {
     /// Snapshots taken so far (bound).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub snapshots: u8,
+    /// Disk losses so far (bound).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub disk_losses: u8,
     /// Transition-level violations ([`violation`] bits).
     pub violations: u16,
     /// Past events ([`event`] bits). Not hashed: they feed only `sometimes` properties, so leaving
@@ -793,7 +908,7 @@ fn is_zero16(m: &u16) -> bool {
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12];
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 3 * (MAX_LOG + 1)];
         buf[..16].copy_from_slice(&self.leaders);
         let mut n = 16;
         buf[n] = self.committed.len;
@@ -804,7 +919,7 @@ impl Hash for History {
         }
         let (me, mo, ms) = self
             .max_reported
-            .map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m));
+            .map_or((0xFF, 0x7F, 0), |(e, o, m)| (e, o as u8, m.ids()));
         let [v0, v1] = self.violations.to_le_bytes();
         let [o0, o1] = self.opened.to_le_bytes();
         let tail = [
@@ -819,9 +934,25 @@ impl Hash for History {
             o0,
             o1,
             self.snapshots,
+            self.disk_losses,
         ];
         buf[n..n + tail.len()].copy_from_slice(&tail);
         n += tail.len();
+        // Directory ids only where one is not 0 (states without a disk loss hash as they did).
+        let reported = self.max_reported.map(|(_, _, m)| m);
+        let sets = self.committed.iter().map(|(e, _)| e.kind);
+        for (o, kind) in sets
+            .chain([reported.map_or(Kind::Data, Kind::Voters)])
+            .enumerate()
+        {
+            if let Kind::Voters(v) = kind {
+                if v.dirs() != 0 {
+                    let [d0, d1] = v.dirs().to_le_bytes();
+                    buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
+                    n += 3;
+                }
+            }
+        }
         h.write(&buf[..n]);
     }
 }

@@ -21,6 +21,7 @@ fn expected(bug: Bug) -> &'static str {
         Bug::SnapshotAboveHw => "SnapshotWithinHighWatermark",
         Bug::SnapshotLatestVoters => "SnapshotVotersCommitted",
         Bug::InstallKeepsSuffix => "LogMatching",
+        Bug::VoteIgnoresDirectoryId | Bug::FetchIgnoresDirectoryId => "MajorityOnlyOfHeldKeys",
     }
 }
 
@@ -103,7 +104,7 @@ fn without_the_bug_the_same_bounds_hold_for_the_same_depth() {
             r.violated()
         );
     }
-    assert_eq!(properties::ALWAYS.len(), 17);
+    assert_eq!(properties::ALWAYS.len(), 18);
 }
 
 #[test]
@@ -167,4 +168,37 @@ fn deep_preset_extends_the_default() {
     assert!(p.max_changes >= d.max_changes && p.max_crashes >= d.max_crashes);
     assert!(p.max_in_flight >= d.max_in_flight && p.voters == d.voters && p.joiners >= d.joiners);
     assert!(p != d && p.pre_vote && p.check_quorum);
+}
+
+#[test]
+fn a_replaced_disk_voting_or_fetching_as_its_old_key_loses_a_committed_entry() {
+    // vote-ignores-directory-id: the empty replica grants a pre-vote and a vote under its old key
+    // to a candidate that lacks a committed record. fetch-ignores-directory-id: the leader commits
+    // a record with the new replica's fetches counted as the old key, whose vote (granted before
+    // the disk loss, still in flight) elects a candidate without the record. Both in 11 to 13 steps.
+    for bug in [Bug::VoteIgnoresDirectoryId, Bug::FetchIgnoresDirectoryId] {
+        let r = check::harm_search(check::bug_bounds(bug, FetchMode::Sync), 2_000_000).unwrap();
+        let c = r.counterexample.expect("harm found");
+        assert_eq!(c.property, "CommittedEntriesNeverLost", "{}", bug.name());
+        assert!(
+            c.actions.len() <= 13,
+            "{}: {} steps",
+            bug.name(),
+            c.actions.len()
+        );
+        assert!(c
+            .actions
+            .iter()
+            .any(|a| matches!(a, model::Action::DiskLoss(_))));
+    }
+    // Without the bug the same bounds are harmless, exhaustively.
+    let ok = check::harm_search(
+        model::ModelConfig {
+            bug: None,
+            ..check::bug_bounds(Bug::FetchIgnoresDirectoryId, FetchMode::Sync)
+        },
+        2_000_000,
+    )
+    .unwrap();
+    assert!(ok.counterexample.is_none() && ok.exhaustive);
 }

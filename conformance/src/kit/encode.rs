@@ -67,8 +67,9 @@ impl Endpoints {
         }
     }
 
-    /// A voter set with real endpoints.
-    pub fn voter_set(&self, mask: Mask) -> Result<VoterSet, String> {
+    /// A voter set with real endpoints (every key with the mapping's first directory id).
+    pub fn voter_set(&self, set: model::types::VoterSet) -> Result<VoterSet, String> {
+        let mask = mapping::model_ids(set);
         VoterSet::new(ids(mask).map(|i| self.voter_node(i))).map_err(|e| e.to_string())
     }
 
@@ -117,7 +118,9 @@ impl Endpoints {
                     Record::LeaderChange { .. } => Kind::LeaderChange,
                     Record::KRaftVersion(1) => Kind::KRaftVersion,
                     Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
-                    Record::Voters(set) => Kind::Voters(self.mask_of(set)?),
+                    Record::Voters(set) => {
+                        Kind::Voters(model::types::VoterSet::of(self.mask_of(set)?))
+                    }
                 };
                 out.push(Entry { epoch, kind });
             }
@@ -174,11 +177,13 @@ pub fn request(
     Ok(match *msg {
         Msg::VoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         }
         | Msg::PreVoteRequest {
             epoch,
+            voter_dir,
             last_epoch,
             last_offset,
         } => Message::VoteRequest(
@@ -192,12 +197,12 @@ pub fn request(
                         .with_replica_epoch(i32::from(epoch))
                         .with_replica_id(BrokerId(me.id))
                         .with_replica_directory_id(mapping::directory_id(src))
-                        .with_voter_directory_id(mapping::directory_id(dst))
+                        .with_voter_directory_id(mapping::directory_id_at(dst, voter_dir))
                         .with_last_offset_epoch(i32::from(last_epoch))
                         .with_last_offset(i64::from(last_offset))
                         .with_pre_vote(matches!(msg, Msg::PreVoteRequest { .. }))])]),
         ),
-        Msg::BeginQuorumEpoch { epoch } => {
+        Msg::BeginQuorumEpoch { epoch, voter_dir } => {
             use begin_quorum_epoch_request::{LeaderEndpoint, PartitionData, TopicData};
             Message::BeginQuorumEpochRequest(
                 BeginQuorumEpochRequest::default()
@@ -207,7 +212,7 @@ pub fn request(
                         .with_topic_name(topic())
                         .with_partitions(vec![PartitionData::default()
                             .with_partition_index(0)
-                            .with_voter_directory_id(mapping::directory_id(dst))
+                            .with_voter_directory_id(mapping::directory_id_at(dst, voter_dir))
                             .with_leader_id(BrokerId(me.id))
                             .with_leader_epoch(i32::from(epoch))])])
                     .with_leader_endpoints(vec![LeaderEndpoint::default()
@@ -250,7 +255,10 @@ pub fn request(
                         .with_last_fetched_epoch(i32::from(k.last_fetched_epoch))
                         .with_log_start_offset(0)
                         .with_high_watermark(hw.map_or(-1, i64::from))
-                        .with_replica_directory_id(mapping::directory_id(src))])]),
+                        .with_replica_directory_id(mapping::directory_id_at(
+                            src,
+                            k.replica_dir,
+                        ))])]),
         ),
         Msg::VoteResponse { .. } | Msg::FetchResponse(_) => {
             return Err(format!("{msg:?} is a response, not a request"))

@@ -93,6 +93,7 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
         Action::ChangeTimeout(i) => format!("ChangeTimeout at {}", who(i)),
         Action::Resign(i) => format!("Resign at {}", who(i)),
         Action::Restart(i) => format!("Restart at {}", who(i)),
+        Action::DiskLoss(i) => format!("DiskLoss at {}", who(i)),
         Action::ClientAppend(i) => format!("ClientAppend at {}", who(i)),
         Action::Change { server, op } => {
             let op = match op {

@@ -144,7 +144,7 @@ pub fn add_voter(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
         &k.state.servers[me].log,
         k.state.servers[me].hw,
     );
-    if committed != Some(0b1111) {
+    if committed != Some(model::types::VoterSet::of(0b1111)) {
         return Err(Box::new(Divergence::Kit(format!(
             "the model did not commit the addition ({committed:?})"
         ))));

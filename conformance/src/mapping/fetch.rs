@@ -3,13 +3,13 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kraft::node::{FetchEcho, FETCH_ECHO_TAG};
-use model::types::{Entry, FetchKey, Log};
+use model::types::{Entry, FetchKey, Id, Log};
 
 use super::election::code;
 use super::state::record_kind;
-use super::{id_of, small};
+use super::{id_of, model_dir, small};
 
-pub(super) fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
+pub(super) fn fetch_request(m: &FetchRequest, src: Id) -> Result<FetchKey, String> {
     let p = m
         .topics
         .first()
@@ -19,6 +19,7 @@ pub(super) fn fetch_request(m: &FetchRequest) -> Result<FetchKey, String> {
         epoch: small(p.current_leader_epoch, "Fetch epoch")?,
         fetch_offset: small(p.fetch_offset, "fetch offset")?,
         last_fetched_epoch: small(p.last_fetched_epoch, "last fetched epoch")?,
+        replica_dir: model_dir(p.replica_directory_id, src, "Fetch replica directory id")?,
     })
 }
 
@@ -68,6 +69,7 @@ pub(super) fn fetch_response(m: &FetchResponse) -> Result<model::types::FetchRes
         epoch: small(echo.epoch, "echoed epoch")?,
         fetch_offset: small(echo.fetch_offset, "echoed fetch offset")?,
         last_fetched_epoch: small(echo.last_fetched_epoch, "echoed last fetched epoch")?,
+        replica_dir: 0,
     };
     let d = &p.diverging_epoch;
     let diverging = if d.epoch >= 0 && d.end_offset >= 0 {

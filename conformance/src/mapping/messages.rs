@@ -116,7 +116,7 @@ pub fn abstract_message(msg: &Message, src: Id) -> Result<Msg, String> {
         Message::VoteResponse(m) => vote_response(m),
         Message::BeginQuorumEpochRequest(m) => begin(m, src),
         Message::EndQuorumEpochRequest(m) => end(m, src),
-        Message::FetchRequest(m) => fetch_request(m).map(Msg::FetchRequest),
+        Message::FetchRequest(m) => fetch_request(m, src).map(Msg::FetchRequest),
         Message::FetchResponse(m) => fetch_response(m).map(Msg::FetchResponse),
         Message::BeginQuorumEpochResponse(_) | Message::EndQuorumEpochResponse(_) => {
             Err("BeginQuorumEpoch/EndQuorumEpoch responses are not in the model".into())

@@ -1,7 +1,9 @@
 //! The mapping between the model (`model`) and the implementation (`kraft`), both ways.
 //!
 //! # Identities
-//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)`, one listener
+//! Model server `i` is `kraft` node id `i`, directory id [`directory_id`]`(i)` (the model's directory id
+//! 0; [`directory_id_at`]`(i, d)` is its directory id `d`, read back by [`model_dir`] from the voter keys
+//! of Vote, BeginQuorumEpoch and Fetch requests), one listener
 //! `CONTROLLER://node<i>.conformance:<9000+i>`. The cluster id is [`CLUSTER_ID`]. Initial voters are
 //! formatted with the bootstrap checkpoint (`Bootstrap::Checkpoint`, `kraft.version` 1) holding the model's
 //! bootstrap set; joiners get the same checkpoint (contract §1).
@@ -25,6 +27,7 @@
 //!   survives. Messages in flight stay. A node that comes back Candidate or Resigned fires its
 //!   `FirstPoll` timer (due at once; the shell's first `tick`) in the same step: its Vote requests, or
 //!   its EndQuorumEpoch requests to the other voters, are part of the model's `Restart`.
+//! - `DiskLoss(i)` is not mapped yet: the replay refuses it (no graph or walk of the gate has one).
 //! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
@@ -111,9 +114,34 @@ pub const LISTENER: &str = "CONTROLLER";
 /// Observer expiry beyond any run: the model never forgets a replica's progress within an epoch.
 pub const NEVER: u64 = u64::MAX / 4;
 
-/// Directory id of model server `i` (never nil).
+/// The directory ids the mapping hands out: a fixed prefix, the model's directory id (incarnation)
+/// in bits 32..40, the server id + 1 in the low bits.
+const DIRECTORY_PREFIX: u128 = 0x6b72_6166_7400_0000_0000_0000_0000_0000;
+
+/// Directory id of model server `i` with its first disk (never nil).
 pub fn directory_id(i: Id) -> Uuid {
-    Uuid::from_u128(0x6b72_6166_7400_0000_0000_0000_0000_0000 | (u128::from(i) + 1))
+    directory_id_at(i, 0)
+}
+
+/// Directory id of model server `i` at model directory id `dir` (after `dir` disk losses).
+pub fn directory_id_at(i: Id, dir: u8) -> Uuid {
+    Uuid::from_u128(DIRECTORY_PREFIX | (u128::from(dir) << 32) | (u128::from(i) + 1))
+}
+
+/// The model directory id of `u`, which must be one the mapping gave server `i`.
+pub fn model_dir(u: Uuid, i: Id, what: &str) -> Result<u8, String> {
+    let dir = ((u.as_u128() >> 32) & 0xFF) as u8;
+    if directory_id_at(i, dir) == u {
+        Ok(dir)
+    } else {
+        Err(format!("{what} {u} is not a directory id of server {i}"))
+    }
+}
+
+/// The ids of a model voter set. The gate's runs keep every directory id at 0 (the mapping's
+/// [`directory_id`]), which [`mask_of`] checks on the implementation's side.
+pub fn model_ids(v: model::types::VoterSet) -> Mask {
+    v.ids()
 }
 
 /// The one listener of model server `i`.

@@ -7,7 +7,7 @@ use model::types::{bit, Entry, FetchKey, Id, Kind, Mask, PendingChange, Role};
 
 use model::types::ChangeOp;
 
-use super::{id_of, mask_of, replica_key, small};
+use super::{id_of, mask_of, model_ids, replica_key, small};
 
 fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
     Ok(match kind {
@@ -17,7 +17,7 @@ fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
         EntryKind::KRaftVersion(v) => {
             return Err(format!("KRaftVersionRecord level {v}, the model writes 1"))
         }
-        EntryKind::Voters(set) => Kind::Voters(mask_of(set)?),
+        EntryKind::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
     })
 }
 
@@ -27,7 +27,7 @@ pub(super) fn record_kind(r: &kraft::log::Record) -> Result<Kind, String> {
         kraft::log::Record::LeaderChange { .. } => Kind::LeaderChange,
         kraft::log::Record::KRaftVersion(1) => Kind::KRaftVersion,
         kraft::log::Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
-        kraft::log::Record::Voters(set) => Kind::Voters(mask_of(set)?),
+        kraft::log::Record::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
     })
 }
 
@@ -128,7 +128,7 @@ pub fn abstract_model(
         voted_for: s.voted_for,
         log: s.log.as_slice().to_vec(),
         hw: s.hw,
-        latest_voters: model::spec::latest_voters(bootstrap, &s.log),
+        latest_voters: model_ids(model::spec::latest_voters(bootstrap, &s.log)),
         committed_voters: committed,
         epoch_start: leading.then_some(s.epoch_start),
         end: if leading {
@@ -147,7 +147,7 @@ pub fn abstract_model(
             let mut v: Vec<(u8, u8, Mask)> = [s.log.base(), s.snapshot]
                 .into_iter()
                 .flatten()
-                .map(|p| (p.id.end, p.id.epoch, p.voters))
+                .map(|p| (p.id.end, p.id.epoch, model_ids(p.voters)))
                 .collect();
             v.sort();
             v.dedup();
@@ -234,6 +234,7 @@ pub fn abstract_view(
             epoch: small(f.epoch, "fetch epoch")?,
             fetch_offset: small(f.fetch_offset, "fetch offset")?,
             last_fetched_epoch: small(f.last_fetched_epoch, "last fetched epoch")?,
+            replica_dir: 0,
         }),
         None => None,
     };

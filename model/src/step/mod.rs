@@ -5,11 +5,11 @@
 
 use crate::config::{Bug, ConfigError, FetchMode, ModelConfig, Start};
 use crate::spec::{
-    check_change, is_majority, latest_voters, latest_voters_offset, reported_committed_offset, size,
+    check_change, is_majority, latest_voters, latest_voters_offset, reported_committed_offset,
 };
 use crate::types::{
     bit, event, ids, violation, Action, ChangeOp, Entry, Envelope, ErrorCode, FetchKey, History,
-    Id, Kind, Msg, Reply, Role, Server, State,
+    Id, Kind, Msg, Reply, Role, Server, State, MAX_DIRS,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -165,9 +165,10 @@ impl KraftModel {
         }
     }
 
-    /// True if server `i` is a voter of its own latest set.
+    /// True if server `i`'s key (id, directory id) is a voter of its own latest set (Kafka's
+    /// `QuorumState.isVoter`).
     fn is_voter(&self, s: &Server, i: Id) -> bool {
-        latest_voters(self.cfg.bootstrap(), &s.log) & bit(i) != 0
+        latest_voters(self.cfg.bootstrap(), &s.log).is_voter(i, s.dir)
     }
 
     /// Size of the start-of-epoch batch server `s` would write as leader.
@@ -225,7 +226,19 @@ impl KraftModel {
     fn check_quorum_may_expire(&self, s: &Server) -> bool {
         self.cfg.check_quorum
             && !self.cfg.has(Bug::NoCheckQuorum)
-            && size(latest_voters(self.cfg.bootstrap(), &s.log)) > 1
+            && latest_voters(self.cfg.bootstrap(), &s.log).len() > 1
+    }
+
+    /// The directory id of the key an operator's `op` names for the replica it adds or updates
+    /// (the replica's current one: the operator reads it from the replica's `meta.properties`);
+    /// a removal names the key the leader's latest set holds, so its directory id is not used.
+    pub fn op_dir(st: &State, op: ChangeOp) -> u8 {
+        match op {
+            ChangeOp::Add(j) | ChangeOp::Update(j) | ChangeOp::Swap { add: j, .. } => {
+                st.servers.get(j as usize).map_or(0, |s| s.dir)
+            }
+            ChangeOp::Remove(_) => 0,
+        }
     }
 
     /// The operations tried at each server.
@@ -250,12 +263,12 @@ impl KraftModel {
 
     /// True if `op` at `s` would append a record within the bounds.
     fn change_allowed(&self, st: &State, s: &Server, op: ChangeOp) -> bool {
-        let Ok(new_set) = check_change(&self.cfg, s, op) else {
+        let Ok(new_set) = check_change(&self.cfg, s, op, Self::op_dir(st, op)) else {
             return false;
         };
         if let ChangeOp::Swap { .. } = op {
             // The swap bug only targets odd-sized sets, where one-out-one-in breaks overlap.
-            if size(latest_voters(self.cfg.bootstrap(), &s.log)) & 1 == 0 || size(new_set) == 0 {
+            if latest_voters(self.cfg.bootstrap(), &s.log).len() & 1 == 0 || new_set.is_empty() {
                 return false;
             }
         }
@@ -316,6 +329,9 @@ impl KraftModel {
             }
             if st.history.crashes < cfg.max_crashes {
                 out.push(Action::Restart(i));
+            }
+            if st.history.disk_losses < cfg.max_disk_losses && s.dir + 1 < MAX_DIRS {
+                out.push(Action::DiskLoss(i));
             }
             for &op in &ops {
                 if self.resign_due(s, i) {
@@ -422,7 +438,7 @@ impl KraftModel {
                     return None;
                 }
                 // Ghost: was it cut off, a majority of its other voters already in a later epoch?
-                let voters = latest_voters(cfg.bootstrap(), &s.log);
+                let voters = latest_voters(cfg.bootstrap(), &s.log).ids();
                 let moved_on = ids(voters)
                     .filter(|&v| v != i && st.servers[v as usize].epoch > s.epoch)
                     .fold(0, |m, v| m | bit(v));
@@ -470,6 +486,18 @@ impl KraftModel {
                     }
                 }
             }
+            Action::DiskLoss(i) if i < n => {
+                let dir = st.servers[i as usize].dir;
+                if st.history.disk_losses >= cfg.max_disk_losses || dir + 1 >= MAX_DIRS {
+                    return None;
+                }
+                tx.s.history.disk_losses += 1;
+                tx.lose_disk(i);
+                if cfg.gc {
+                    // As on a restart: the answers on their way to it are lost with its connections.
+                    tx.forget_requests(i);
+                }
+            }
             Action::ClientAppend(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &st.servers[i as usize];
                 if s.role != Role::Leader
@@ -489,7 +517,7 @@ impl KraftModel {
                     && !self.resign_due(&st.servers[server as usize], server) =>
             {
                 let s = &st.servers[server as usize];
-                match check_change(cfg, s, op) {
+                match check_change(cfg, s, op, Self::op_dir(st, op)) {
                     Ok(new_set) => {
                         if !self.change_allowed(st, s, op) {
                             return None;
@@ -595,6 +623,7 @@ pub fn fetch_key(s: &Server) -> FetchKey {
         epoch: s.epoch,
         fetch_offset: s.log.len(),
         last_fetched_epoch: s.log.last_epoch(),
+        replica_dir: s.dir,
     }
 }
 
@@ -649,7 +678,7 @@ impl Tx<'_> {
     fn record_history(&mut self, before: &State, action: Action) {
         let cfg = self.cfg;
         let restarted = match action {
-            Action::Restart(i) => Some(i),
+            Action::Restart(i) | Action::DiskLoss(i) => Some(i),
             _ => None,
         };
         for (i, (old, new)) in before.servers.iter().zip(&self.s.servers).enumerate() {
@@ -681,6 +710,8 @@ impl Tx<'_> {
     }
 }
 
+#[cfg(test)]
+mod disk_loss_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -12,14 +12,16 @@ impl Tx<'_> {
         match msg {
             Msg::VoteRequest {
                 epoch,
+                voter_dir,
                 last_epoch,
                 last_offset,
-            } => self.on_vote_request(dst, src, epoch, last_epoch, last_offset),
+            } => self.on_vote_request(dst, src, epoch, voter_dir, last_epoch, last_offset),
             Msg::PreVoteRequest {
                 epoch,
+                voter_dir,
                 last_epoch,
                 last_offset,
-            } => self.on_pre_vote_request(dst, src, epoch, last_epoch, last_offset),
+            } => self.on_pre_vote_request(dst, src, epoch, voter_dir, last_epoch, last_offset),
             Msg::VoteResponse {
                 epoch,
                 granted,
@@ -53,7 +55,9 @@ impl Tx<'_> {
                     }
                 }
             }
-            Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
+            // BeginQuorumEpoch's voter key is checked after the transition (Kafka 4.4
+            // `handleBeginQuorumEpochRequest`): a mismatch only changes the unmodelled answer.
+            Msg::BeginQuorumEpoch { epoch, .. } | Msg::EndQuorumEpoch { epoch } => {
                 // Kafka's maybeTransition: a leader id for a newer epoch, or for the current epoch
                 // while no leader is known, makes the receiver its follower.
                 let s = &self.s.servers[dst as usize];
@@ -125,7 +129,7 @@ impl Tx<'_> {
                 }
                 // A leader announcement of the receiver's epoch only matters while the receiver knows
                 // no leader of it, now or later in the epoch (Kafka's `maybeTransition`).
-                Msg::BeginQuorumEpoch { epoch } | Msg::EndQuorumEpoch { epoch } => {
+                Msg::BeginQuorumEpoch { epoch, .. } | Msg::EndQuorumEpoch { epoch } => {
                     epoch > d.epoch || (epoch == d.epoch && learns_leader(d, env.dst))
                 }
                 Msg::FetchResponse(r) => d.fetching == Some(r.request),
@@ -183,14 +187,26 @@ impl Tx<'_> {
     /// (a fetch or a truncation can make it latest), or one a remaining membership change appends.
     pub(super) fn may_lose_leader(&self) -> Mask {
         let h = &self.s.history;
-        if h.crashes < self.cfg.max_crashes || h.changes < self.cfg.max_changes {
+        if h.crashes < self.cfg.max_crashes
+            || h.changes < self.cfg.max_changes
+            || h.disk_losses < self.cfg.max_disk_losses
+        {
             return Mask::MAX;
         }
-        let mut outside = !self.cfg.bootstrap();
+        // A replica whose disk was replaced is an observer of every set that holds an older key of
+        // its id.
+        let mut outside = !self.cfg.bootstrap()
+            | self
+                .s
+                .servers
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.dir != 0)
+                .fold(0, |m, (i, _)| m | bit(i as Id));
         let mut note = |log: &Log| {
             for e in log.as_slice() {
                 if let Kind::Voters(set) = e.kind {
-                    outside |= !set;
+                    outside |= !set.ids();
                 }
             }
         };

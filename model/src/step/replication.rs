@@ -2,9 +2,10 @@
 //! truncation.
 
 use super::Tx;
+use crate::config::Bug;
 use crate::spec::{
-    diverging, membership_changes_from, next_high_watermark, reported_committed_offset,
-    reported_committed_voters, snapshot_answer, truncation_offset,
+    diverging, latest_voters, membership_changes_from, next_high_watermark,
+    reported_committed_offset, reported_committed_voters, snapshot_answer, truncation_offset,
 };
 use crate::types::{
     bit, event, violation, ErrorCode, FetchKey, FetchResponse, Id, Kind, Log, Reply, Role,
@@ -122,16 +123,40 @@ impl Tx<'_> {
             resp.high_watermark = s.hw;
             return resp;
         }
-        let s = self.server(l);
-        s.end[f as usize] = Some(key.fetch_offset);
-        if key.fetch_offset >= s.log.len() {
-            s.caught_up |= bit(f);
-        }
+        self.record_fetch(l, f, key);
         self.advance_hw(l);
         let s = &self.s.servers[l as usize];
         resp.high_watermark = s.hw;
         resp.records = s.log.suffix(key.fetch_offset);
         resp
+    }
+
+    /// Leader `l` records a valid fetch from the key (f, `key.replica_dir`) (Kafka 4.4
+    /// `LeaderState.updateReplicaState`, whose replica states are keyed by (id, directory id)). A
+    /// fetch from another key than the latest set's voter key of `f` is an observer's: the model
+    /// keeps one replica state per id, the voter's, and leaves it alone (Kafka adds an observer
+    /// state beside it, which the model forgets; the observer's next fetch after the voter is
+    /// removed records it). The `fetch-ignores-directory-id` bug records it as the voter's.
+    fn record_fetch(&mut self, l: Id, f: Id, key: FetchKey) {
+        let voters = latest_voters(self.cfg.bootstrap(), &self.s.servers[l as usize].log);
+        let other_key = voters.dir(f).is_some_and(|d| d != key.replica_dir);
+        if other_key {
+            if !self.cfg.has(Bug::FetchIgnoresDirectoryId) {
+                return;
+            }
+            self.s.history.violations |= violation::KEY_NOT_HELD_COUNTED;
+        }
+        let s = self.server(l);
+        if !other_key && s.peer_dir(f) != key.replica_dir {
+            // Another key of this id: its state starts afresh.
+            s.end[f as usize] = None;
+            s.caught_up &= !bit(f);
+            s.set_peer_dir(f, key.replica_dir);
+        }
+        s.end[f as usize] = Some(key.fetch_offset);
+        if key.fetch_offset >= s.log.len() {
+            s.caught_up |= bit(f);
+        }
     }
 
     /// Replica `i` applies a fetch response from `from` that matches its request.

@@ -4,7 +4,9 @@
 use super::Tx;
 use crate::config::Bug;
 use crate::spec::{is_majority, latest_voters, latest_voters_offset, log_up_to_date};
-use crate::types::{bit, event, ids, ErrorCode, Id, Kind, Msg, Reply, Role, Server, MAX_SERVERS};
+use crate::types::{
+    bit, event, ids, violation, ErrorCode, Id, Kind, Msg, Reply, Role, Server, MAX_SERVERS,
+};
 
 impl Tx<'_> {
     /// Leaving the leader role answers the pending change with NOT_LEADER_OR_FOLLOWER.
@@ -26,6 +28,7 @@ impl Tx<'_> {
         s.epoch_start = 0;
         s.end = [None; MAX_SERVERS];
         s.caught_up = 0;
+        s.peer_dirs = 0;
         s.pending = None;
         s.fetching = None;
         s.fetched = false;
@@ -91,10 +94,13 @@ impl Tx<'_> {
             s.voted_for = voted_for;
         }
         s.pre_votes = bit(i);
-        self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::PreVoteRequest {
-            epoch,
-            last_epoch,
-            last_offset,
+        self.ask_voters(i, |epoch, voter_dir, last_epoch, last_offset| {
+            Msg::PreVoteRequest {
+                epoch,
+                voter_dir,
+                last_epoch,
+                last_offset,
+            }
         });
         self.maybe_become_candidate(i);
     }
@@ -103,7 +109,8 @@ impl Tx<'_> {
     pub(super) fn maybe_become_candidate(&mut self, i: Id) {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
-        if s.role == Role::Prospective && is_majority(s.pre_votes, latest_voters(bootstrap, &s.log))
+        if s.role == Role::Prospective
+            && is_majority(s.pre_votes, latest_voters(bootstrap, &s.log).ids())
         {
             self.s.history.events |= event::PRE_VOTE_WON;
             self.become_candidate(i);
@@ -119,18 +126,15 @@ impl Tx<'_> {
         let s = self.server(i);
         s.voted_for = Some(i);
         s.votes = bit(i);
-        self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::VoteRequest {
-            epoch,
-            last_epoch,
-            last_offset,
-        });
+        self.ask_voters(i, vote_request);
         self.maybe_become_leader(i);
     }
 
     pub(super) fn maybe_become_leader(&mut self, i: Id) {
         let bootstrap = self.cfg.bootstrap();
         let s = self.server(i);
-        if s.role == Role::Candidate && is_majority(s.votes, latest_voters(bootstrap, &s.log)) {
+        if s.role == Role::Candidate && is_majority(s.votes, latest_voters(bootstrap, &s.log).ids())
+        {
             self.become_leader(i);
         }
     }
@@ -156,7 +160,7 @@ impl Tx<'_> {
             self.append(i, Kind::KRaftVersion);
             self.append(i, Kind::Voters(voters));
         }
-        self.tell_voters(i, Msg::BeginQuorumEpoch { epoch });
+        self.tell_voters(i, |voter_dir| Msg::BeginQuorumEpoch { epoch, voter_dir });
         self.advance_hw(i);
     }
 
@@ -176,23 +180,24 @@ impl Tx<'_> {
         s.hw = None;
         s.leader = Some(i);
         let epoch = s.epoch;
-        self.tell_voters(i, Msg::EndQuorumEpoch { epoch });
+        self.tell_voters(i, |_| Msg::EndQuorumEpoch { epoch });
     }
 
-    /// Sends `msg` from `i` to every other voter of `i`'s latest set.
-    fn tell_voters(&mut self, i: Id, msg: Msg) {
+    /// Sends `msg(directory id)` from `i` to every other voter of `i`'s latest set, each naming
+    /// the receiver's voter key in that set.
+    fn tell_voters(&mut self, i: Id, msg: impl Fn(u8) -> Msg) {
         let voters = latest_voters(self.cfg.bootstrap(), &self.server(i).log);
-        for v in ids(voters).filter(|&v| v != i) {
-            self.send(i, v, msg);
+        for v in ids(voters.ids()).filter(|&v| v != i) {
+            self.send(i, v, msg(voters.dir(v).unwrap_or(0)));
         }
     }
 
-    /// Asks every other voter of `i`'s latest set for a (pre-)vote: `request(epoch, last epoch,
-    /// LEO)` built from `i`'s epoch and log as they are now.
-    fn ask_voters(&mut self, i: Id, request: fn(u8, u8, u8) -> Msg) {
+    /// Asks every other voter of `i`'s latest set for a (pre-)vote: `request(epoch, voter's
+    /// directory id, last epoch, LEO)` built from `i`'s epoch and log as they are now.
+    fn ask_voters(&mut self, i: Id, request: fn(u8, u8, u8, u8) -> Msg) {
         let s = self.server(i);
-        let msg = request(s.epoch, s.log.last_epoch(), s.log.len());
-        self.tell_voters(i, msg);
+        let (epoch, last_epoch, leo) = (s.epoch, s.log.last_epoch(), s.log.len());
+        self.tell_voters(i, |dir| request(epoch, dir, last_epoch, leo));
     }
 
     /// Restart: durable epoch, vote and log stay (and the epoch's leader, which Kafka stores with the
@@ -210,10 +215,10 @@ impl Tx<'_> {
         let s = self.server(i);
         let was_leader = matches!(s.role, Role::Leader | Role::Resigned);
         let voters = latest_voters(bootstrap, &s.log);
-        let voted_self = s.voted_for == Some(i) && voters & bit(i) != 0;
+        let voted_self = s.voted_for == Some(i) && voters.is_voter(i, s.dir);
         // Kafka's `QuorumState.initialize`: a stored leader whose endpoints the latest voter set has
         // is followed again (a `FollowerState` that has not fetched yet, no HW).
-        let stored_leader = s.leader.filter(|&l| l != i && voters & bit(l) != 0);
+        let stored_leader = s.leader.filter(|&l| l != i && voters.has_id(l));
         Self::reset_volatile(s);
         s.hw = None;
         self.truncate_to_latest_snapshot(i);
@@ -225,17 +230,50 @@ impl Tx<'_> {
             s.votes = bit(i);
             self.maybe_become_leader(i);
             if self.server(i).role == Role::Candidate {
-                self.ask_voters(i, |epoch, last_epoch, last_offset| Msg::VoteRequest {
-                    epoch,
-                    last_epoch,
-                    last_offset,
-                });
+                self.ask_voters(i, vote_request);
             }
         } else if let Some(l) = stored_leader {
             s.role = Role::Follower;
             s.leader = Some(l);
         } else {
             s.role = Role::Unattached;
+        }
+    }
+
+    /// A replaced disk: the server comes back formatted afresh under the same node id, with a new
+    /// directory id, epoch 0, no vote, an empty log and no snapshot, Unattached: an observer of
+    /// the bootstrap set (its new key is in no voter set). Its pending change is lost unanswered,
+    /// as on a restart.
+    pub(super) fn lose_disk(&mut self, i: Id) {
+        let s = self.server(i);
+        *s = Server {
+            dir: s.dir + 1,
+            ..Server::default()
+        };
+    }
+
+    /// Kafka 4.4's `isValidVoterKey`, checked after the epoch transition of a (pre-)vote request:
+    /// a request meant for another directory id of this id is refused with INVALID_VOTER_KEY
+    /// (answered here, true). The `vote-ignores-directory-id` bug skips it.
+    fn refuse_other_key(&mut self, r: Id, c: Id, voter_dir: u8) -> bool {
+        let s = &self.s.servers[r as usize];
+        if voter_dir == s.dir || self.cfg.has(Bug::VoteIgnoresDirectoryId) {
+            return false;
+        }
+        let msg = Msg::VoteResponse {
+            epoch: s.epoch,
+            granted: false,
+            error: ErrorCode::InvalidVoterKey,
+            leader: s.leader,
+        };
+        self.send(r, c, msg);
+        true
+    }
+
+    /// Ghost: a grant for the key (r, voter_dir) by a replica that does not hold it.
+    fn note_grant(&mut self, r: Id, voter_dir: u8, granted: bool) {
+        if granted && self.s.servers[r as usize].dir != voter_dir {
+            self.s.history.violations |= violation::KEY_NOT_HELD_COUNTED;
         }
     }
 
@@ -275,6 +313,7 @@ impl Tx<'_> {
         r: Id,
         c: Id,
         epoch: u8,
+        voter_dir: u8,
         last_epoch: u8,
         last_offset: u8,
     ) {
@@ -283,6 +322,9 @@ impl Tx<'_> {
         }
         if epoch > self.s.servers[r as usize].epoch {
             self.become_unattached(r, epoch);
+        }
+        if self.refuse_other_key(r, c, voter_dir) {
+            return;
         }
         let log_ok = self.cfg.has(Bug::VoteIgnoresLog)
             || log_up_to_date(last_epoch, last_offset, &self.s.servers[r as usize].log);
@@ -302,6 +344,7 @@ impl Tx<'_> {
             error: ErrorCode::None,
             leader: s.leader,
         };
+        self.note_grant(r, voter_dir, granted);
         self.send(r, c, msg);
     }
 
@@ -314,6 +357,7 @@ impl Tx<'_> {
         r: Id,
         c: Id,
         epoch: u8,
+        voter_dir: u8,
         last_epoch: u8,
         last_offset: u8,
     ) {
@@ -322,6 +366,9 @@ impl Tx<'_> {
         }
         if epoch > self.s.servers[r as usize].epoch {
             self.become_unattached(r, epoch);
+        }
+        if self.refuse_other_key(r, c, voter_dir) {
+            return;
         }
         let ignore_log = self.cfg.has(Bug::VoteIgnoresLog);
         let s = self.server(r);
@@ -342,6 +389,17 @@ impl Tx<'_> {
             error: ErrorCode::None,
             leader: s.leader,
         };
+        self.note_grant(r, voter_dir, granted);
         self.send(r, c, msg);
+    }
+}
+
+/// A Vote request from its fields (the constructor [`Tx::ask_voters`] takes).
+fn vote_request(epoch: u8, voter_dir: u8, last_epoch: u8, last_offset: u8) -> Msg {
+    Msg::VoteRequest {
+        epoch,
+        voter_dir,
+        last_epoch,
+        last_offset,
     }
 }

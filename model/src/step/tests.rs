@@ -1,4 +1,5 @@
 use super::*;
+use crate::types::VoterSet;
 
 fn model(cfg: ModelConfig) -> KraftModel {
     KraftModel::new(cfg).unwrap()
@@ -14,7 +15,11 @@ fn elected_start_matches_the_contract_bootstrap() {
     let kinds: Vec<Kind> = l.log.as_slice().iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,
-        vec![Kind::LeaderChange, Kind::KRaftVersion, Kind::Voters(0b111)]
+        vec![
+            Kind::LeaderChange,
+            Kind::KRaftVersion,
+            Kind::Voters(VoterSet::of(0b111))
+        ]
     );
     assert_eq!(l.hw, Some(3));
     for f in &s.servers[1..3] {
@@ -135,7 +140,10 @@ fn gc_drops_what_the_receiver_can_no_longer_use() {
     let begin_to_follower = Envelope {
         src: 0,
         dst: 1,
-        msg: Msg::BeginQuorumEpoch { epoch: 1 },
+        msg: Msg::BeginQuorumEpoch {
+            epoch: 1,
+            voter_dir: 0,
+        },
     };
     let fetch = Action::Fetch {
         replica: 2,
@@ -186,6 +194,7 @@ fn gc_restart_loses_responses_and_skips_no_op_restarts() {
         dst: 1,
         msg: Msg::PreVoteRequest {
             epoch: 1,
+            voter_dir: 0,
             last_epoch: 1,
             last_offset: 3,
         },
@@ -230,6 +239,7 @@ fn gc_a_transition_forgets_its_answers_and_effectless_requests() {
         dst: 2,
         msg: Msg::PreVoteRequest {
             epoch,
+            voter_dir: 0,
             last_epoch: 1,
             last_offset,
         },
@@ -273,6 +283,7 @@ fn gc_drops_requests_whose_answer_a_final_epoch_sender_ignores() {
         dst: 2,
         msg: Msg::PreVoteRequest {
             epoch: 0,
+            voter_dir: 0,
             last_epoch: 0,
             last_offset: 0,
         },
@@ -438,7 +449,10 @@ fn update_voter_appends_the_same_voters_and_answers_at_once() {
     assert_eq!(st.replies[0].error, ErrorCode::None);
     let s = st.state;
     let l = &s.servers[0];
-    assert_eq!(l.log.get(3).map(|e| e.kind), Some(Kind::Voters(0b111)));
+    assert_eq!(
+        l.log.get(3).map(|e| e.kind),
+        Some(Kind::Voters(VoterSet::of(0b111)))
+    );
     assert_eq!((l.pending, l.hw), (None, Some(3)));
     assert_eq!(s.history.changes, 1);
     // One change at a time: the uncommitted update holds back the next change.

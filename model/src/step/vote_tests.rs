@@ -60,21 +60,25 @@ fn answer(s: &State, msg: Msg) -> (bool, Server) {
 
 const PRE_VOTE: Msg = Msg::PreVoteRequest {
     epoch: 2,
+    voter_dir: 0,
     last_epoch: 1,
     last_offset: 3,
 };
 const STALE_PRE_VOTE: Msg = Msg::PreVoteRequest {
     epoch: 2,
+    voter_dir: 0,
     last_epoch: 1,
     last_offset: 2,
 };
 const VOTE: Msg = Msg::VoteRequest {
     epoch: 2,
+    voter_dir: 0,
     last_epoch: 1,
     last_offset: 3,
 };
 const STALE_VOTE: Msg = Msg::VoteRequest {
     epoch: 2,
+    voter_dir: 0,
     last_epoch: 1,
     last_offset: 2,
 };
@@ -132,6 +136,7 @@ fn a_newer_epoch_makes_the_receiver_unattached_before_the_rule_applies() {
         (
             Msg::PreVoteRequest {
                 epoch: 3,
+                voter_dir: 0,
                 last_epoch: 1,
                 last_offset: 3,
             },
@@ -140,6 +145,7 @@ fn a_newer_epoch_makes_the_receiver_unattached_before_the_rule_applies() {
         (
             Msg::VoteRequest {
                 epoch: 3,
+                voter_dir: 0,
                 last_epoch: 1,
                 last_offset: 3,
             },
@@ -181,6 +187,7 @@ fn a_restarted_candidate_asks_for_its_votes_again() {
     );
     let vote = Msg::VoteRequest {
         epoch: 2,
+        voter_dir: 0,
         last_epoch: 1,
         last_offset: 3,
     };

@@ -248,11 +248,13 @@ mod tests {
     fn only_a_request_behind_a_held_one_may_wait() {
         let pre = Msg::PreVoteRequest {
             epoch: 0,
+            voter_dir: 0,
             last_epoch: 0,
             last_offset: 0,
         };
         let vote = Msg::VoteRequest {
             epoch: 1,
+            voter_dir: 0,
             last_epoch: 0,
             last_offset: 0,
         };

@@ -55,6 +55,7 @@ impl Kit {
             epoch: me.epoch,
             fetch_offset: offset,
             last_fetched_epoch,
+            replica_dir: 0,
         };
         let action = format!(
             "replica {replica} fetches at offset {offset} (last fetched epoch \
@@ -171,7 +172,8 @@ impl Kit {
             format!("snapshot {}@{} ({size} bytes)", id.end, id.epoch),
         );
         let me = &self.state.servers[self.nut as usize];
-        let want = model::spec::committed_voters(self.state.bootstrap, &me.log, Some(id.end));
+        let want = model::spec::committed_voters(self.state.bootstrap, &me.log, Some(id.end))
+            .map(crate::mapping::model_ids);
         line.expected =
             format!("a snapshot with kraft.version 1 and the voter set {want:?} at offset end − 1");
         let snap = match kraft::records::decode_snapshot(bytes) {
@@ -207,6 +209,7 @@ impl Kit {
             epoch: self.state.servers[self.nut as usize].epoch,
             fetch_offset: id.end,
             last_fetched_epoch: id.epoch,
+            replica_dir: 0,
         };
         let action = format!(
             "replica {replica} fetches at {} (last fetched epoch {}) after the snapshot",

@@ -165,6 +165,7 @@ mod tests {
         let mut odd = pre;
         odd.msg = Msg::VoteRequest {
             epoch: 3,
+            voter_dir: 0,
             last_epoch: 0,
             last_offset: 0,
         };

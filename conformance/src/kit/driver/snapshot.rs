@@ -149,7 +149,7 @@ impl Kit {
     fn snapshot_file(&self, id: SnapshotId) -> R<Bytes> {
         let me = &self.state.servers[self.nut as usize];
         let mask = model::spec::committed_voters(self.state.bootstrap, &me.log, me.hw)
-            .unwrap_or(self.state.bootstrap);
+            .unwrap_or(model::types::VoterSet::of(self.state.bootstrap));
         let voters = self
             .eps
             .voter_set(mask)
@@ -293,6 +293,7 @@ fn fetch_key(fetch: &kafka_protocol::messages::FetchRequest) -> R<FetchKey> {
         epoch: small(i64::from(p.current_leader_epoch), "epoch")?,
         fetch_offset: small(p.fetch_offset, "fetch offset")?,
         last_fetched_epoch: small(i64::from(p.last_fetched_epoch), "last fetched epoch")?,
+        replica_dir: 0,
     })
 }
 
