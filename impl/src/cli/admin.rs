@@ -209,13 +209,17 @@ fn read_description(
     })
 }
 
-/// Against a leader that answered below v3: observes the metadata log (replica id −1) until it holds the
-/// leader's log up to the HW of a fresh DescribeQuorum answer of the same leader and epoch, then fills
-/// `CommittedVoters` with the committed voter set at that HW − 1 (empty while the HW is unknown). On
-/// failure the description says why (`CommittedVotersSource: not computed: ...`).
-fn compute_committed(leader: &mut Leader, connect: &ConnectArgs, deadline: Instant) {
+/// The one place `CommittedVoters` is obtained for `describe`, `add-voter` and `remove-voter`: served by a
+/// v3 leader, nothing to do; against a leader that answered below v3, observes the metadata log (replica
+/// id −1) until it holds the leader's log up to the HW of a fresh DescribeQuorum answer of the same leader
+/// and epoch, then fills `CommittedVoters` with the committed voter set at that HW − 1 (none while the HW
+/// is unknown). On failure the description says why (`CommittedVotersSource: not computed: ...`).
+pub fn committed_voters(leader: &mut Leader, connect: &ConnectArgs, deadline: Instant) {
     use super::describe::Computed;
     use super::observe::Observer;
+    if leader.description.api_version >= 3 {
+        return;
+    }
     let version = leader.description.api_version;
     let timeout = Duration::from_millis(connect.timeout_ms);
     let mut bootstrap = vec![leader.client.addr().to_string()];
@@ -321,7 +325,7 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
     };
     // The replication table has no CommittedVoters: only --status and --json need the log.
     if leader.description.api_version < 3 && !args.served_only && (args.status || args.json) {
-        compute_committed(&mut leader, &args.connect, Instant::now() + timeout);
+        committed_voters(&mut leader, &args.connect, Instant::now() + timeout);
     }
     let d = &leader.description;
     if args.json {
@@ -388,7 +392,11 @@ fn change<T>(
                 let settle = Instant::now() + Duration::from_secs(3);
                 loop {
                     match find_leader(connect, None, Duration::from_secs(1)) {
-                        Ok(after) => return Ok(ok(Some(&after.description))),
+                        Ok(mut after) => {
+                            let until = Instant::now() + Duration::from_millis(connect.timeout_ms);
+                            committed_voters(&mut after, connect, until);
+                            return Ok(ok(Some(&after.description)));
+                        }
                         Err(_) if Instant::now() < settle => {
                             std::thread::sleep(Duration::from_millis(100))
                         }
@@ -401,7 +409,11 @@ fn change<T>(
                 retried = true;
                 std::thread::sleep(Duration::from_millis(200));
             }
-            code if code == already_code && retried && done_already(&leader.description) => {
+            code if code == already_code && retried && {
+                committed_voters(&mut leader, connect, deadline);
+                done_already(&leader.description)
+            } =>
+            {
                 // An earlier attempt of ours went through (its reply was lost or timed out).
                 return Ok(ok(Some(&leader.description)));
             }
@@ -528,27 +540,16 @@ pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
     .map(|line| out!("{line}"))
 }
 
+/// The line `add-voter` and `remove-voter` print: the outcome, then the quorum as `describe` reports it
+/// (CommittedVoters served, computed from the log, or not computed and why; never an empty set in its
+/// place).
 fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -> String {
     let mut line = format!(
         "{verb} voter {id} (directory {}); committed.",
         format_directory_id(directory)
     );
     if let Some(d) = d {
-        let ids = |v: &[crate::wire::describe_quorum::ReplicaState]| {
-            v.iter()
-                .map(|r| r.replica_id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let p = &d.partition;
-        line.push_str(&format!(
-            " Now: leader {} epoch {} HW {}, CurrentVoters [{}], CommittedVoters [{}]",
-            p.leader_id,
-            p.leader_epoch,
-            p.high_watermark,
-            ids(&p.current_voters),
-            ids(&p.committed_voters),
-        ));
+        line.push_str(&format!(" Now: {}", d.summary()));
     }
     line
 }

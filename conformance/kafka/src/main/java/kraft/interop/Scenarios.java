@@ -428,6 +428,7 @@ final class Scenarios {
         Uuid dir4 = kafka.directoryIds.get(4);
         Procs.Result add = addVoterWhenCaughtUp(kafka, dir4);
         report.check("kraft add-voter against Kafka exits 0", add.code() == 0, add.toString());
+        NowLine.check(report, "kraft add-voter against Kafka", add, List.of(1, 2, 3, 4));
         compareStatus("after kraft add-voter: describe --status via Kafka controller 4", kafka.address(4), kafka.address(4), false);
         QuorumInfo q = quorum(kafka.address(1));
         report.equal("Kafka's Admin sees voter 4 with its directory id", dir4,
@@ -437,6 +438,7 @@ final class Scenarios {
         Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", kafka.address(3), "--node-id", "4",
             "--timeout-ms", "30000");
         report.check("kraft remove-voter against Kafka exits 0", remove.code() == 0, remove.toString());
+        NowLine.check(report, "kraft remove-voter against Kafka", remove, List.of(1, 2, 3));
         compareStatus("after kraft remove-voter: describe --status via Kafka controller 2", kafka.address(2), kafka.address(2), false);
         q = quorum(kafka.address(3));
         report.check("Kafka's Admin no longer sees voter 4", q.voters().stream().noneMatch(v -> v.replicaId() == 4),
