@@ -34,6 +34,8 @@ pub enum Computed {
     FromLog,
     /// Not computed, and why (printed in place of the list's origin).
     Unavailable(String),
+    /// Not computed because the principal may not fetch the metadata log (the ACL it lacks is named).
+    Denied(String),
 }
 
 impl QuorumDescription {
@@ -117,7 +119,9 @@ impl QuorumDescription {
                  replica id -1); the leader answered DescribeQuorum v{}, which has no CommittedVoters",
                 self.partition.high_watermark, self.api_version
             )),
-            Some(Computed::Unavailable(why)) => Some(format!("not computed: {why}")),
+            Some(Computed::Unavailable(why) | Computed::Denied(why)) => {
+                Some(format!("not computed: {why}"))
+            }
         }
     }
 
@@ -143,7 +147,9 @@ impl QuorumDescription {
                 ids(&p.committed_voters),
                 p.high_watermark
             ),
-            Some(Computed::Unavailable(why)) => format!("CommittedVotersSource: not computed: {why}"),
+            Some(Computed::Unavailable(why) | Computed::Denied(why)) => {
+                format!("CommittedVotersSource: not computed: {why}")
+            }
             None => format!(
                 "CommittedVotersSource: not computed: the leader answered DescribeQuorum v{}, which has \
                  no CommittedVoters",
