@@ -181,6 +181,34 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        if (wants("bs")) {
+            report.scenario("bs: kraft describe (--watch too), add-voter and remove-voter with --bootstrap-server against"
+                + " three Apache Kafka nodes in combined mode (process.roles=broker,controller): requests forwarded by a"
+                + " broker, CommittedVoters computed through the controller endpoint the quorum description names");
+            try {
+                new BrokerScenario(report, tools, work.resolve("brokers-combined")).runCombined();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("bb")) {
+            report.scenario("bb: the same through the one broker of three Apache Kafka controllers and a broker, the only"
+                + " address the tools are given");
+            try {
+                new BrokerScenario(report, tools, work.resolve("brokers-in-front")).runBrokerInFront();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("sa")) {
+            report.scenario("sa: kraft describe over SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 from --command-config)"
+                + " against an Apache Kafka controller with SASL listeners and StandardAuthorizer; refusals by exit code");
+            try {
+                new SaslScenario(report, tools, work.resolve("sasl")).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
         if (wants("r")) {
             report.scenario("r: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
                 + " an observer: an add-controller uncommitted then committed, a remove-controller truncated after"
