@@ -51,7 +51,9 @@ record BrokerScenario(Report report, Tools tools, Path work) {
             for (int id = 1; id <= 3; id++) k.launch(id);
             for (int id = 1; id <= 3; id++) k.awaitPort(id, broker.get(id));
             String via = "127.0.0.1:" + broker.get(2);
-            checks("bs", via, List.of(1, 2, 3), 3, dirs.get(3), "127.0.0.1:" + controller.get(3));
+            Map<Integer, String> endpoints = new LinkedHashMap<>();
+            controller.forEach((id, p) -> endpoints.put(id, "127.0.0.1:" + p));
+            checks("bs", via, List.of(1, 2, 3), dirs, endpoints);
             report.check("bs: every Kafka node still running", k.allAlive(), "see " + k.dir);
         }
     }
@@ -72,14 +74,17 @@ record BrokerScenario(Report report, Tools tools, Path work) {
             k.launch(10);
             k.awaitPort(10, port);
             String via = "127.0.0.1:" + port;
-            checks("bb", via, List.of(1, 2, 3), 3, controllers.directoryIds.get(3), controllers.address(3));
+            Map<Integer, String> endpoints = new LinkedHashMap<>();
+            for (int id = 1; id <= 3; id++) endpoints.put(id, controllers.address(id));
+            checks("bb", via, List.of(1, 2, 3), controllers.directoryIds, endpoints);
             report.check("bb: every Kafka process still running", k.allAlive() && controllers.allAlive(),
                 "see " + work);
         }
     }
 
-    private void checks(String tag, String via, List<Integer> voters, int moved, Uuid movedDir, String movedEndpoint)
-            throws Exception {
+    /** The checks of (bs) and (bb); the voter moved out and back is a follower, so the leader stays. */
+    private void checks(String tag, String via, List<Integer> voters, Map<Integer, Uuid> dirs,
+            Map<Integer, String> endpoints) throws Exception {
         compareStatus(tag + ": describe --status via broker " + via, via);
         Procs.Result d = tools.kraft("describe", "--bootstrap-server", via, "--status");
         Map<String, String> f = Tools.statusFields(d.out());
@@ -88,6 +93,10 @@ record BrokerScenario(Report report, Tools tools, Path work) {
         report.check(tag + ": marked as computed from the metadata log", f.getOrDefault("CommittedVotersSource", "")
             .startsWith("computed by kraft from the metadata log"), d.toString());
         watchLine(tag, via, voters);
+        int leader = Integer.parseInt(f.getOrDefault("LeaderId", "-1"));
+        int moved = voters.stream().filter(id -> id != leader).reduce((a, b) -> b).orElseThrow();
+        Uuid movedDir = dirs.get(moved);
+        String movedEndpoint = endpoints.get(moved);
 
         List<Integer> rest = new ArrayList<>(voters);
         rest.remove(Integer.valueOf(moved));
