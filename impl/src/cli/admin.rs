@@ -45,9 +45,10 @@ pub fn client_security(
     };
     let props = super::properties::read(path)?;
     let in_file = |f: Failure| Failure::new(f.code, format!("{}: {}", path.display(), f.message));
+    // The mechanism first: a refused one is named even when the TLS keys are incomplete too.
+    let sasl = crate::server::sasl::client_config(&props).map_err(|e| in_file(e.into()))?;
     let tls = Tls::for_client(&props)
         .map_err(|e| Failure::new(super::EXIT_STORAGE, format!("{}: {e}", path.display())))?;
-    let sasl = crate::server::sasl::client_config(&props).map_err(|e| in_file(e.into()))?;
     Ok(ClientSecurity { tls, sasl })
 }
 
