@@ -31,6 +31,10 @@ record SaslScenario(Report report, Tools tools, Path work) {
 
     void run() throws Exception {
         try (KafkaServers k = new KafkaServers(work)) {
+            // The second listener is SASL_SSL, with a certificate from kraft certs (valid for 127.0.0.1).
+            Path tls = work.resolve("tls");
+            Procs.Result certs = tools.kraft("certs", "--dir", tls.toString(), "--node-ids", "1");
+            if (certs.code() != 0) throw new IllegalStateException("kraft certs: " + certs);
             int port = KafkaQuorum.freePort(), plainOnly = KafkaQuorum.freePort();
             String plainJaas = PLAIN + " required username=\"admin\" password=\"admin-secret\""
                 + " user_admin=\"admin-secret\" user_reader=\"reader-secret\";";
@@ -38,7 +42,11 @@ record SaslScenario(Report report, Tools tools, Path work) {
                 Map.entry("process.roles", "controller"),
                 Map.entry("controller.listener.names", "CONTROLLER,PLAINONLY"),
                 Map.entry("listeners", "CONTROLLER://127.0.0.1:" + port + ",PLAINONLY://127.0.0.1:" + plainOnly),
-                Map.entry("listener.security.protocol.map", "CONTROLLER:SASL_PLAINTEXT,PLAINONLY:SASL_PLAINTEXT"),
+                Map.entry("listener.security.protocol.map", "CONTROLLER:SASL_PLAINTEXT,PLAINONLY:SASL_SSL"),
+                Map.entry("ssl.keystore.type", "PEM"),
+                Map.entry("ssl.keystore.location", tls.resolve("node-1.pem").toString()),
+                Map.entry("ssl.truststore.type", "PEM"),
+                Map.entry("ssl.truststore.location", tls.resolve("ca.pem").toString()),
                 Map.entry("controller.quorum.bootstrap.servers", "127.0.0.1:" + port),
                 Map.entry("sasl.mechanism.controller.protocol", "PLAIN"),
                 Map.entry("listener.name.controller.sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"),
@@ -80,8 +88,17 @@ record SaslScenario(Report report, Tools tools, Path work) {
                 "authentication failed");
             refused("sasl.mechanism=GSSAPI (not spoken by kraft)", addr,
                 config("gssapi", "GSSAPI", PLAIN, "admin", "admin-secret"), 10, "sasl.mechanism=GSSAPI");
-            refused("SCRAM-SHA-512 on a listener that enables only PLAIN", "127.0.0.1:" + plainOnly,
-                config("alice-plainonly", "SCRAM-SHA-512", SCRAM, "alice", "alice-secret"), 10,
+            String overSsl = "127.0.0.1:" + plainOnly;
+            Path adminSsl = sslConfig(config("admin-ssl", "PLAIN", PLAIN, "admin", "admin-secret"), tls);
+            Procs.Result ssl = tools.kraft("describe", "--bootstrap-controller", overSsl, "--status",
+                "--command-config", adminSsl.toString());
+            Map<String, String> sf = Tools.statusFields(ssl.out());
+            report.check("sa: SASL_SSL (PLAIN over TLS) on the second listener: exit 0, CommittedVoters computed",
+                ssl.code() == 0 && sf.getOrDefault("CommittedVotersSource", "").startsWith("computed by kraft")
+                    && "[1]".equals(Scenarios.ids(sf.get("CommittedVoters")).toString()), ssl.toString());
+            Scenarios.compareStatus(report, tools, "sa: SASL_SSL describe --status", overSsl, overSsl, false, adminSsl);
+            refused("SCRAM-SHA-512 on a SASL_SSL listener that enables only PLAIN", overSsl,
+                sslConfig(config("alice-plainonly", "SCRAM-SHA-512", SCRAM, "alice", "alice-secret"), tls), 10,
                 "does not enable SASL mechanism SCRAM-SHA-512 (it enables: PLAIN)");
             Path reader = config("reader", "PLAIN", PLAIN, "reader", "reader-secret");
             refused("reader without ACLs (DescribeCluster needs Alter)", addr, reader, 11,
@@ -140,6 +157,14 @@ record SaslScenario(Report report, Tools tools, Path work) {
             p.store(out, null);
         }
         return path;
+    }
+
+    /** {@code cfg} turned into SASL_SSL trusting the CA of {@code tls}. */
+    private static Path sslConfig(Path cfg, Path tls) throws Exception {
+        String text = Files.readString(cfg).replace("security.protocol=SASL_PLAINTEXT", "security.protocol=SASL_SSL");
+        Files.writeString(cfg, text + "ssl.truststore.type=PEM\nssl.truststore.location="
+            + tls.resolve("ca.pem") + "\n");
+        return cfg;
     }
 
     /** ALLOW Alter on the cluster for {@code principal}, created by the super user through the controller. */
