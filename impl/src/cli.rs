@@ -10,6 +10,9 @@
 //! - 6 storage or configuration error (data directory, config file)
 //! - 7 the node stopped on a fatal error (e.g. the quorum-state file cannot be written)
 //! - 8 TLS failed (handshake, untrusted or refused certificate)
+//! - 9 SASL authentication failed (wrong username or password)
+//! - 10 SASL mechanism refused (not one kraft speaks, or not enabled on the listener)
+//! - 11 authorization failed (CLUSTER_AUTHORIZATION_FAILED: the principal lacks an ACL, which is named)
 //! - 141 stdout closed by its reader (`kraft describe ... | head`), as a tool killed by SIGPIPE reports
 
 /// Exit code when the reader closed stdout: what a tool killed by SIGPIPE reports (128 + 13), where
@@ -41,6 +44,7 @@ macro_rules! out_part {
 
 pub mod admin;
 pub mod certs;
+pub mod committed;
 pub mod controller_properties;
 pub mod decode;
 pub mod describe;
@@ -67,6 +71,9 @@ pub const EXIT_PROTOCOL: i32 = 5;
 pub const EXIT_STORAGE: i32 = 6;
 pub const EXIT_NODE_FAILED: i32 = 7;
 pub const EXIT_TLS: i32 = 8;
+pub const EXIT_AUTHENTICATION: i32 = 9;
+pub const EXIT_SASL_MECHANISM: i32 = 10;
+pub const EXIT_AUTHORIZATION: i32 = 11;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -291,11 +298,18 @@ pub struct NodeArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("bootstrap").required(true).args(["bootstrap_controller", "bootstrap_server"])))]
 pub struct ConnectArgs {
     /// One or more controllers, `HOST:PORT[,HOST:PORT...]`. Any one is enough: like Kafka's admin client,
     /// the CLI asks it (DescribeCluster, KIP-919) which controller is active and talks to that one.
     #[arg(long)]
-    pub bootstrap_controller: String,
+    pub bootstrap_controller: Option<String>,
+    /// One or more brokers, `HOST:PORT[,HOST:PORT...]` (Kafka's `--bootstrap-server`): DescribeQuorum,
+    /// AddRaftVoter and RemoveRaftVoter go to a broker, which forwards them to the active controller.
+    /// CommittedVoters is computed from the metadata log fetched at the controller endpoints the
+    /// quorum description names (DescribeQuorum v2 `Nodes`), which must be reachable from here.
+    #[arg(long)]
+    pub bootstrap_server: Option<String>,
     /// Per-request timeout, and the overall deadline of add-voter and remove-voter.
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
@@ -404,6 +418,11 @@ impl From<crate::server::client::ClientError> for Failure {
             E::Io { .. } => EXIT_UNREACHABLE,
             E::Protocol { .. } => EXIT_PROTOCOL,
             E::Tls { .. } => EXIT_TLS,
+            E::Sasl { failure, .. } => match failure {
+                crate::server::sasl::SaslFailure::Mechanism { .. } => EXIT_SASL_MECHANISM,
+                crate::server::sasl::SaslFailure::Authentication(_) => EXIT_AUTHENTICATION,
+                crate::server::sasl::SaslFailure::Exchange(_) => EXIT_PROTOCOL,
+            },
         };
         Failure::new(code, e.to_string())
     }
@@ -412,6 +431,16 @@ impl From<crate::server::client::ClientError> for Failure {
 impl From<crate::server::tls::TlsError> for Failure {
     fn from(e: crate::server::tls::TlsError) -> Self {
         Failure::new(EXIT_STORAGE, e.to_string())
+    }
+}
+
+impl From<crate::server::sasl::SaslConfigError> for Failure {
+    fn from(e: crate::server::sasl::SaslConfigError) -> Self {
+        let code = match e {
+            crate::server::sasl::SaslConfigError::Mechanism(_) => EXIT_SASL_MECHANISM,
+            _ => EXIT_STORAGE,
+        };
+        Failure::new(code, e.to_string())
     }
 }
 

@@ -15,6 +15,7 @@ pub mod driver;
 mod event;
 mod forward;
 mod peer;
+pub mod sasl;
 pub mod store;
 pub mod tls;
 

@@ -48,7 +48,8 @@ fn start(config: &Path, log: &Path) -> Proc {
 
 fn describe(bootstrap: &str) -> Option<kraft::cli::describe::QuorumDescription> {
     let connect = ConnectArgs {
-        bootstrap_controller: bootstrap.to_string(),
+        bootstrap_controller: Some(bootstrap.to_string()),
+        bootstrap_server: None,
         timeout_ms: 1000,
         command_config: None,
     };

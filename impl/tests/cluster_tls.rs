@@ -338,7 +338,7 @@ fn membership_changes_need_a_super_user_certificate() {
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(11), "{stderr}");
     assert!(stderr.contains("CLUSTER_AUTHORIZATION_FAILED"), "{stderr}");
     let d = c.wait_for_leader(Duration::from_secs(10));
     assert_eq!(ids(&d).0, vec![1, 2, 3]);

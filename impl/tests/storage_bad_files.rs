@@ -88,7 +88,8 @@ fn run_node(dir: &Path, listener: &str, within: Duration) -> (Option<i32>, Strin
 fn run_node_until_it_leads(dir: &Path, listener: &str) -> String {
     let mut child = spawn_node(dir, listener);
     let connect = kraft::cli::ConnectArgs {
-        bootstrap_controller: listener.to_string(),
+        bootstrap_controller: Some(listener.to_string()),
+        bootstrap_server: None,
         timeout_ms: 1000,
         command_config: None,
     };

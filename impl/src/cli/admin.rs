@@ -7,13 +7,14 @@ use kafka_protocol::messages::{AddRaftVoterRequest, RemoveRaftVoterRequest};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use super::committed::committed_voters;
 use super::describe::QuorumDescription;
 use super::format::parse_host_port;
 use super::{
     kafka_error, AddVoterArgs, BenchDescribeArgs, ConnectArgs, DescribeArgs, Failure,
     RemoveVoterArgs, EXIT_KAFKA_ERROR, EXIT_TIMEOUT, EXIT_USAGE,
 };
-use crate::server::client::Client;
+use crate::server::client::{Client, ClientSecurity};
 use crate::server::tls::Tls;
 use crate::storage::{format_directory_id, parse_directory_id, DataDir};
 use crate::wire::describe_quorum::MAX_VERSION;
@@ -28,27 +29,36 @@ const METADATA_VERSION: i16 = 12;
 pub struct Leader {
     pub client: Client,
     pub description: QuorumDescription,
-    /// The leader's ApiVersions answer: which request versions it serves.
+    /// The leader's ApiVersions answer: which request versions it serves (through a broker: the
+    /// broker's, which for forwarded APIs is the intersection with the active controller's).
     pub versions: kafka_protocol::messages::ApiVersionsResponse,
+    /// `client` is a broker (`--bootstrap-server`) that forwards to the active controller.
+    pub via_broker: bool,
 }
 
-/// The TLS setup of `--command-config`, if it asks for SSL.
-pub fn client_tls(command_config: Option<&std::path::Path>) -> Result<Option<Tls>, Failure> {
-    match command_config {
-        None => Ok(None),
-        Some(path) => Ok(Tls::for_client(&super::properties::read(path)?)
-            .map_err(|e| Failure::new(super::EXIT_STORAGE, format!("{}: {e}", path.display())))?),
-    }
+/// The TLS and SASL setup of `--command-config` (none without one).
+pub fn client_security(
+    command_config: Option<&std::path::Path>,
+) -> Result<ClientSecurity, Failure> {
+    let Some(path) = command_config else {
+        return Ok(ClientSecurity::default());
+    };
+    let props = super::properties::read(path)?;
+    let in_file = |f: Failure| Failure::new(f.code, format!("{}: {}", path.display(), f.message));
+    // The mechanism first: a refused one is named even when the TLS keys are incomplete too.
+    let sasl = crate::server::sasl::client_config(&props).map_err(|e| in_file(e.into()))?;
+    let tls = Tls::for_client(&props)
+        .map_err(|e| Failure::new(super::EXIT_STORAGE, format!("{}: {e}", path.display())))?;
+    Ok(ClientSecurity { tls, sasl })
 }
 
-/// The `--bootstrap-controller` addresses.
-pub fn bootstrap_addresses(connect: &ConnectArgs) -> Vec<String> {
-    addresses(connect)
-}
-
-fn addresses(connect: &ConnectArgs) -> Vec<String> {
+/// The `--bootstrap-controller` or `--bootstrap-server` addresses.
+pub(super) fn addresses(connect: &ConnectArgs) -> Vec<String> {
     connect
         .bootstrap_controller
+        .as_deref()
+        .or(connect.bootstrap_server.as_deref())
+        .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -86,12 +96,20 @@ pub fn find_leader(
 ) -> Result<Leader, Failure> {
     let addrs = addresses(connect);
     if addrs.is_empty() {
-        return Err(Failure::new(EXIT_USAGE, "--bootstrap-controller is empty"));
+        return Err(Failure::new(
+            EXIT_USAGE,
+            "--bootstrap-controller / --bootstrap-server is empty",
+        ));
     }
-    let tls = client_tls(connect.command_config.as_deref())?;
+    let security = client_security(connect.command_config.as_deref())?;
     let mut last: Option<Failure> = None;
     for addr in &addrs {
-        match leader_via(addr, version, timeout, tls.as_ref()) {
+        let found = if connect.bootstrap_server.is_some() {
+            leader_via_broker(addr, version, timeout, &security)
+        } else {
+            leader_via(addr, version, timeout, &security)
+        };
+        match found {
             Ok(leader) => return Ok(leader),
             Err(f) => last = Some(f),
         }
@@ -99,14 +117,60 @@ pub fn find_leader(
     Err(last.unwrap_or_else(|| Failure::new(EXIT_USAGE, "no controller given")))
 }
 
+/// What Kafka's tools do with `--bootstrap-server`: DescribeCluster (brokers) at the broker for the
+/// cluster id, then DescribeQuorum at the same broker, which forwards it to the active controller
+/// (Kafka's `KafkaApis.forwardToController`, in an Envelope) and relays the answer.
+fn leader_via_broker(
+    addr: &str,
+    version: Option<i16>,
+    timeout: Duration,
+    security: &ClientSecurity,
+) -> Result<Leader, Failure> {
+    let mut client = Client::connect_secure(addr, timeout, security)?;
+    let versions = client.api_versions(3)?;
+    let Some(dc_version) = negotiate(&versions, DESCRIBE_CLUSTER, (0, 2)) else {
+        return Err(Failure::new(
+            super::EXIT_PROTOCOL,
+            format!("{addr} serves no DescribeCluster: not a Kafka broker"),
+        ));
+    };
+    let cluster = client.describe_cluster(dc_version, 1)?;
+    if cluster.error_code != 0 {
+        return Err(refusal(
+            format!("{addr}: DescribeCluster"),
+            cluster.error_code,
+            cluster.error_message.as_deref(),
+            "Describe",
+        ));
+    }
+    let mut leader = describe_at(client, &versions, cluster.cluster_id.to_string(), version)?;
+    leader.via_broker = true;
+    Ok(leader)
+}
+
+/// A Kafka error as a failure; CLUSTER_AUTHORIZATION_FAILED gets its own exit code and names the ACL
+/// the principal lacks (`operation` on the cluster resource, as Kafka's controllers check it).
+pub fn refusal(what: String, code: i16, message: Option<&str>, operation: &str) -> Failure {
+    let text = kafka_error(code, message);
+    if code == crate::wire::error_codes::CLUSTER_AUTHORIZATION_FAILED {
+        return Failure::new(
+            super::EXIT_AUTHORIZATION,
+            format!(
+                "{what}: {text}; the principal needs the ACL ALLOW {operation} on Cluster:kafka-cluster"
+            ),
+        );
+    }
+    Failure::new(EXIT_KAFKA_ERROR, format!("{what}: {text}"))
+}
+
 /// One bootstrap address: DescribeCluster there, then DescribeQuorum at the controller it names.
 fn leader_via(
     addr: &str,
     version: Option<i16>,
     timeout: Duration,
-    tls: Option<&Tls>,
+    security: &ClientSecurity,
 ) -> Result<Leader, Failure> {
-    let mut client = Client::connect_with(addr, timeout, tls)?;
+    let mut client = Client::connect_secure(addr, timeout, security)?;
     let versions = client.api_versions(3)?;
     let Some(dc_version) = negotiate(&versions, DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSIONS) else {
         // No KIP-919 on this controller: it can only be asked about itself.
@@ -117,17 +181,14 @@ fn leader_via(
             .unwrap_or_default();
         return describe_at(client, &versions, cluster_id, version);
     };
-    let cluster = client.describe_cluster(dc_version)?;
+    let cluster = client.describe_cluster(dc_version, 2)?;
     if cluster.error_code != 0 {
-        return Err(Failure::new(
-            EXIT_KAFKA_ERROR,
-            format!(
-                "{addr}: DescribeCluster: {}",
-                kafka_error(
-                    cluster.error_code,
-                    cluster.error_message.as_ref().map(|m| m.as_str())
-                )
-            ),
+        // A controller authorizes DescribeCluster with ALTER on the cluster (ControllerApis).
+        return Err(refusal(
+            format!("{addr}: DescribeCluster"),
+            cluster.error_code,
+            cluster.error_message.as_deref(),
+            "Alter",
         ));
     }
     let cluster_id = cluster.cluster_id.to_string();
@@ -158,7 +219,7 @@ fn leader_via(
     if active_addr == addr {
         return describe_at(client, &versions, cluster_id, version);
     }
-    let mut leader = Client::connect_with(&active_addr, timeout, tls)?;
+    let mut leader = Client::connect_secure(&active_addr, timeout, security)?;
     let leader_versions = leader.api_versions(3)?;
     describe_at(leader, &leader_versions, cluster_id, version)
 }
@@ -179,11 +240,12 @@ fn describe_at(
         client,
         description,
         versions: versions.clone(),
+        via_broker: false,
     })
 }
 
 /// One DescribeQuorum round trip at `version`; a Kafka error (top level or partition) is a failure.
-fn read_description(
+pub(super) fn read_description(
     client: &mut Client,
     cluster_id: String,
     version: i16,
@@ -191,9 +253,11 @@ fn read_description(
     let addr = client.addr().to_string();
     let response = client.describe_quorum(version)?;
     if response.error_code != 0 {
-        return Err(Failure::new(
-            EXIT_KAFKA_ERROR,
-            kafka_error(response.error_code, response.error_message.as_deref()),
+        return Err(refusal(
+            format!("{addr}: DescribeQuorum"),
+            response.error_code,
+            response.error_message.as_deref(),
+            "Describe",
         ));
     }
     let partition = response.topics.first().and_then(|t| t.partitions.first());
@@ -207,85 +271,6 @@ fn read_description(
             format!("{addr} sent no partition data"),
         )
     })
-}
-
-/// Against a leader that answered below v3: observes the metadata log (replica id −1) until it holds the
-/// leader's log up to the HW of a fresh DescribeQuorum answer of the same leader and epoch, then fills
-/// `CommittedVoters` with the committed voter set at that HW − 1 (empty while the HW is unknown). On
-/// failure the description says why (`CommittedVotersSource: not computed: ...`).
-fn compute_committed(leader: &mut Leader, connect: &ConnectArgs, deadline: Instant) {
-    use super::describe::Computed;
-    use super::observe::Observer;
-    let version = leader.description.api_version;
-    let timeout = Duration::from_millis(connect.timeout_ms);
-    let mut bootstrap = vec![leader.client.addr().to_string()];
-    bootstrap.extend(addresses(connect));
-    let started = client_tls(connect.command_config.as_deref())
-        .map_err(|f| f.message)
-        .and_then(|tls| {
-            Observer::new(&leader.description.cluster_id, &bootstrap, tls, timeout)
-                .map_err(|e| e.to_string())
-        });
-    let mut observer = match started {
-        Ok(o) => o,
-        Err(why) => {
-            leader.description.computed = Some(Computed::Unavailable(why));
-            return;
-        }
-    };
-    let mut redescribed = false;
-    loop {
-        let p = &leader.description.partition;
-        let hw = p.high_watermark;
-        if hw < 0 {
-            // KIP-1204: no committed voter set while the HW is unknown.
-            leader.description.set_computed_committed(None);
-            return;
-        }
-        let o = observer.observed();
-        let same_leader = o.leader_id == Some(p.leader_id) && o.epoch == p.leader_epoch;
-        if same_leader && o.high_watermark.is_some_and(|own| own >= hw) {
-            match observer.committed_at(hw).cloned() {
-                Some(set) => leader.description.set_computed_committed(Some(&set)),
-                None => {
-                    leader.description.computed = Some(Computed::Unavailable(format!(
-                        "no voter set below HighWatermark {hw} in the log (static voters?)"
-                    )))
-                }
-            }
-            return;
-        }
-        if Instant::now() >= deadline {
-            leader.description.computed = Some(Computed::Unavailable(format!(
-                "the observer did not reach HighWatermark {hw} within {} ms",
-                connect.timeout_ms
-            )));
-            return;
-        }
-        if observer.caught_up() && !same_leader {
-            // The observer follows another leader or epoch than the one described: describe once more.
-            if redescribed {
-                leader.description.computed = Some(Computed::Unavailable(
-                    "the leader changed while the log was being read".into(),
-                ));
-                return;
-            }
-            redescribed = true;
-            let cluster_id = leader.description.cluster_id.clone();
-            match read_description(&mut leader.client, cluster_id, version) {
-                Ok(fresh) => leader.description = fresh,
-                Err(f) => {
-                    leader.description.computed = Some(Computed::Unavailable(f.message));
-                    return;
-                }
-            }
-            continue;
-        }
-        if let Err(e) = observer.step() {
-            leader.description.computed = Some(Computed::Unavailable(e.to_string()));
-            return;
-        }
-    }
 }
 
 /// Kafka's rule and message: `--human-readable` only goes with `--replication`.
@@ -321,8 +306,21 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
     };
     // The replication table has no CommittedVoters: only --status and --json need the log.
     if leader.description.api_version < 3 && !args.served_only && (args.status || args.json) {
-        compute_committed(&mut leader, &args.connect, Instant::now() + timeout);
+        committed_voters(&mut leader, &args.connect, Instant::now() + timeout);
     }
+    let d = &leader.description;
+    let denied = match &d.computed {
+        Some(super::describe::Computed::Denied(why)) => Some(why.clone()),
+        _ => None,
+    };
+    print_description(args, &leader)?;
+    match denied {
+        Some(why) => Err(Failure::new(super::EXIT_AUTHORIZATION, why)),
+        None => Ok(()),
+    }
+}
+
+fn print_description(args: &DescribeArgs, leader: &Leader) -> Result<(), Failure> {
     let d = &leader.description;
     if args.json {
         out!(
@@ -357,6 +355,7 @@ pub fn describe(args: &DescribeArgs) -> Result<(), Failure> {
 
 /// Retries a membership change on the leader until it succeeds, fails for good, or time runs out.
 fn change<T>(
+    what: &str,
     connect: &ConnectArgs,
     mut send: impl FnMut(&mut Leader, Duration) -> Result<(i16, Option<String>), Failure>,
     mut done_already: impl FnMut(&QuorumDescription) -> bool,
@@ -388,7 +387,11 @@ fn change<T>(
                 let settle = Instant::now() + Duration::from_secs(3);
                 loop {
                     match find_leader(connect, None, Duration::from_secs(1)) {
-                        Ok(after) => return Ok(ok(Some(&after.description))),
+                        Ok(mut after) => {
+                            let until = Instant::now() + Duration::from_millis(connect.timeout_ms);
+                            committed_voters(&mut after, connect, until);
+                            return Ok(ok(Some(&after.description)));
+                        }
                         Err(_) if Instant::now() < settle => {
                             std::thread::sleep(Duration::from_millis(100))
                         }
@@ -401,15 +404,18 @@ fn change<T>(
                 retried = true;
                 std::thread::sleep(Duration::from_millis(200));
             }
-            code if code == already_code && retried && done_already(&leader.description) => {
+            code if code == already_code && retried && {
+                committed_voters(&mut leader, connect, deadline);
+                done_already(&leader.description)
+            } =>
+            {
                 // An earlier attempt of ours went through (its reply was lost or timed out).
                 return Ok(ok(Some(&leader.description)));
             }
             code => {
-                return Err(Failure::new(
-                    EXIT_KAFKA_ERROR,
-                    kafka_error(code, message.as_deref()),
-                ))
+                // Controllers authorize AddRaftVoter and RemoveRaftVoter with ALTER on the cluster.
+                let f = refusal(what.to_string(), code, message.as_deref(), "Alter");
+                return Err(f);
             }
         }
     }
@@ -453,6 +459,7 @@ pub fn add_voter(args: &AddVoterArgs) -> Result<(), Failure> {
             .any(|r| r.replica_id == node_id)
     };
     change(
+        "AddRaftVoter",
         &args.connect,
         |leader, remaining| {
             let request = AddRaftVoterRequest::default()
@@ -495,6 +502,7 @@ pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
     };
     let directory_id = std::cell::Cell::new(given.unwrap_or(Uuid::nil()));
     change(
+        "RemoveRaftVoter",
         &args.connect,
         |leader, _| {
             if given.is_none() {
@@ -528,27 +536,16 @@ pub fn remove_voter(args: &RemoveVoterArgs) -> Result<(), Failure> {
     .map(|line| out!("{line}"))
 }
 
+/// The line `add-voter` and `remove-voter` print: the outcome, then the quorum as `describe` reports it
+/// (CommittedVoters served, computed from the log, or not computed and why; never an empty set in its
+/// place).
 fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -> String {
     let mut line = format!(
         "{verb} voter {id} (directory {}); committed.",
         format_directory_id(directory)
     );
     if let Some(d) = d {
-        let ids = |v: &[crate::wire::describe_quorum::ReplicaState]| {
-            v.iter()
-                .map(|r| r.replica_id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let p = &d.partition;
-        line.push_str(&format!(
-            " Now: leader {} epoch {} HW {}, CurrentVoters [{}], CommittedVoters [{}]",
-            p.leader_id,
-            p.leader_epoch,
-            p.high_watermark,
-            ids(&p.current_voters),
-            ids(&p.committed_voters),
-        ));
+        line.push_str(&format!(" Now: {}", d.summary()));
     }
     line
 }
@@ -558,15 +555,15 @@ fn report(verb: &str, id: i32, directory: Uuid, d: Option<&QuorumDescription>) -
 pub fn bench_describe(args: &BenchDescribeArgs) -> Result<(), Failure> {
     let connections = args.connections.max(1);
     let per_connection = (args.requests / connections).max(1);
-    let tls = client_tls(args.command_config.as_deref())?;
+    let security = client_security(args.command_config.as_deref())?;
     let started = Instant::now();
     let workers: Vec<_> = (0..connections)
         .map(|_| {
             let addr = args.bootstrap_controller.clone();
             let version = args.api_version;
-            let tls = tls.clone();
+            let security = security.clone();
             std::thread::spawn(move || -> Result<(), Failure> {
-                let mut client = Client::connect_with(&addr, Duration::from_secs(5), tls.as_ref())?;
+                let mut client = Client::connect_secure(&addr, Duration::from_secs(5), &security)?;
                 for _ in 0..per_connection {
                     client.describe_quorum(version)?;
                 }

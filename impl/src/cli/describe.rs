@@ -34,6 +34,8 @@ pub enum Computed {
     FromLog,
     /// Not computed, and why (printed in place of the list's origin).
     Unavailable(String),
+    /// Not computed because the principal may not fetch the metadata log (the ACL it lacks is named).
+    Denied(String),
 }
 
 impl QuorumDescription {
@@ -117,8 +119,50 @@ impl QuorumDescription {
                  replica id -1); the leader answered DescribeQuorum v{}, which has no CommittedVoters",
                 self.partition.high_watermark, self.api_version
             )),
-            Some(Computed::Unavailable(why)) => Some(format!("not computed: {why}")),
+            Some(Computed::Unavailable(why) | Computed::Denied(why)) => {
+                Some(format!("not computed: {why}"))
+            }
         }
+    }
+
+    /// One line for `add-voter` / `remove-voter`: leader, epoch, HW, CurrentVoters and CommittedVoters as
+    /// `describe --status` has them (served, or computed from the log and marked so); where the committed
+    /// set is unknown the line says why instead of listing one.
+    pub fn summary(&self) -> String {
+        let ids = |v: &[ReplicaState]| {
+            v.iter()
+                .map(|r| r.replica_id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let p = &self.partition;
+        let committed = match &self.computed {
+            // KIP-1204: no committed voter set while the HW is unknown (served or computed, it is empty).
+            _ if p.high_watermark < 0 => {
+                "CommittedVotersSource: not computed: the HighWatermark is not known yet".to_string()
+            }
+            _ if self.api_version >= 3 => format!("CommittedVoters [{}]", ids(&p.committed_voters)),
+            Some(Computed::FromLog) => format!(
+                "CommittedVoters [{}] (computed from the metadata log at HighWatermark {})",
+                ids(&p.committed_voters),
+                p.high_watermark
+            ),
+            Some(Computed::Unavailable(why) | Computed::Denied(why)) => {
+                format!("CommittedVotersSource: not computed: {why}")
+            }
+            None => format!(
+                "CommittedVotersSource: not computed: the leader answered DescribeQuorum v{}, which has \
+                 no CommittedVoters",
+                self.api_version
+            ),
+        };
+        format!(
+            "leader {} epoch {} HW {}, CurrentVoters [{}], {committed}",
+            p.leader_id,
+            p.leader_epoch,
+            p.high_watermark,
+            ids(&p.current_voters),
+        )
     }
 
     fn endpoints(&self, id: i32) -> Vec<String> {
@@ -588,6 +632,46 @@ CurrentObservers:       [{\"id\": 3, \"directoryId\": \"AAAAAAAAAAAAAAAAAAAABw\"
             err.ends_with("Current timestamp is 4500, last fetch timestamp is 5000"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn summary_reports_committed_voters_as_describe_does_or_says_why_not() {
+        let (v1, v2) = (replica(1, 1, 100, 1000), replica(2, 2, 100, 1000));
+        let served = description(vec![v1.clone(), v2.clone()], vec![v1.clone()], vec![]);
+        assert_eq!(
+            served.summary(),
+            "leader 1 epoch 5 HW 100, CurrentVoters [1, 2], CommittedVoters [1]"
+        );
+        let mut v2_answer = served.clone();
+        v2_answer.api_version = 2;
+        v2_answer.partition.committed_voters.clear();
+        let not_asked = v2_answer.summary();
+        assert!(
+            not_asked.ends_with("CurrentVoters [1, 2], CommittedVotersSource: not computed: the leader answered DescribeQuorum v2, which has no CommittedVoters"),
+            "{not_asked}"
+        );
+        let mut computed = v2_answer.clone();
+        let set = VoterSet::new([
+            crate::voter_set::tests::node(1),
+            crate::voter_set::tests::node(2),
+        ])
+        .unwrap();
+        computed.set_computed_committed(Some(&set));
+        assert_eq!(
+            computed.summary(),
+            "leader 1 epoch 5 HW 100, CurrentVoters [1, 2], CommittedVoters [1, 2] (computed from the metadata log at HighWatermark 100)"
+        );
+        let mut failed = v2_answer.clone();
+        failed.computed = Some(Computed::Unavailable("no route".into()));
+        assert!(failed
+            .summary()
+            .ends_with("CurrentVoters [1, 2], CommittedVotersSource: not computed: no route"));
+        let mut unknown_hw = computed.clone();
+        unknown_hw.partition.high_watermark = -1;
+        unknown_hw.set_computed_committed(None);
+        assert!(unknown_hw
+            .summary()
+            .ends_with("CommittedVotersSource: not computed: the HighWatermark is not known yet"));
     }
 
     #[test]

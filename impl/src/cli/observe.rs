@@ -33,8 +33,7 @@ use crate::node::{
     Bootstrap, Effect, ElectionState, Harness, Message, Millis, Node, NodeConfig, NodeError,
     Output, Role, SnapshotConfig, ANONYMOUS_OBSERVER_ID,
 };
-use crate::server::client::{Client, ClientError};
-use crate::server::tls::Tls;
+use crate::server::client::{Client, ClientError, ClientSecurity};
 use crate::voter_set::{Endpoint, VoterSet};
 
 /// Why observing stopped.
@@ -44,6 +43,9 @@ pub enum ObserveError {
     Node(#[from] NodeError),
     #[error("{0}")]
     Client(#[from] ClientError),
+    /// The leader refused the Fetch (Kafka's controllers authorize it with CLUSTER_ACTION).
+    #[error("{principal} may not fetch the metadata log: CLUSTER_AUTHORIZATION_FAILED (31) from {addr}; it lacks the ACL ALLOW ClusterAction on Cluster:kafka-cluster")]
+    Denied { principal: String, addr: String },
 }
 
 /// The MaxBytes of the observer's FetchSnapshot requests (Kafka's `controller.quorum.fetch.snapshot.max.bytes`
@@ -64,7 +66,7 @@ pub struct Observed {
 
 pub struct Observer {
     node: Node,
-    tls: Option<Tls>,
+    security: ClientSecurity,
     timeout: Duration,
     clients: BTreeMap<String, Client>,
     started: Instant,
@@ -102,7 +104,7 @@ impl Observer {
     pub fn new(
         cluster_id: &str,
         bootstrap: &[String],
-        tls: Option<Tls>,
+        security: ClientSecurity,
         timeout: Duration,
     ) -> Result<Observer, ObserveError> {
         let bootstrap_servers: Vec<Endpoint> =
@@ -135,7 +137,7 @@ impl Observer {
         let node = Node::new(config, Default::default(), ElectionState::default())?;
         Ok(Observer {
             node,
-            tls,
+            security,
             timeout,
             clients: BTreeMap::new(),
             started: Instant::now(),
@@ -201,6 +203,21 @@ impl Observer {
             };
             let now = self.now();
             match answer {
+                Ok(Message::FetchResponse(response))
+                    if response.error_code
+                        == crate::wire::error_codes::CLUSTER_AUTHORIZATION_FAILED =>
+                {
+                    let addr = self
+                        .node
+                        .endpoint_of(to)
+                        .map(|e| address(&e))
+                        .unwrap_or_default();
+                    let principal = self.security.sasl.as_ref().map_or_else(
+                        || "this client's principal".to_string(),
+                        |s| format!("User:{}", s.username),
+                    );
+                    return Err(ObserveError::Denied { principal, addr });
+                }
                 Ok(Message::FetchResponse(mut response)) => {
                     self.caught_up = strip_fetch_response(&mut response);
                     let out = self.node.handle(now, to, Message::FetchResponse(response));
@@ -277,7 +294,7 @@ impl Observer {
         request: &Message,
     ) -> Result<Message, Option<ClientError>> {
         if !self.clients.contains_key(addr) {
-            let client = Client::connect_with(addr, self.timeout, self.tls.as_ref())?;
+            let client = Client::connect_secure(addr, self.timeout, &self.security)?;
             self.clients.insert(addr.to_string(), client);
         }
         let client = self.clients.get_mut(addr).ok_or(None)?;

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::admin::{bootstrap_addresses, client_tls, find_leader};
+use super::admin::{client_security, find_leader};
+use super::committed::log_sources;
 use super::observe::{ObserveError, Observed, Observer};
 use super::{DescribeArgs, Failure, EXIT_KAFKA_ERROR, EXIT_PROTOCOL};
 use crate::storage::format_directory_id;
@@ -45,12 +46,12 @@ pub fn watch(args: &DescribeArgs) -> Result<(), Failure> {
             Err(f) => return Err(f),
         }
     };
-    let mut bootstrap = vec![leader.client.addr().to_string()];
-    bootstrap.extend(bootstrap_addresses(&args.connect));
-    let tls = client_tls(args.connect.command_config.as_deref())?;
+    let security = client_security(args.connect.command_config.as_deref())?;
+    let bootstrap = log_sources(&leader, &args.connect, &security, timeout)
+        .map_err(|why| Failure::new(super::EXIT_UNREACHABLE, why))?;
     let cluster_id = leader.description.cluster_id.clone();
     drop(leader);
-    let mut observer = Observer::new(&cluster_id, &bootstrap, tls, timeout)
+    let mut observer = Observer::new(&cluster_id, &bootstrap, security, timeout)
         .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
     let mut last: Option<Key> = None;
     loop {
@@ -58,6 +59,7 @@ pub fn watch(args: &DescribeArgs) -> Result<(), Failure> {
             return Err(Failure::new(
                 match e {
                     ObserveError::Client(_) => super::EXIT_UNREACHABLE,
+                    ObserveError::Denied { .. } => super::EXIT_AUTHORIZATION,
                     _ => EXIT_PROTOCOL,
                 },
                 e.to_string(),

@@ -182,7 +182,16 @@ fn value_error(key: &str, value: &str, reason: impl Into<String>) -> TlsError {
     }
 }
 
-/// Whether these properties ask for TLS (`security.protocol=SSL`); refuses other protocols.
+/// Whether client properties ask for TLS: `SSL` or `SASL_SSL` (SASL itself is `server::sasl`'s).
+pub fn client_wants_tls(props: &Properties) -> Result<bool, TlsError> {
+    match get(props, "security.protocol") {
+        Some(p) if p.eq_ignore_ascii_case("SASL_SSL") => Ok(true),
+        Some(p) if p.eq_ignore_ascii_case("SASL_PLAINTEXT") => Ok(false),
+        _ => wants_tls(props),
+    }
+}
+
+/// Whether a node's properties ask for TLS (`security.protocol=SSL`); refuses other protocols.
 pub fn wants_tls(props: &Properties) -> Result<bool, TlsError> {
     match get(props, "security.protocol") {
         None => Ok(false),
@@ -550,7 +559,7 @@ impl Tls {
     /// An admin client's setup (`--command-config`, as Kafka's tools take it). `None` for plaintext.
     /// Keys other than the TLS ones are ignored, as Kafka's tools ignore unrelated client configs.
     pub fn for_client(props: &Properties) -> Result<Option<Tls>, TlsError> {
-        if !wants_tls(props)? {
+        if !client_wants_tls(props)? {
             return Ok(None);
         }
         refuse_unsupported(props)?;

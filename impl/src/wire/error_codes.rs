@@ -51,3 +51,7 @@ pub fn error_message(code: i16) -> Option<&'static str> {
         _ => "Unexpected error.",
     })
 }
+/// SaslHandshake: the listener does not enable the mechanism (the answer lists those it does).
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechanism.code();
+/// SaslAuthenticate: wrong credentials.
+pub const SASL_AUTHENTICATION_FAILED: i16 = ResponseError::SaslAuthenticationFailed.code();

@@ -220,7 +220,8 @@ impl Cluster {
 
     pub fn describe_via(&self, bootstrap: &str) -> Option<QuorumDescription> {
         let connect = ConnectArgs {
-            bootstrap_controller: bootstrap.to_string(),
+            bootstrap_controller: Some(bootstrap.to_string()),
+            bootstrap_server: None,
             timeout_ms: 1000,
             command_config: self.command_config.clone(),
         };

@@ -181,6 +181,34 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        if (wants("bs")) {
+            report.scenario("bs: kraft describe (--watch too), add-voter and remove-voter with --bootstrap-server against"
+                + " three Apache Kafka nodes in combined mode (process.roles=broker,controller): requests forwarded by a"
+                + " broker, CommittedVoters computed through the controller endpoint the quorum description names");
+            try {
+                new BrokerScenario(report, tools, work.resolve("brokers-combined")).runCombined();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("bb")) {
+            report.scenario("bb: the same through the one broker of three Apache Kafka controllers and a broker, the only"
+                + " address the tools are given");
+            try {
+                new BrokerScenario(report, tools, work.resolve("brokers-in-front")).runBrokerInFront();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("sa")) {
+            report.scenario("sa: kraft describe over SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 from --command-config)"
+                + " against an Apache Kafka controller with SASL listeners and StandardAuthorizer; refusals by exit code");
+            try {
+                new SaslScenario(report, tools, work.resolve("sasl")).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
         if (wants("r")) {
             report.scenario("r: CommittedVoters for a Kafka quorum, computed by kraft describe from the log it fetches as"
                 + " an observer: an add-controller uncommitted then committed, a remove-controller truncated after"
@@ -428,6 +456,7 @@ final class Scenarios {
         Uuid dir4 = kafka.directoryIds.get(4);
         Procs.Result add = addVoterWhenCaughtUp(kafka, dir4);
         report.check("kraft add-voter against Kafka exits 0", add.code() == 0, add.toString());
+        NowLine.check(report, "kraft add-voter against Kafka", add, List.of(1, 2, 3, 4));
         compareStatus("after kraft add-voter: describe --status via Kafka controller 4", kafka.address(4), kafka.address(4), false);
         QuorumInfo q = quorum(kafka.address(1));
         report.equal("Kafka's Admin sees voter 4 with its directory id", dir4,
@@ -437,6 +466,7 @@ final class Scenarios {
         Procs.Result remove = tools.kraft("remove-voter", "--bootstrap-controller", kafka.address(3), "--node-id", "4",
             "--timeout-ms", "30000");
         report.check("kraft remove-voter against Kafka exits 0", remove.code() == 0, remove.toString());
+        NowLine.check(report, "kraft remove-voter against Kafka", remove, List.of(1, 2, 3));
         compareStatus("after kraft remove-voter: describe --status via Kafka controller 2", kafka.address(2), kafka.address(2), false);
         q = quorum(kafka.address(3));
         report.check("Kafka's Admin no longer sees voter 4", q.voters().stream().noneMatch(v -> v.replicaId() == 4),

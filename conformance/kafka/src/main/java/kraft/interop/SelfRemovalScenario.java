@@ -44,6 +44,9 @@ record SelfRemovalScenario(Report report, Tools tools, Path work, String kraft) 
                 m.ours.address(id), "--timeout-ms", "30000");
             m.report.check(tag + ": kraft add-voter " + id + " via Kafka leader " + first[0] + " (exit 0)",
                 add.code() == 0, add.toString());
+            List<Integer> committed = NowLine.computedCommitted(add.out());
+            m.report.check(tag + ": kraft add-voter " + id + ": its Now: line lists it among CommittedVoters computed"
+                + " from the log", committed != null && committed.contains(id), add.out());
         }
         m.awaitAllCaughtUp(m.kafka.address(first[0]), 4, tag + ": voters {1, 2, 3, 5, 6} at the leader's end offset");
         m.report.equal(tag + ": voters", List.of(1, 2, 3, 5, 6), m.currentVoters(m.kafka.address(first[0])));

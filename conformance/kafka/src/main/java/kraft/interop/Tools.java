@@ -50,6 +50,11 @@ final class Tools {
         return new Procs.Result(code, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
     }
 
+    /** The {@code kraft} binary (for a process the caller drives itself, e.g. {@code describe --watch}). */
+    String kraftPath() {
+        return kraft;
+    }
+
     Procs.Result kraft(String... args) throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(kraft);
