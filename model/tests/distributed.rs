@@ -8,6 +8,7 @@ use model::engine::Cluster;
 use model::KraftModel;
 use serde_json::Value;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Small bounds (about 40,000 unique states): a fresh cluster, three voters, one election round.
 const BOUNDS: [&str; 16] = [
@@ -67,11 +68,18 @@ fn two_processes(args: &[&str]) -> (Value, Option<i32>, Option<i32>) {
             .spawn()
             .unwrap()
     };
-    let (p1, p0) = (spawn(1), spawn(0));
-    let (o0, o1) = (
-        p0.wait_with_output().unwrap(),
-        p1.wait_with_output().unwrap(),
-    );
+    let (mut p1, p0) = (spawn(1), spawn(0));
+    let o0 = p0.wait_with_output().unwrap();
+    // Process 1 retries its connection forever if process 0 never listened (its port taken
+    // since it was picked): it gets a minute after process 0 ends.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while p1.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if p1.try_wait().unwrap().is_none() {
+        p1.kill().unwrap();
+    }
+    let (o0, o1) = (o0, p1.wait_with_output().unwrap());
     // Timely prints its connection progress ("awaiting connections") on stdout, before the report.
     let text = String::from_utf8_lossy(&o0.stdout);
     let json = text.find("\n{").map_or(&*text, |i| &text[i + 1..]);
