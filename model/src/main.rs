@@ -120,10 +120,24 @@ enum StrategyArg {
     Simulation,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum EngineArg {
+    /// The parallel DFS of one process (`src/dfs.rs`).
+    Dfs,
+    /// The BFS on Timely Dataflow over threads and processes (`src/engine/`): shortest
+    /// counterexamples, state counts equal to the DFS's.
+    Timely,
+}
+
 #[derive(Args)]
 struct CheckArgs {
     #[command(flatten)]
     bounds: Bounds,
+    /// The exhaustive search's engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Dfs)]
+    engine: EngineArg,
+    #[command(flatten)]
+    cluster: model::engine::Cluster,
     /// Worker threads (default: all cores; --bug defaults to 1 for shortest paths).
     #[arg(long)]
     threads: Option<usize>,
@@ -332,19 +346,23 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
-fn print_report(title: &str, opts: &CheckOptions, r: &CheckReport) {
+fn print_report(title: &str, engine: &Option<String>, opts: &CheckOptions, r: &CheckReport) {
     out!("== {title}");
     out!("bounds: {}", r.bounds);
-    out!(
-        "strategy: {:?}, threads {}, symmetry {}",
-        opts.strategy,
-        opts.threads,
-        if opts.symmetry && opts.strategy != Strategy::Bfs {
-            "on"
-        } else {
-            "off"
-        }
-    );
+    if let Some(e) = engine {
+        out!("engine: {e}");
+    } else {
+        out!(
+            "strategy: {:?}, threads {}, symmetry {}",
+            opts.strategy,
+            opts.threads,
+            if opts.symmetry && opts.strategy != Strategy::Bfs {
+                "on"
+            } else {
+                "off"
+            }
+        );
+    }
     out!("exhaustive: {}", r.exhaustive);
     out!(
         "states: {}, unique states: {}, max depth: {}, seconds: {:.2}, unique states/s: {:.0}",
@@ -439,7 +457,24 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         progress: a.progress,
         max_states: a.max_states.or(a.harm.then_some(HARM_MAX_STATES)),
     };
-    let main = check::run(model, opts);
+    let engine = (a.engine == EngineArg::Timely).then(|| timely_label(&a, &opts));
+    let run = |model: KraftModel, opts: CheckOptions| -> Result<Option<CheckReport>, ExitCode> {
+        if a.engine == EngineArg::Dfs {
+            return Ok(Some(check::run(model, opts)));
+        }
+        if matches!(opts.strategy, Strategy::Simulation { .. }) || opts.depth.is_some() {
+            eprintln!("error: --engine timely is a BFS: no --strategy simulation, no --depth");
+            return Err(ExitCode::from(2));
+        }
+        model::engine::kraft::run(model, &opts, &a.cluster).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })
+    };
+    let Some(main) = run(model, opts)? else {
+        // Process 0 prints the result.
+        return Ok(ExitCode::SUCCESS);
+    };
     let mut reports = vec![("check", opts, main)];
     if !hunting && !a.no_first_election && cfg.start == Start::Elected {
         let fe_cfg = ModelConfig {
@@ -455,11 +490,9 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
             max_states: None,
             ..opts
         };
-        reports.push((
-            "first election (fresh start)",
-            fe_opts,
-            check::run(model_or_exit(fe_cfg)?, fe_opts),
-        ));
+        if let Some(fe) = run(model_or_exit(fe_cfg)?, fe_opts)? {
+            reports.push(("first election (fresh start)", fe_opts, fe));
+        }
     }
     let ok = reports.iter().all(|(_, _, r)| r.ok());
     if a.json {
@@ -468,10 +501,11 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
             v["first_election"] = report_json(fe);
         }
         v["result"] = json!(if ok { "ok" } else { "violated" });
+        v["engine"] = json!(engine.as_deref().unwrap_or("dfs"));
         out!("{}", serde_json::to_string_pretty(&v).expect("json"));
     } else {
         for (title, o, r) in &reports {
-            print_report(title, o, r);
+            print_report(title, &engine, o, r);
         }
         out!("result: {}", if ok { "ok" } else { "violated" });
     }
@@ -480,6 +514,17 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// How `--engine timely` runs, as printed.
+fn timely_label(a: &CheckArgs, opts: &CheckOptions) -> String {
+    let c = &a.cluster;
+    format!(
+        "timely BFS, {} process(es) x {} worker(s), symmetry {}",
+        c.processes,
+        c.workers.unwrap_or(opts.threads),
+        if opts.symmetry { "on" } else { "off" }
+    )
 }
 
 fn cmd_simulate(

@@ -5,8 +5,9 @@
 //! every state is owned by the worker its fingerprint routes to, which keeps the visited set's
 //! shard, the state's parent (fingerprint and action), and evaluates [`Space::check`]. The
 //! timestamp is the BFS level, so a finding's path walked back through the owners' parents is a
-//! shortest one.
+//! shortest one. The model's check runs on it with `check --engine timely` ([`kraft`]).
 
+pub mod kraft;
 pub mod timely;
 
 use serde::de::DeserializeOwned;
@@ -21,8 +22,9 @@ pub use self::timely::run;
 pub trait Space: Send + Sync + 'static {
     /// A state; it travels between workers (serialised between processes).
     type State: Clone + Serialize + DeserializeOwned + Send + 'static;
-    /// The label of a step; kept with each state's parent for counterexamples.
-    type Action: Clone + Serialize + DeserializeOwned + Send + Debug + 'static;
+    /// The label of a step (a path's steps are replayed with [`Space::expand`], so actions never
+    /// travel).
+    type Action: Clone + Send + Debug + 'static;
     /// Something found at a state: a property violated, an example, a divergence.
     type Finding: Clone + Serialize + DeserializeOwned + Send + Debug + 'static;
 
@@ -33,7 +35,9 @@ pub trait Space: Send + Sync + 'static {
     /// one state.
     fn fingerprint(&self, s: &Self::State) -> u64;
     /// The successors of `s` (each with the action that leads there), and anything found while
-    /// stepping (reported at `s`).
+    /// stepping (reported at `s`). Deterministic: the same state gives the same successors in the
+    /// same order, in every process (an owner keeps a state's parent as the parent's fingerprint
+    /// and the successor's index in this list, 16 bytes, and a path is replayed from a root).
     fn expand(
         &self,
         s: &Self::State,
@@ -179,17 +183,47 @@ pub struct Found<F> {
     pub finding: F,
 }
 
-/// A path from a root to a state: the root's fingerprint and the actions from it.
-#[derive(Clone, Debug)]
-pub struct Trace<A> {
+/// A replayed path: the root, then each step's action and the state it leads to.
+pub type Path<S> = (
+    <S as Space>::State,
+    Vec<(<S as Space>::Action, <S as Space>::State)>,
+);
+
+/// A path from a root to a state: the root's fingerprint and, at each step, the index of the
+/// successor taken in [`Space::expand`]'s list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
     /// Fingerprint of the root the path starts at.
     pub root: u64,
-    /// The actions, first to last.
-    pub actions: Vec<A>,
+    /// Successor indices, first to last.
+    pub steps: Vec<u32>,
+}
+
+impl Trace {
+    /// The path's root, and each step's action and the state it leads to; `None` if the space
+    /// does not replay it (no root has that fingerprint, or `expand` is not deterministic).
+    pub fn replay<S: Space>(&self, space: &S) -> Option<Path<S>> {
+        let root = space
+            .roots()
+            .into_iter()
+            .find(|r| space.fingerprint(r) == self.root)?;
+        let mut path: Vec<(S::Action, S::State)> = Vec::new();
+        let mut succ = Vec::new();
+        for &i in &self.steps {
+            succ.clear();
+            let at = path.last().map_or(&root, |(_, s)| s);
+            space.expand(at, &mut succ, &mut Vec::new());
+            if (i as usize) >= succ.len() {
+                return None;
+            }
+            path.push(succ.swap_remove(i as usize));
+        }
+        Some((root, path))
+    }
 }
 
 /// A failure and a shortest path to it.
-pub type Failure<S> = (Found<<S as Space>::Finding>, Trace<<S as Space>::Action>);
+pub type Failure<S> = (Found<<S as Space>::Finding>, Trace);
 
 /// What a search found (on process 0).
 #[derive(Clone, Debug)]

@@ -80,12 +80,14 @@ fn counts_levels_and_a_shortest_path_match_a_plain_bfs() {
         assert!(!o.stopped);
         let (found, trace) = o.failure.expect("the bad state is reachable");
         assert_eq!(found.level, depths[&4321]);
-        assert_eq!(trace.actions.len() as u32, depths[&4321], "a shortest path");
-        let end = trace.actions.iter().fold(0u32, |x, a| match a {
-            0 => (3 * x + 1) % 5000,
-            _ => (x + 7) % 5000,
-        });
-        assert_eq!(end, 4321, "the path leads to the finding");
+        assert_eq!(trace.steps.len() as u32, depths[&4321], "a shortest path");
+        let (root, path) = trace.replay(&*g).expect("replays");
+        assert_eq!(root, 0);
+        assert_eq!(
+            path.last().map(|(_, s)| *s),
+            Some(4321),
+            "the path leads to the finding"
+        );
     }
 }
 
@@ -101,5 +103,5 @@ fn a_failure_ends_the_search_after_its_level() {
     // Levels up to d are explored (d + 1 is generated, then dropped).
     let through_d = depths.values().filter(|&&x| x <= d).count() as u64;
     assert_eq!(o.unique, through_d);
-    assert_eq!(o.failure.expect("found").1.actions.len() as u32, d);
+    assert_eq!(o.failure.expect("found").1.steps.len() as u32, d);
 }

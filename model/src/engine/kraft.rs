@@ -1,0 +1,245 @@
+//! `check --engine timely`: the model as a [`Space`], and its outcome as a [`CheckReport`].
+//!
+//! The space is the one `dfs.rs` proves: the same successors (within the boundary), the same
+//! fingerprint (the symmetry representative's, [`crate::symmetry::canonical`]), the same properties
+//! evaluated once per unique state until each has a verdict. So verdicts and unique-state counts
+//! are the DFS's. A state is kept as it was reached, not renamed to its representative (its orbit
+//! has the same behaviours): then the stored parent actions replay from the initial state as they
+//! are, and the walked-back path is a real run, printed as the same story as any counterexample.
+//!
+//! Between processes a state travels as [`Wire`]: timely encodes records with bincode, which is
+//! not self-describing, and the state's serde form is the JSON trace form (fields left out at
+//! their defaults, an untagged log), which bincode cannot read back.
+
+use super::{Cluster, EngineError, Options, Outcome, Space};
+use crate::check::{CheckOptions, CheckReport, Counterexample, PropertyResult, Status};
+use crate::properties::kind_name;
+use crate::step::KraftModel;
+use crate::types::{Action, State};
+use serde::{Deserialize, Serialize};
+use stateright::{Expectation, Model, Property};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A state as it travels: its serde form in MessagePack with field names (self-describing),
+/// as one byte string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wire(pub State);
+
+impl Serialize for Wire {
+    fn serialize<Se: serde::Serializer>(&self, s: Se) -> Result<Se::Ok, Se::Error> {
+        let bytes = rmp_serde::to_vec_named(&self.0).map_err(serde::ser::Error::custom)?;
+        s.serialize_bytes(&bytes)
+    }
+}
+
+impl<'de> Deserialize<'de> for Wire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = Wire;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a MessagePack-encoded model state")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Wire, E> {
+                rmp_serde::from_slice(b).map(Wire).map_err(E::custom)
+            }
+        }
+        d.deserialize_bytes(Bytes)
+    }
+}
+
+/// The model's state space.
+pub struct KraftSpace {
+    model: KraftModel,
+    props: Vec<Property<KraftModel>>,
+    symmetry: bool,
+    /// Per property: a verdict found in this process (evaluation stops there, as in `dfs.rs`).
+    discovered: Vec<AtomicBool>,
+}
+
+/// A property with a verdict: an `always` violated or a `sometimes` exemplified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Index in `model.properties()`.
+    pub property: u16,
+    /// An `always` property (violated) rather than a `sometimes` one (exemplified).
+    pub always: bool,
+}
+
+impl KraftSpace {
+    /// The space of `model`, reduced by symmetry if `symmetry`.
+    pub fn new(model: KraftModel, symmetry: bool) -> Self {
+        let props = model.properties();
+        let discovered = props.iter().map(|_| AtomicBool::new(false)).collect();
+        KraftSpace {
+            model,
+            props,
+            symmetry,
+            discovered,
+        }
+    }
+}
+
+impl Space for KraftSpace {
+    type State = Wire;
+    type Action = Action;
+    type Finding = Finding;
+
+    fn roots(&self) -> Vec<Wire> {
+        self.model
+            .init_states()
+            .into_iter()
+            .filter(|s| self.model.within_boundary(s))
+            .map(Wire)
+            .collect()
+    }
+
+    fn fingerprint(&self, Wire(s): &Wire) -> u64 {
+        if self.symmetry {
+            crate::symmetry::canonical(s).1
+        } else {
+            crate::fingerprint::fingerprint(s)
+        }
+    }
+
+    fn expand(&self, Wire(s): &Wire, out: &mut Vec<(Action, Wire)>, _: &mut Vec<Finding>) {
+        let mut actions = Vec::new();
+        self.model.actions(s, &mut actions);
+        for a in actions {
+            if let Some(next) = self.model.next_state(s, a) {
+                if self.model.within_boundary(&next) {
+                    out.push((a, Wire(next)));
+                }
+            }
+        }
+    }
+
+    fn check(&self, Wire(s): &Wire, findings: &mut Vec<Finding>) {
+        for (i, (p, d)) in self.props.iter().zip(&self.discovered).enumerate() {
+            if d.load(Ordering::Relaxed) {
+                continue;
+            }
+            let holds = (p.condition)(&self.model, s);
+            let always = p.expectation == Expectation::Always;
+            if holds != always {
+                d.store(true, Ordering::Relaxed);
+                findings.push(Finding {
+                    property: i as u16,
+                    always,
+                });
+            }
+        }
+    }
+
+    fn is_failure(&self, f: &Finding) -> bool {
+        f.always
+    }
+}
+
+/// Checks `model` on the engine: a BFS with symmetry unless `opts.symmetry` is off, stopping after
+/// the first level with a violation if `opts.stop_at_first_violation`. The report on process 0,
+/// `None` on the others.
+pub fn run(
+    model: KraftModel,
+    opts: &CheckOptions,
+    cluster: &Cluster,
+) -> Result<Option<CheckReport>, EngineError> {
+    let space = Arc::new(KraftSpace::new(model.clone(), opts.symmetry));
+    let engine = Options {
+        cluster: cluster.clone(),
+        default_workers: opts.threads,
+        stop_at_failure: opts.stop_at_first_violation,
+        max_states: opts.max_states.map(|n| n as u64),
+        timeout: opts.timeout,
+        progress: opts.progress,
+    };
+    Ok(super::run(space.clone(), engine)?.map(|o| report(&model, &space, o)))
+}
+
+fn report(model: &KraftModel, space: &KraftSpace, o: Outcome<KraftSpace>) -> CheckReport {
+    let properties = space
+        .props
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let found = o.findings.iter().any(|f| f.finding.property as usize == i);
+            PropertyResult {
+                name: p.name.to_string(),
+                kind: kind_name(&p.expectation).to_string(),
+                status: match (&p.expectation, found) {
+                    (Expectation::Always, true) => Status::Violated,
+                    (Expectation::Always, false) => Status::Holds,
+                    (_, true) => Status::ExampleFound,
+                    (_, false) => Status::NoExample,
+                },
+            }
+        })
+        .collect();
+    let counterexample = o.failure.as_ref().and_then(|(found, trace)| {
+        let (root, path) = trace.replay(space)?;
+        let p = &space.props[found.finding.property as usize];
+        let actions: Vec<Action> = path.into_iter().map(|(a, _)| a).collect();
+        replay(model, p, root.0, &actions)
+    });
+    CheckReport {
+        exhaustive: !o.stopped,
+        bounds: model.cfg,
+        states: o.generated as usize,
+        unique_states: o.unique as usize,
+        max_depth: o.levels as usize,
+        seconds: o.seconds,
+        properties,
+        counterexample,
+    }
+}
+
+/// The counterexample of `p` along `actions` from `root`, cut at its first violating state.
+fn replay(
+    model: &KraftModel,
+    p: &Property<KraftModel>,
+    root: State,
+    actions: &[Action],
+) -> Option<Counterexample> {
+    let mut steps = vec![(root.clone(), None)];
+    for &a in actions {
+        let next = model.next_state(&steps.last()?.0, a)?;
+        steps.last_mut()?.1 = Some(a);
+        steps.push((next, None));
+    }
+    let k = steps.iter().position(|(s, _)| !(p.condition)(model, s))?;
+    steps.truncate(k + 1);
+    steps[k].1 = None;
+    let actions: Vec<Action> = steps.iter().filter_map(|(_, a)| *a).collect();
+    let index_path = stateright::Path::from_actions(model, root, &actions)
+        .map_or_else(String::new, |path| path.encode(model));
+    Some(Counterexample {
+        property: p.name.to_string(),
+        actions,
+        steps,
+        index_path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Through bincode (timely's encoding between processes) and back, for states with every
+    /// optional field set and unset.
+    #[test]
+    fn states_survive_timely_s_encoding() {
+        let cfg = crate::check::snapshot_bounds();
+        let model = KraftModel::new(cfg).expect("valid");
+        let mut rng = crate::trace::SplitMix64(7);
+        for _ in 0..50 {
+            let path = crate::trace::random_walk(&model, &mut rng, 60);
+            let t = crate::trace::replay(&model, &path).expect("replays");
+            for s in std::iter::once(&t.init).chain(t.steps.iter().map(|s| &s.state)) {
+                let w = Wire(s.clone());
+                let bytes = bincode::serialize(&w).expect("encodes");
+                assert_eq!(bincode::deserialize::<Wire>(&bytes).expect("decodes"), w);
+            }
+        }
+    }
+}
