@@ -94,3 +94,57 @@ fn two_processes_count_what_one_process_counts() {
         .expect("the engine line");
     assert!(rebuilt > 0, "{stdout}");
 }
+
+/// What a pair costs when it crosses processes, on the first states of a graph (breadth-first):
+/// its bytes as timely writes them (bincode of `engine::Sent`) and the time to rebuild it from its
+/// path. `CONFORMANCE_TRAVEL_GRAPH` (default `membership`) and `CONFORMANCE_TRAVEL_STATES` (default
+/// 2000) choose; run with `--release --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_travel_cost() {
+    use conformance::engine::{GateSpace, Sent, Travel};
+    use model::engine::Space;
+    let name = std::env::var("CONFORMANCE_TRAVEL_GRAPH").unwrap_or("membership".into());
+    let n: usize = std::env::var("CONFORMANCE_TRAVEL_STATES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let cfg = conformance::sources::graph_config(&name).expect("a named graph");
+    let wire = conformance::wire::WireChecker::load(&conformance::wire::default_messages_dir())
+        .expect("the schemas");
+    let space = GateSpace::new(&conformance::graph::GraphOptions::new(cfg), &wire)
+        .unwrap()
+        .unwrap_or_else(|d| panic!("the root diverges: {d:?}"));
+    let mut queue = std::collections::VecDeque::from(space.roots());
+    let mut seen = std::collections::HashSet::new();
+    let (mut bytes, mut actions, mut pairs, mut nanos) = (0usize, 0usize, 0usize, 0u128);
+    let (mut out, mut found) = (Vec::new(), Vec::new());
+    while let Some(t) = queue.pop_front() {
+        if pairs >= n {
+            break;
+        }
+        if let Travel::Pair { path, .. } = &t {
+            let sent = bincode::serialize(&Sent::from(t.clone())).unwrap();
+            bytes += sent.len();
+            actions += path.len();
+            pairs += 1;
+            let started = std::time::Instant::now();
+            let back = space.rebuilt(path).expect("the path rebuilds");
+            nanos += started.elapsed().as_nanos();
+            assert_eq!(back.model_fingerprint(), space.fingerprint(&t));
+        }
+        space.expand(&t, &mut out, &mut found);
+        for (_, s) in out.drain(..) {
+            if seen.insert(space.fingerprint(&s)) {
+                queue.push_back(s);
+            }
+        }
+    }
+    let per = |x: f64| x / pairs.max(1) as f64;
+    println!(
+        "{name}: {pairs} pairs, {:.1} actions on the path, {:.1} bytes as bincode, {:.1} µs to rebuild, per pair",
+        per(actions as f64),
+        per(bytes as f64),
+        per(nanos as f64 / 1e3)
+    );
+}
