@@ -56,6 +56,16 @@ impl HeldSnapshots {
         }
     }
 
+    /// Dates the bootstrap snapshot no file described (size 0: `Node::with_snapshots` made its entry) at
+    /// `wall`: the core takes it to have been formatted when the node started.
+    pub fn date_undescribed_bootstrap(&mut self, wall: crate::time::WallMillis) {
+        for m in &mut self.held {
+            if m.id == SnapshotId::BOOTSTRAP && m.size == 0 {
+                m.last_contained_log_timestamp = wall;
+            }
+        }
+    }
+
     /// Forgets the snapshots below `id` (Kafka's `forgetSnapshotsBefore`).
     pub fn forget_before(&mut self, id: SnapshotId) {
         self.held.retain(|m| m.id >= id);
@@ -195,7 +205,6 @@ impl Node {
                 if asked && meta.id == id {
                     tracing::info!(node = self.local.id, %id, size = meta.size, "snapshot taken");
                     self.snapshots.insert(meta);
-                    self.note_snapshot_seen(id, now);
                 } else {
                     tracing::error!(node = self.local.id, %id, reported = %meta.id, asked, "snapshot not asked for ignored");
                 }
