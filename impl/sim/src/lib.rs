@@ -43,6 +43,8 @@ pub struct SimNode {
     /// The snapshot files (in memory), by id, and a download in progress (the `.part` file).
     pub snapshot_files: BTreeMap<SnapshotId, Bytes>,
     pub partial_snapshot: Option<(SnapshotId, Vec<u8>)>,
+    /// What the bootstrap snapshot said when the node last crashed (its time: when it first started).
+    pub bootstrap: Option<SnapshotMeta>,
 }
 
 /// Reads a snapshot file with the storage's parser: what the core needs to know of it.
@@ -225,6 +227,7 @@ impl Sim {
                     clock: 0,
                     snapshot_files: BTreeMap::new(),
                     partial_snapshot: None,
+                    bootstrap: None,
                 },
             );
         }
@@ -516,6 +519,12 @@ impl Sim {
                     "view = storage"
                 );
                 sim_node.crashed_log = Some(sim_node.storage.clone());
+                // The bootstrap snapshot "file": formatted when the node first started.
+                sim_node.bootstrap = node
+                    .snapshots()
+                    .find(|m| m.id == SnapshotId::BOOTSTRAP)
+                    .cloned()
+                    .or(sim_node.bootstrap.take());
                 // Kafka deletes a partial snapshot file at start-up.
                 sim_node.partial_snapshot = None;
             }
@@ -545,6 +554,7 @@ impl Sim {
             .snapshot_files
             .iter()
             .map(|(id, bytes)| snapshot_meta(*id, bytes))
+            .chain(sim_node.bootstrap.clone().map(Ok))
             .collect::<Result<Vec<_>, _>>()
             .map_err(NodeError::Config)?;
         let persisted = sim_node.persisted.clone();

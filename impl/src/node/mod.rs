@@ -318,13 +318,14 @@ impl Node {
             // The formatted bootstrap snapshot, as Kafka's log lists it. `snapshots` may hold what its
             // file says (its size, its LastContainedLogTimestamp: when it was formatted); else it is
             // dated when the node starts (`start_snapshot_clocks`).
-            node.snapshots.insert(crate::log::SnapshotMeta {
-                id: crate::log::SnapshotId::BOOTSTRAP,
-                size: 0,
-                kraft_version: base_kraft_version,
-                voters: node.history.at_or_before(-1).map(|(_, s)| s.clone()),
-                last_contained_log_timestamp: 0,
-            });
+            node.snapshots
+                .insert_undescribed_bootstrap(crate::log::SnapshotMeta {
+                    id: crate::log::SnapshotId::BOOTSTRAP,
+                    size: 0,
+                    kraft_version: base_kraft_version,
+                    voters: node.history.at_or_before(-1).map(|(_, s)| s.clone()),
+                    last_contained_log_timestamp: 0,
+                });
         }
         node.history_next_offset = node.log.start_offset();
         // Kafka's start-up (`maybeLoadSnapshot`): the latest snapshot's control records, then the log
