@@ -33,6 +33,7 @@ fn snapshot_meta(id: SnapshotId, bytes: &Bytes) -> Result<SnapshotMeta, String> 
         size: bytes.len() as u64,
         kraft_version: s.kraft_version.unwrap_or(0),
         voters: s.voters,
+        last_contained_log_timestamp: s.last_contained_log_timestamp,
     })
 }
 
@@ -151,6 +152,9 @@ impl Cluster {
             .collect::<Result<Vec<_>, _>>()?;
         let mut node = Node::with_snapshots(cfg, log, state, metas)
             .map_err(|e| format!("Node::with_snapshots for {i}: {e}"))?;
+        // A deterministic wall clock: the replay stays a function of the model's trace.
+        let now = self.clocks.get(i as usize).copied().unwrap_or(0);
+        node.set_wall_clock(now, kraft::time::virtual_wall_clock(now));
         if let Some(hook) = &self.hook {
             hook(&mut node);
         }
@@ -200,12 +204,19 @@ impl Cluster {
                 }
                 Effect::TakeSnapshot {
                     id,
+                    last_contained_log_timestamp,
                     kraft_version,
                     voters,
+                    append_time,
                 } => {
-                    let file =
-                        kraft::records::encode_control_snapshot(id, kraft_version, voters.as_ref())
-                            .map_err(|e| format!("node {i}: snapshot {id} does not encode: {e}"))?;
+                    let file = kraft::records::encode_control_snapshot(
+                        id,
+                        last_contained_log_timestamp,
+                        kraft_version,
+                        voters.as_ref(),
+                        append_time,
+                    )
+                    .map_err(|e| format!("node {i}: snapshot {id} does not encode: {e}"))?;
                     let meta = snapshot_meta(id, &file)?;
                     Arc::make_mut(&mut self.files[i as usize]).insert(id, file);
                     taken = Some((id, meta));

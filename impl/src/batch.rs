@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 
+use crate::time::WallMillis;
 use crate::voter_set::VoterSet;
 
 /// A record as the core sees it. Control records live in control batches, data records in data batches.
@@ -27,6 +28,10 @@ pub enum Record {
 pub struct Batch {
     pub base_offset: i64,
     pub epoch: i32,
+    /// CreateTime: the leader's wall clock when it appended the batch, written as the batch's first and
+    /// max timestamp with every record's timestamp delta 0, as Kafka's `BatchBuilder` writes its
+    /// `appendTime`. Decoded, the batch's MaxTimestamp (Kafka's `Batch.appendTimestamp()`).
+    pub append_time: WallMillis,
     pub records: Vec<Record>,
 }
 
@@ -89,4 +94,7 @@ pub struct SnapshotMeta {
     pub size: u64,
     pub kraft_version: i16,
     pub voters: Option<VoterSet>,
+    /// SnapshotHeader `LastContainedLogTimestamp`: the append time of the last batch it contains
+    /// (retention by `metadata.max.retention.ms` measures the snapshot's age from it, as Kafka does).
+    pub last_contained_log_timestamp: WallMillis,
 }

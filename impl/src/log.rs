@@ -6,6 +6,8 @@
 
 use bytes::Bytes;
 
+use crate::time::WallMillis;
+
 pub use crate::batch::{Batch, Record, Replicated, SnapshotId, SnapshotMeta};
 
 /// Errors of a log implementation.
@@ -36,8 +38,14 @@ pub trait RaftLog {
     fn end_offset(&self) -> i64;
     /// Epoch of the last batch, or 0 for an empty log.
     fn last_epoch(&self) -> i32;
-    /// Appends `records` as one new batch in `epoch`; returns its base offset.
-    fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError>;
+    /// Appends `records` as one new batch in `epoch`, created at `append_time` (the leader's wall clock);
+    /// returns its base offset.
+    fn append_as_leader(
+        &mut self,
+        epoch: i32,
+        append_time: WallMillis,
+        records: Vec<Record>,
+    ) -> Result<i64, LogError>;
     /// Appends batches replicated from the leader; the first must start at `end_offset()`.
     fn append_as_follower(&mut self, batches: Vec<Batch>) -> Result<(), LogError>;
     /// Appends replicated batches, storing each one's bytes unchanged when it has them (Kafka's followers
@@ -216,10 +224,16 @@ impl RaftLog for MemoryLog {
         self.batches.last().map_or(self.start_epoch, |b| b.epoch)
     }
 
-    fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError> {
+    fn append_as_leader(
+        &mut self,
+        epoch: i32,
+        append_time: WallMillis,
+        records: Vec<Record>,
+    ) -> Result<i64, LogError> {
         let batch = Batch {
             base_offset: self.end_offset(),
             epoch,
+            append_time,
             records,
         };
         self.check_append(&batch)?;
@@ -362,16 +376,16 @@ mod tests {
     #[test]
     fn append_read_truncate() {
         let mut log = MemoryLog::new();
-        assert_eq!(log.append_as_leader(1, data(3)).unwrap(), 0);
-        assert_eq!(log.append_as_leader(2, data(2)).unwrap(), 3);
+        assert_eq!(log.append_as_leader(1, 0, data(3)).unwrap(), 0);
+        assert_eq!(log.append_as_leader(2, 0, data(2)).unwrap(), 3);
         assert_eq!(log.end_offset(), 5);
         assert_eq!(log.last_epoch(), 2);
         assert!(matches!(
-            log.append_as_leader(1, data(1)),
+            log.append_as_leader(1, 0, data(1)),
             Err(LogError::EpochRegression { last: 2, got: 1 })
         ));
         assert!(matches!(
-            log.append_as_leader(3, vec![]),
+            log.append_as_leader(3, 0, vec![]),
             Err(LogError::EmptyBatch)
         ));
         assert_eq!(log.read(4, 1).unwrap().len(), 1);
@@ -389,11 +403,13 @@ mod tests {
         let good = Batch {
             base_offset: 0,
             epoch: 1,
+            append_time: 0,
             records: data(2),
         };
         let gap = Batch {
             base_offset: 5,
             epoch: 1,
+            append_time: 0,
             records: data(1),
         };
         assert!(matches!(
@@ -409,9 +425,9 @@ mod tests {
     fn end_offset_for_epoch_like_kafka() {
         let mut log = MemoryLog::new();
         assert_eq!(log.end_offset_for_epoch(1), None);
-        log.append_as_leader(2, data(3)).unwrap();
-        log.append_as_leader(2, data(1)).unwrap();
-        log.append_as_leader(4, data(2)).unwrap();
+        log.append_as_leader(2, 0, data(3)).unwrap();
+        log.append_as_leader(2, 0, data(1)).unwrap();
+        log.append_as_leader(4, 0, data(2)).unwrap();
         assert_eq!(log.end_offset_for_epoch(0), Some((0, 0)));
         assert_eq!(log.end_offset_for_epoch(2), Some((2, 4)));
         assert_eq!(log.end_offset_for_epoch(3), Some((2, 4)));
@@ -428,7 +444,7 @@ mod tests {
             for (e, n) in sizes.iter().enumerate() {
                 let recs = data(*n);
                 flat.extend(recs.iter().cloned().map(|r| (e as i32, r)));
-                log.append_as_leader(e as i32, recs).unwrap();
+                log.append_as_leader(e as i32, 0, recs).unwrap();
             }
             log.truncate_to(cut).unwrap();
             let kept: Vec<(i32, Record)> = log.read(0, usize::MAX).unwrap().into_iter()

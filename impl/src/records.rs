@@ -101,8 +101,8 @@ pub enum RecordsError {
 /// Encodes batches as consecutive Kafka v2 record batches.
 ///
 /// A `Batch` whose records mix data and control records is written as several Kafka batches (Kafka keeps
-/// control records in control batches) with consecutive offsets and the same epoch; empty batches write
-/// nothing. Timestamps are 0: the core has no clock.
+/// control records in control batches) with consecutive offsets and the same epoch and append time (the
+/// first and max timestamp of each, every record's timestamp delta 0); empty batches write nothing.
 pub fn encode_batches(batches: &[Batch]) -> Result<Bytes, RecordsError> {
     let mut buf = BytesMut::new();
     for batch in batches {
@@ -126,6 +126,7 @@ pub fn encode_batch_into(batch: &Batch, buf: &mut BytesMut) -> Result<(), Record
             offset,
             offset - run_start,
             batch.epoch,
+            batch.append_time,
         )?);
     }
     if !run.is_empty() {
@@ -154,6 +155,7 @@ fn to_kafka_record(
     offset: i64,
     offset_delta: i64,
     epoch: i32,
+    timestamp: i64,
 ) -> Result<kafka_protocol::records::Record, RecordsError> {
     let encode_err = |reason: String| RecordsError::Encode {
         base_offset: offset,
@@ -205,7 +207,7 @@ fn to_kafka_record(
         // The encoder groups records whose `offset − sequence` agree and writes the batch's base sequence
         // as the first record's; this yields one batch with base sequence −1 (no idempotent producer).
         sequence: NO_SEQUENCE.wrapping_add(offset_delta as i32),
-        timestamp: 0,
+        timestamp,
         key,
         value: Some(value),
         headers: Default::default(),
@@ -390,6 +392,7 @@ fn decode_one(bytes: &Bytes, position: usize) -> Result<(Batch, usize), RecordsE
         Batch {
             base_offset: frame.base_offset,
             epoch: frame.epoch,
+            append_time: frame.max_timestamp,
             records: frame.records,
         },
         frame.len,
@@ -400,6 +403,8 @@ fn decode_one(bytes: &Bytes, position: usize) -> Result<(Batch, usize), RecordsE
 pub(crate) struct Frame<T> {
     pub base_offset: i64,
     pub epoch: i32,
+    /// The batch header's MaxTimestamp.
+    pub max_timestamp: i64,
     pub records: Vec<T>,
     /// Offset after the last record.
     pub next_offset: i64,
@@ -442,6 +447,7 @@ pub(crate) fn decode_frame<T>(
     }
     let is_control = attributes & ATTR_CONTROL != 0;
     let last_offset_delta = i32::from_be_bytes([raw[23], raw[24], raw[25], raw[26]]);
+    let max_timestamp = i64::from_be_bytes(raw[35..43].try_into().unwrap_or_default());
     let record_count = i32::from_be_bytes([raw[57], raw[58], raw[59], raw[60]]);
     // Each record takes at least 7 bytes; a larger count is corrupt and must not drive an allocation.
     if record_count < 0 || record_count as usize > (total - BATCH_HEADER_SIZE) / 7 + 1 {
@@ -484,6 +490,7 @@ pub(crate) fn decode_frame<T>(
     Ok(Frame {
         base_offset,
         epoch,
+        max_timestamp,
         next_offset: base_offset + records.len() as i64,
         records,
         len: total,

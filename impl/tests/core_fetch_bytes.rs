@@ -71,6 +71,7 @@ fn both_logs_keep_a_replicated_batch_byte_for_byte() {
     let ours = kraft::records::encode_batches(&[Batch {
         base_offset: 1,
         epoch: 1,
+        append_time: 0,
         records: vec![
             Record::Data(Bytes::from_static(b"a")),
             Record::Data(Bytes::from_static(b"b")),
@@ -81,7 +82,7 @@ fn both_logs_keep_a_replicated_batch_byte_for_byte() {
 
     let mut memory = MemoryLog::new();
     memory
-        .append_as_leader(1, vec![Record::Data(Bytes::from_static(b"x"))])
+        .append_as_leader(1, 0, vec![Record::Data(Bytes::from_static(b"x"))])
         .unwrap();
     memory.append_replicated(replicated(&kafka)).unwrap();
     assert_eq!(memory.read_bytes(1, usize::MAX).unwrap(), kafka);
@@ -97,7 +98,7 @@ fn both_logs_keep_a_replicated_batch_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     {
         let mut file = FileLog::open(dir.path()).unwrap();
-        file.append_as_leader(1, vec![Record::Data(Bytes::from_static(b"x"))])
+        file.append_as_leader(1, 0, vec![Record::Data(Bytes::from_static(b"x"))])
             .unwrap();
         file.append_replicated(replicated(&kafka)).unwrap();
         file.flush().unwrap();

@@ -184,6 +184,7 @@ fn snapshot_now(sim: &mut Sim, id: i32) -> Option<(SnapshotId, i16, Option<Voter
             id,
             kraft_version,
             voters,
+            ..
         } => Some((*id, *kraft_version, voters.clone())),
         _ => None,
     });

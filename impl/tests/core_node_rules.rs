@@ -406,7 +406,7 @@ fn divergence_before_the_leaders_first_epoch_is_at_epoch_zero() {
     let mut log = MemoryLog::new();
     for v in [&b"a"[..], b"b"] {
         let data = vec![Record::Data(bytes::Bytes::copy_from_slice(v))];
-        log.append_as_leader(2, data).unwrap();
+        log.append_as_leader(2, 0, data).unwrap();
     }
     let cfg = sim::config(1, Bootstrap::Checkpoint(sim::voter_set(&[1, 2, 3])), 1);
     let state = ElectionState {

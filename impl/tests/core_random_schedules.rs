@@ -827,6 +827,7 @@ fn corrupt_log_batches_are_refused_by_the_follower() {
     let bad = kraft::records::encode_batches(&[Batch {
         base_offset: 10,
         epoch: 1,
+        append_time: 0,
         records: vec![Record::Data(Bytes::from_static(b"x"))],
     }])
     .unwrap();

@@ -52,6 +52,10 @@
 //! - `append ID N`: N data records appended on leader ID; prints the base offset.
 //! - `crash ID`, `restart ID`, `advance MS` (every clock, firing due timers), `log ID` (a VotersRecord
 //!   shows `ID:PORT` for a voter whose default listener's port is not the simulator's for that id).
+//! - `wall-clock ID MS`: node ID's wall clock reads MS (milliseconds since the Unix epoch) now and runs on
+//!   with its clock (the simulator starts every node's at 2026-01-01T00:00:00Z, 1767225600000).
+//! - `create-times ID`: node ID's durable log as Kafka record batches, one line each: offsets@epoch, the
+//!   header's FirstTimestamp and MaxTimestamp, every record's timestamp (CreateTime).
 //! - `run MS`: a healthy network for MS ms (100 ms `advance` steps, every message delivered after each);
 //!   prints `raft-state`.
 //! - `cluster ... snapshot-bytes=N [snapshot-interval-ms=T] [retention-bytes=M] [snapshot-max-bytes=B]`:
@@ -726,6 +730,44 @@ impl Runner {
         Ok(out)
     }
 
+    /// Node `id`'s durable log as Kafka record batches: per batch its offsets, epoch, FirstTimestamp and
+    /// MaxTimestamp (header) and its records' timestamps (base + delta), as `kafka-dump-log` reads them.
+    fn create_times(&mut self, id: i32) -> Result<String, String> {
+        let storage = &self.sim()?.nodes[&id].storage;
+        let bytes = storage
+            .read_bytes(storage.start_offset(), usize::MAX)
+            .map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let (base, len) = kraft::records::batch_frame(&bytes, at).map_err(|e| e.to_string())?;
+            let header = |from: usize| {
+                i64::from_be_bytes(bytes[at + from..at + from + 8].try_into().unwrap())
+            };
+            let (epoch, first, max) = (
+                i32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap()),
+                header(27),
+                header(35),
+            );
+            let mut batch = bytes.slice(at..at + len);
+            let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
+                .map_err(|e| e.to_string())?;
+            let times: Vec<String> = set
+                .records
+                .iter()
+                .map(|r| r.timestamp.to_string())
+                .collect();
+            let last = base + set.records.len() as i64 - 1;
+            let _ = writeln!(
+                out,
+                "{base}-{last}@{epoch} first={first} max={max} records=[{}]",
+                times.join(",")
+            );
+            at += len;
+        }
+        Ok(out)
+    }
+
     /// Runs one command; transitions a node refused meanwhile are appended to its output.
     fn step(&mut self, line: &str) -> Result<String, String> {
         let mut out = self.run(line)?;
@@ -987,6 +1029,17 @@ impl Runner {
                 self.raft_state()
             }
             ("log", [id]) => self.log(num(id)?),
+            ("wall-clock", [id, ms]) => {
+                let (id, wall) = (
+                    num(id)?,
+                    ms.parse().map_err(|_| format!("not a time: {ms}"))?,
+                );
+                let sim = self.sim()?;
+                let now = sim.clock(id);
+                sim.node_mut(id).set_wall_clock(now, wall);
+                Ok("ok\n".into())
+            }
+            ("create-times", [id]) => self.create_times(num(id)?),
             ("forge-vote", args) => self.forge_vote(args),
             _ => Err(format!("unknown command or arguments: {line}")),
         }

@@ -124,6 +124,7 @@ fn damaged_snapshots_are_typed_errors() {
     let log = kraft::records::encode_batches(&[kraft::log::Batch {
         base_offset: 0,
         epoch: 1,
+        append_time: 0,
         records: vec![kraft::log::Record::LeaderChange {
             leader_id: 1,
             voters: vec![1],

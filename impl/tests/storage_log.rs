@@ -35,9 +35,10 @@ fn append_read_reopen_and_roll_segments() {
     let mut log = FileLog::open_with_segment_bytes(dir.path(), 200).unwrap();
     assert_eq!((log.end_offset(), log.last_epoch()), (0, 0));
     for epoch in 1..=5 {
-        log.append_as_leader(epoch, data(3, epoch as u8)).unwrap();
+        log.append_as_leader(epoch, 0, data(3, epoch as u8))
+            .unwrap();
     }
-    log.append_as_leader(5, vec![Record::KRaftVersion(1)])
+    log.append_as_leader(5, 0, vec![Record::KRaftVersion(1)])
         .unwrap();
     assert_eq!(log.flushed_offset(), 0);
     log.flush().unwrap();
@@ -67,8 +68,8 @@ fn append_read_reopen_and_roll_segments() {
 fn hand_written_torn_tail_is_truncated_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();
-    log.append_as_leader(1, data(2, 1)).unwrap();
-    log.append_as_leader(1, data(2, 2)).unwrap();
+    log.append_as_leader(1, 0, data(2, 1)).unwrap();
+    log.append_as_leader(1, 0, data(2, 2)).unwrap();
     log.flush().unwrap();
     let segment = log.segment_paths()[0].clone();
     let good_len = std::fs::metadata(&segment).unwrap().len();
@@ -83,7 +84,7 @@ fn hand_written_torn_tail_is_truncated_on_open() {
     assert_eq!(log.end_offset(), 4);
     assert_eq!(std::fs::metadata(&segment).unwrap().len(), good_len);
     // The log keeps working after recovery.
-    log.append_as_leader(2, data(1, 3)).unwrap();
+    log.append_as_leader(2, 0, data(1, 3)).unwrap();
     log.flush().unwrap();
     drop(log);
     assert_eq!(FileLog::open(dir.path()).unwrap().end_offset(), 5);
@@ -93,8 +94,8 @@ fn hand_written_torn_tail_is_truncated_on_open() {
 fn corrupt_last_batch_is_dropped_and_earlier_batches_kept() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();
-    log.append_as_leader(1, data(2, 1)).unwrap();
-    log.append_as_leader(2, data(3, 2)).unwrap();
+    log.append_as_leader(1, 0, data(2, 1)).unwrap();
+    log.append_as_leader(2, 0, data(3, 2)).unwrap();
     log.flush().unwrap();
     let segment = log.segment_paths()[0].clone();
     drop(log);
@@ -111,7 +112,7 @@ fn a_log_without_its_first_segment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open_with_segment_bytes(dir.path(), 100).unwrap();
     for epoch in 1..=4 {
-        log.append_as_leader(epoch, data(3, 1)).unwrap();
+        log.append_as_leader(epoch, 0, data(3, 1)).unwrap();
     }
     log.flush().unwrap();
     let first = log.segment_paths()[0].clone();
@@ -131,7 +132,7 @@ fn a_log_without_its_first_segment_is_refused() {
 fn corruption_found_by_read_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();
-    log.append_as_leader(1, data(2, 1)).unwrap();
+    log.append_as_leader(1, 0, data(2, 1)).unwrap();
     log.flush().unwrap();
     let segment = log.segment_paths()[0].clone();
     let mut bytes = std::fs::read(&segment).unwrap();
@@ -148,8 +149,8 @@ fn corruption_found_by_read_is_a_typed_error() {
 fn truncate_inside_a_batch_keeps_its_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();
-    log.append_as_leader(1, data(4, 1)).unwrap();
-    log.append_as_leader(2, data(4, 2)).unwrap();
+    log.append_as_leader(1, 0, data(4, 1)).unwrap();
+    log.append_as_leader(2, 0, data(4, 2)).unwrap();
     log.truncate_to(6).unwrap();
     assert_eq!((log.end_offset(), log.last_epoch()), (6, 2));
     log.truncate_to(2).unwrap();
@@ -236,15 +237,15 @@ proptest! {
             match op {
                 Op::Append { bump, records } => {
                     epoch += bump;
-                    let a = file.append_as_leader(epoch, records.clone()).unwrap();
-                    let b = memory.append_as_leader(epoch, records).unwrap();
+                    let a = file.append_as_leader(epoch, 0, records.clone()).unwrap();
+                    let b = memory.append_as_leader(epoch, 0, records).unwrap();
                     prop_assert_eq!(a, b);
                 }
                 Op::Follower { bump, sizes } => {
                     epoch += bump;
                     let mut base = memory.end_offset();
                     let batches: Vec<Batch> = sizes.iter().map(|n| {
-                        let b = Batch { base_offset: base, epoch, records: data(*n, base as u8) };
+                        let b = Batch { base_offset: base, epoch, append_time: 0, records: data(*n, base as u8) };
                         base += *n as i64;
                         b
                     }).collect();

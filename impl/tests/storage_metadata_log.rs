@@ -24,7 +24,7 @@ fn metadata(t: u8, n: u8) -> Record {
 /// Ten batches of epoch 1, each {ConfigRecord-like (type 4), NoOp}: offsets 0–19.
 fn fill(log: &mut FileLog, from: u8, count: u8) {
     for n in from..from + count {
-        log.append_as_leader(1, vec![metadata(4, n), metadata(20, n)])
+        log.append_as_leader(1, 0, vec![metadata(4, n), metadata(20, n)])
             .unwrap();
     }
     log.flush().unwrap();
@@ -44,14 +44,12 @@ fn own_snapshots_carry_the_data_forward_and_the_log_start_moves_by_segments() {
     let mut log = FileLog::open_with_segment_bytes(dir.path(), 200).unwrap();
     fill(&mut log, 0, 10);
     let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
-    let first = meta.take_snapshot(id(10), 1, None, 1_000).unwrap();
+    let first = meta.take_snapshot(id(10), 0, 1, None, 1_000).unwrap();
     assert_eq!(first.data_records, 5, "the NoOps are left out");
-    // Kafka's LastContainedLogTimestamp: the last contained batch's timestamp (0 here), never the clock.
-    assert_eq!(first.last_contained_log_timestamp, 0);
     // Not at a batch boundary: refused, nothing written.
-    assert!(meta.take_snapshot(id(11), 1, None, 1_000).is_err());
+    assert!(meta.take_snapshot(id(11), 0, 1, None, 1_000).is_err());
     assert!(!snapshot_path(dir.path(), id(11), SnapshotFileKind::Partial).exists());
-    let second = meta.take_snapshot(id(20), 1, None, 2_000).unwrap();
+    let second = meta.take_snapshot(id(20), 0, 1, None, 2_000).unwrap();
     assert_eq!(second.data_records, 10);
     let values: Vec<u8> = meta
         .snapshot_data(id(20))
@@ -176,31 +174,37 @@ fn a_log_start_past_every_snapshot_is_refused() {
 fn a_snapshot_inside_a_metadata_transaction_is_not_taken() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = FileLog::open(dir.path()).unwrap();
-    log.append_as_leader(1, vec![metadata(23, 0), metadata(4, 1)])
+    log.append_as_leader(1, 0, vec![metadata(23, 0), metadata(4, 1)])
         .unwrap();
-    log.append_as_leader(1, vec![metadata(24, 0)]).unwrap();
-    log.append_as_leader(1, vec![metadata(23, 0), metadata(4, 2), metadata(25, 0)])
+    log.append_as_leader(1, 0, vec![metadata(24, 0)]).unwrap();
+    log.append_as_leader(1, 0, vec![metadata(23, 0), metadata(4, 2), metadata(25, 0)])
         .unwrap();
     let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
-    assert!(meta.take_snapshot(id(2), 1, None, 0).is_err());
+    assert!(meta.take_snapshot(id(2), 0, 1, None, 0).is_err());
     // After the commit: record 1 only; the aborted transaction's record 2 is left out.
-    let info = meta.take_snapshot(id(6), 1, None, 0).unwrap();
+    let info = meta.take_snapshot(id(6), 0, 1, None, 0).unwrap();
     assert_eq!(info.data_records, 1);
     assert_eq!(meta.snapshot_data(id(6)).unwrap()[0][3], 1);
 }
 
 #[test]
-fn two_replicas_snapshot_one_id_with_the_same_header_whatever_their_clocks() {
-    let take = |now_ms: i64| {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = FileLog::open_with_segment_bytes(dir.path(), 200).unwrap();
-        fill(&mut log, 0, 10);
-        let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
-        let info = meta.take_snapshot(id(10), 1, None, now_ms).unwrap();
-        (
-            info.last_contained_log_timestamp,
-            meta.snapshot_data(id(10)).unwrap(),
-        )
-    };
-    assert_eq!(take(1_000), take(987_654));
+fn the_header_says_the_last_contained_log_timestamp_given_and_every_batch_the_append_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = FileLog::open_with_segment_bytes(dir.path(), 200).unwrap();
+    fill(&mut log, 0, 10);
+    let mut meta = MetadataLog::with_log(dir.path(), log).unwrap();
+    let info = meta
+        .take_snapshot(id(10), 1_765_000_000_000, 1, None, 1_765_000_123_456)
+        .unwrap();
+    assert_eq!(info.last_contained_log_timestamp, 1_765_000_000_000);
+    let path = snapshot_path(dir.path(), id(10), SnapshotFileKind::Checkpoint);
+    let bytes = Bytes::from(std::fs::read(path).unwrap());
+    let mut at = 0;
+    while at < bytes.len() {
+        let (_, len) = kraft::records::batch_frame(&bytes, at).unwrap();
+        let first = i64::from_be_bytes(bytes[at + 27..at + 35].try_into().unwrap());
+        let max = i64::from_be_bytes(bytes[at + 35..at + 43].try_into().unwrap());
+        assert_eq!((first, max), (1_765_000_123_456, 1_765_000_123_456));
+        at += len;
+    }
 }

@@ -299,6 +299,7 @@ fn write_file_seeds() {
         Batch {
             base_offset: 0,
             epoch: 1,
+            append_time: 0,
             records: vec![
                 Record::KRaftVersion(1),
                 Record::Voters(voter_set(&[1, 2, 3])),
@@ -307,6 +308,7 @@ fn write_file_seeds() {
         Batch {
             base_offset: 2,
             epoch: 2,
+            append_time: 0,
             records: vec![Record::LeaderChange {
                 leader_id: 1,
                 voters: vec![1, 2, 3],
@@ -316,6 +318,7 @@ fn write_file_seeds() {
         Batch {
             base_offset: 3,
             epoch: 2,
+            append_time: 0,
             records: vec![Record::Data(Bytes::from_static(b"alpha"))],
         },
     ];

@@ -145,6 +145,7 @@ impl Endpoints {
             batches.push(Batch {
                 base_offset: i64::from(offset) + k as i64,
                 epoch: i32::from(e.epoch),
+                append_time: 0,
                 records: vec![record],
             });
         }

@@ -17,6 +17,7 @@ use kraft::node::{
     AppendError, Bootstrap, ClientId, ClientRequest, ClientResponse, Effect, ElectionState,
     Harness, Message, Millis, Node, NodeConfig, NodeError, Output, Role, StepError, Timer,
 };
+use kraft::time::virtual_wall_clock;
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
 use kraft::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -42,6 +43,8 @@ pub struct SimNode {
     /// The snapshot files (in memory), by id, and a download in progress (the `.part` file).
     pub snapshot_files: BTreeMap<SnapshotId, Bytes>,
     pub partial_snapshot: Option<(SnapshotId, Vec<u8>)>,
+    /// What the bootstrap snapshot said when the node last crashed (its time: when it first started).
+    pub bootstrap: Option<SnapshotMeta>,
 }
 
 /// Reads a snapshot file with the storage's parser: what the core needs to know of it.
@@ -53,6 +56,7 @@ pub fn snapshot_meta(id: SnapshotId, bytes: &Bytes) -> Result<SnapshotMeta, Stri
         size: bytes.len() as u64,
         kraft_version: snapshot.kraft_version.unwrap_or(0),
         voters: snapshot.voters,
+        last_contained_log_timestamp: snapshot.last_contained_log_timestamp,
     })
 }
 
@@ -209,6 +213,7 @@ impl Sim {
         let mut nodes = BTreeMap::new();
         for config in configs {
             let mut node = Node::new(config.clone(), MemoryLog::new(), ElectionState::default())?;
+            node.set_wall_clock(0, virtual_wall_clock(0));
             node.start_clock(0);
             let id = config.node_id;
             nodes.insert(
@@ -222,6 +227,7 @@ impl Sim {
                     clock: 0,
                     snapshot_files: BTreeMap::new(),
                     partial_snapshot: None,
+                    bootstrap: None,
                 },
             );
         }
@@ -329,14 +335,21 @@ impl Sim {
                 }
                 Effect::TakeSnapshot {
                     id,
+                    last_contained_log_timestamp,
                     kraft_version,
                     voters,
+                    append_time,
                 } => {
                     // The control records of the snapshot, at the kraft.version the core asks for (the
                     // data records this cluster appends are test values, not metadata records a
                     // snapshot would keep).
-                    let file =
-                        kraft::records::encode_control_snapshot(id, kraft_version, voters.as_ref());
+                    let file = kraft::records::encode_control_snapshot(
+                        id,
+                        last_contained_log_timestamp,
+                        kraft_version,
+                        voters.as_ref(),
+                        append_time,
+                    );
                     let result = file.map_err(|e| e.to_string()).and_then(|bytes| {
                         let meta = snapshot_meta(id, &bytes)?;
                         sim_node.snapshot_files.insert(id, bytes);
@@ -506,6 +519,12 @@ impl Sim {
                     "view = storage"
                 );
                 sim_node.crashed_log = Some(sim_node.storage.clone());
+                // The bootstrap snapshot "file": formatted when the node first started.
+                sim_node.bootstrap = node
+                    .snapshots()
+                    .find(|m| m.id == SnapshotId::BOOTSTRAP)
+                    .cloned()
+                    .or(sim_node.bootstrap.take());
                 // Kafka deletes a partial snapshot file at start-up.
                 sim_node.partial_snapshot = None;
             }
@@ -535,10 +554,12 @@ impl Sim {
             .snapshot_files
             .iter()
             .map(|(id, bytes)| snapshot_meta(*id, bytes))
+            .chain(sim_node.bootstrap.clone().map(Ok))
             .collect::<Result<Vec<_>, _>>()
             .map_err(NodeError::Config)?;
         let persisted = sim_node.persisted.clone();
         let mut node = Node::with_snapshots(sim_node.config.clone(), log, persisted, snapshots)?;
+        node.set_wall_clock(sim_node.clock, virtual_wall_clock(sim_node.clock));
         node.start_clock(sim_node.clock);
         sim_node.node = Some(node);
         Ok(())

@@ -214,6 +214,7 @@ mod tests {
         let batch = Batch {
             base_offset: 7,
             epoch: 2,
+            append_time: 0,
             records: vec![
                 Record::LeaderChange {
                     leader_id: 1,
@@ -245,6 +246,7 @@ mod tests {
         let data = Batch {
             base_offset: 0,
             epoch: 1,
+            append_time: 0,
             records: vec![Record::Data(bytes::Bytes::from_static(b"abc"))],
         };
         assert_eq!(batch_json(&data)["records"][0]["valueSize"], 3);

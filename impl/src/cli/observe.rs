@@ -357,11 +357,13 @@ mod tests {
             Batch {
                 base_offset: 0,
                 epoch: 1,
+                append_time: 0,
                 records: vec![Record::KRaftVersion(1)],
             },
             Batch {
                 base_offset: 1,
                 epoch: 1,
+                append_time: 0,
                 records: vec![
                     Record::Data(Bytes::from(vec![7u8; 1000])),
                     Record::Data(Bytes::from_static(b"x")),

@@ -68,7 +68,12 @@ pub async fn start_node(
     // to a snapshot newer than it.
     let log =
         MetadataLog::open_with_segment_bytes(&data.log_dir(), settings.snapshots.segment_bytes)?;
-    let snapshots = log.snapshots().iter().map(|s| s.meta()).collect();
+    let mut snapshots: Vec<_> = log.snapshots().iter().map(|s| s.meta()).collect();
+    // The bootstrap snapshot's own header (its LastContainedLogTimestamp is when it was formatted) for
+    // retention by time; a file that does not parse was refused by `read_bootstrap` already.
+    if let Ok(info) = crate::storage::read_snapshot_meta(&data.bootstrap_path()) {
+        snapshots.push(info.meta());
+    }
     let view = log
         .load_view()
         .map_err(|e| Failure::new(EXIT_STORAGE, e.to_string()))?;

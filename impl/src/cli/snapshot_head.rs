@@ -52,6 +52,8 @@ pub struct SnapshotHead {
     frame: SnapshotFrame,
     kraft_version: Option<i16>,
     voters: Option<VoterSet>,
+    /// SnapshotHeader `LastContainedLogTimestamp`.
+    last_contained_log_timestamp: i64,
     /// The first data batch or the footer was reached: nothing more is decoded.
     read: bool,
     failed: Option<SnapshotHeadError>,
@@ -66,6 +68,7 @@ impl SnapshotHead {
             frame: SnapshotFrame::default(),
             kraft_version: None,
             voters: None,
+            last_contained_log_timestamp: 0,
             read: false,
             failed: None,
         }
@@ -133,6 +136,7 @@ impl SnapshotHead {
                         self.kraft_version = Some(v)
                     }
                     SnapshotRecord::Control(Record::Voters(set)) => self.voters = Some(set),
+                    SnapshotRecord::Header(ts) => self.last_contained_log_timestamp = ts,
                     SnapshotRecord::Footer => self.read = true,
                     _ => {}
                 }
@@ -157,6 +161,7 @@ impl SnapshotHead {
             size,
             kraft_version: self.kraft_version.unwrap_or(0),
             voters: self.voters,
+            last_contained_log_timestamp: self.last_contained_log_timestamp,
         })
     }
 

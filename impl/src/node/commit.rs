@@ -67,10 +67,14 @@ impl Node {
         out: &mut Output,
     ) -> Result<i64, LogError> {
         let epoch = self.election.epoch;
-        let offset = self.log.append_as_leader(epoch, records.clone())?;
+        let append_time = self.wall_time(now);
+        let offset = self
+            .log
+            .append_as_leader(epoch, append_time, records.clone())?;
         let batch = Batch {
             base_offset: offset,
             epoch,
+            append_time,
             records,
         };
         self.persist_appended(vec![Replicated { batch, bytes: None }], out);

@@ -187,6 +187,9 @@ pub struct Node {
     taking: Option<crate::log::SnapshotId>,
     /// Own snapshots' clocks (`snapshot_own.rs`).
     own: snapshot_own::OwnSnapshots,
+    /// The shell's last wall-clock reading and the monotonic time it was read at
+    /// ([`Node::set_wall_clock`]).
+    wall_clock: (Millis, WallMillis),
 }
 
 /// The timers that wait while a fetched snapshot is installed (Kafka installs it within one poll, so
@@ -213,7 +216,8 @@ impl Node {
         Self::with_snapshots(config, log, persisted, Vec::new())
     }
 
-    /// [`Node::new`] for a replica that holds snapshots besides the bootstrap one (any order): `log` is
+    /// [`Node::new`] for a replica that holds snapshots besides the bootstrap one (any order; the bootstrap
+    /// one's file may be among them, read while the log starts at 0): `log` is
     /// the log suffix, from its log start offset; it must hold the latest snapshot's end offset (a log
     /// that ends below it is truncated fully by the shell first, as Kafka does at start-up). The
     /// voter-set and kraft.version histories start at the latest snapshot (its entries at its end − 1)
@@ -302,6 +306,7 @@ impl Node {
             installing: None,
             taking: None,
             own: Default::default(),
+            wall_clock: (0, 0),
             config,
         };
         let bootstrap_held = node.log.start_offset() == 0
@@ -310,19 +315,25 @@ impl Node {
                 Bootstrap::Checkpoint(_) | Bootstrap::NoInitialVoters
             );
         if bootstrap_held {
-            // The formatted bootstrap snapshot, as Kafka's log lists it.
-            node.snapshots.insert(crate::log::SnapshotMeta {
-                id: crate::log::SnapshotId::BOOTSTRAP,
-                size: 0,
-                kraft_version: base_kraft_version,
-                voters: node.history.at_or_before(-1).map(|(_, s)| s.clone()),
-            });
+            // The formatted bootstrap snapshot, as Kafka's log lists it. `snapshots` may hold what its
+            // file says (its size, its LastContainedLogTimestamp: when it was formatted); else it is
+            // dated when the node starts (`start_snapshot_clocks`).
+            node.snapshots
+                .insert_undescribed_bootstrap(crate::log::SnapshotMeta {
+                    id: crate::log::SnapshotId::BOOTSTRAP,
+                    size: 0,
+                    kraft_version: base_kraft_version,
+                    voters: node.history.at_or_before(-1).map(|(_, s)| s.clone()),
+                    last_contained_log_timestamp: 0,
+                });
         }
         node.history_next_offset = node.log.start_offset();
         // Kafka's start-up (`maybeLoadSnapshot`): the latest snapshot's control records, then the log
         // from its end offset on.
         for meta in snapshots {
-            node.snapshots.insert(meta);
+            if meta.id != crate::log::SnapshotId::BOOTSTRAP || bootstrap_held {
+                node.snapshots.insert(meta);
+            }
         }
         if let Some(latest) = node
             .snapshots
@@ -395,6 +406,26 @@ impl Node {
 }
 
 impl Node {
+    /// The shell's wall clock (milliseconds since the Unix epoch) read at monotonic time `now`: until the
+    /// next call the core takes the wall time at `t` to be `wall + (t − now)`. It stamps the batches this
+    /// node appends as leader (their CreateTime) and ages snapshots for `metadata.max.retention.ms`. A shell
+    /// calls it with each input (a wall clock may be set back or forward); a deterministic harness once,
+    /// with a virtual wall clock. Without a call the wall clock is the monotonic one.
+    pub fn set_wall_clock(&mut self, now: Millis, wall: WallMillis) {
+        self.wall_clock = (now, wall);
+    }
+
+    /// The wall time at monotonic time `now` (see [`Node::set_wall_clock`]).
+    pub(super) fn wall_time(&self, now: Millis) -> WallMillis {
+        let (read_at, wall) = self.wall_clock;
+        let since = i64::try_from(now.abs_diff(read_at)).unwrap_or(i64::MAX);
+        if now >= read_at {
+            wall.saturating_add(since)
+        } else {
+            wall.saturating_sub(since)
+        }
+    }
+
     /// A message from peer `from`. Requests are answered in the returned output.
     pub fn handle(&mut self, now: Millis, from: i32, msg: Message) -> Output {
         self.adopt_clock(now);

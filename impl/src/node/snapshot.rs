@@ -29,6 +29,9 @@ pub const SNAPSHOT_CHUNK_TAG: i32 = 0x4b53;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HeldSnapshots {
     held: Vec<SnapshotMeta>,
+    /// The bootstrap snapshot's entry was made by `Node::with_snapshots`, no file describing it: it has
+    /// no LastContainedLogTimestamp yet.
+    undated_bootstrap: bool,
 }
 
 impl HeldSnapshots {
@@ -48,11 +51,34 @@ impl HeldSnapshots {
         self.held.iter()
     }
 
+    /// The bootstrap snapshot's entry, made without its file (see [`Self::date_undescribed_bootstrap`]).
+    pub fn insert_undescribed_bootstrap(&mut self, meta: SnapshotMeta) {
+        self.insert(meta);
+        self.undated_bootstrap = true;
+    }
+
     /// Adds (or replaces) a snapshot, keeping the order.
     pub fn insert(&mut self, meta: SnapshotMeta) {
+        if meta.id == SnapshotId::BOOTSTRAP {
+            self.undated_bootstrap = false;
+        }
         match self.held.binary_search_by_key(&meta.id, |m| m.id) {
             Ok(i) => self.held[i] = meta,
             Err(i) => self.held.insert(i, meta),
+        }
+    }
+
+    /// Dates the bootstrap snapshot no file described at `wall`: the core takes it to have been formatted
+    /// when the node started.
+    pub fn date_undescribed_bootstrap(&mut self, wall: crate::time::WallMillis) {
+        if std::mem::take(&mut self.undated_bootstrap) {
+            for m in self
+                .held
+                .iter_mut()
+                .filter(|m| m.id == SnapshotId::BOOTSTRAP)
+            {
+                m.last_contained_log_timestamp = wall;
+            }
         }
     }
 
@@ -195,7 +221,6 @@ impl Node {
                 if asked && meta.id == id {
                     tracing::info!(node = self.local.id, %id, size = meta.size, "snapshot taken");
                     self.snapshots.insert(meta);
-                    self.note_snapshot_seen(id, now);
                 } else {
                     tracing::error!(node = self.local.id, %id, reported = %meta.id, asked, "snapshot not asked for ignored");
                 }

@@ -291,7 +291,6 @@ impl Node {
         }
         match result {
             Ok(meta) if meta.id == id => {
-                self.note_snapshot_seen(id, now);
                 if let Err(e) = self.install_snapshot(meta) {
                     tracing::error!(node = self.local.id, %id, error = %e, "snapshot control records refused");
                 }

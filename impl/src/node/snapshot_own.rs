@@ -4,8 +4,8 @@
 //! or the time since it reaches `metadata.log.max.snapshot.interval.ms`; checked when the HW moves, at
 //! the last whole batch below the HW), retention as Kafka's `KafkaRaftLog.maybeClean` (every 60 s: with
 //! at least two snapshots, while the log and snapshots exceed `metadata.max.retention.bytes` or the
-//! oldest snapshot is older than `metadata.max.retention.ms`, the log start moves to the next snapshot's
-//! end and the older snapshot goes).
+//! oldest snapshot's `LastContainedLogTimestamp` is more than `metadata.max.retention.ms` before the wall
+//! clock, the log start moves to the next snapshot's end and the older snapshot goes).
 
 use crate::log::{approximate_size, RaftLog, SnapshotId};
 
@@ -18,9 +18,6 @@ pub(crate) struct OwnSnapshots {
     /// Kafka's `lastSnapshotTimeNs` (the node's start counts as one).
     pub last_snapshot_at: Option<Millis>,
     pub next_clean_at: Option<Millis>,
-    /// When each held snapshot was taken or learned, for `metadata.max.retention.ms` (Kafka reads the
-    /// snapshot's `LastContainedLogTimestamp`, a wall-clock time the core does not have).
-    pub seen_at: Vec<(SnapshotId, Millis)>,
 }
 
 impl Node {
@@ -31,29 +28,31 @@ impl Node {
         }
         self.own.last_snapshot_at = Some(now);
         self.own.next_clean_at = Some(now + self.config.snapshots.clean_interval_ms);
-        let held: Vec<SnapshotId> = self.snapshots.iter().map(|m| m.id).collect();
-        self.own.seen_at = held.into_iter().map(|id| (id, now)).collect();
+        let wall = self.wall_time(now);
+        self.snapshots.date_undescribed_bootstrap(wall);
     }
 
     /// The committed end a snapshot may be taken at now: the end of the last whole batch at or below the
-    /// HW, with that batch's epoch.
-    fn committed_batch_end(&self) -> Option<SnapshotId> {
+    /// HW, with that batch's epoch, and that batch's append time (the snapshot's
+    /// `LastContainedLogTimestamp`, Kafka's `lastContainedLogTimeMs`).
+    fn committed_batch_end(&self) -> Option<(SnapshotId, WallMillis)> {
         let hw = self.high_watermark()?;
         let batches = self.log.batches();
         let i = batches.partition_point(|b| b.next_offset() <= hw);
         let b = batches.get(i.checked_sub(1)?)?;
-        Some(SnapshotId {
+        let id = SnapshotId {
             end_offset: b.next_offset(),
             epoch: b.epoch,
-        })
+        };
+        Some((id, b.append_time))
     }
 
     /// [`Harness::take_snapshot_now`](super::Harness::take_snapshot_now).
     pub(super) fn take_snapshot_on_command(&mut self, now: Millis) -> Output {
         self.adopt_clock(now);
         let mut out = Output::default();
-        if let Some(id) = self.snapshot_point() {
-            self.write_snapshot(now, id, 0, false, &mut out);
+        if let Some(point) = self.snapshot_point() {
+            self.write_snapshot(now, point, 0, false, &mut out);
         }
         self.finish(now, &mut out);
         out
@@ -71,17 +70,17 @@ impl Node {
 
     /// Where a snapshot may be taken now: the committed batch end, past the latest snapshot and the log
     /// start, while no snapshot is being written or installed.
-    fn snapshot_point(&self) -> Option<SnapshotId> {
+    fn snapshot_point(&self) -> Option<(SnapshotId, WallMillis)> {
         if self.taking.is_some() || self.installing.is_some() {
             return None;
         }
-        let id = self.committed_batch_end()?;
+        let (id, last_time) = self.committed_batch_end()?;
         let last_end = self
             .snapshots
             .latest()
             .map_or(self.log.start_offset(), |m| m.id.end_offset)
             .max(self.log.start_offset());
-        (id.end_offset > last_end).then_some(id)
+        (id.end_offset > last_end).then_some((id, last_time))
     }
 
     /// After the HW moved: take a snapshot if a trigger is due.
@@ -90,9 +89,10 @@ impl Node {
         if !cfg.enabled {
             return;
         }
-        let Some(id) = self.snapshot_point() else {
+        let Some(point) = self.snapshot_point() else {
             return;
         };
+        let id = point.0;
         let last_end = self
             .snapshots
             .latest()
@@ -114,14 +114,15 @@ impl Node {
         if !(by_bytes || by_time) {
             return;
         }
-        self.write_snapshot(now, id, bytes, by_time, out);
+        self.write_snapshot(now, point, bytes, by_time, out);
     }
 
-    /// Asks the shell to write snapshot `id` with the kraft.version and voter set at its last offset.
+    /// Asks the shell to write snapshot `id` with the kraft.version and voter set at its last offset and
+    /// its last batch's append time.
     fn write_snapshot(
         &mut self,
         now: Millis,
-        id: SnapshotId,
+        (id, last_contained_log_timestamp): (SnapshotId, WallMillis),
         bytes: u64,
         by_time: bool,
         out: &mut Output,
@@ -139,8 +140,10 @@ impl Node {
         self.own.last_snapshot_at = Some(now);
         out.effects.push(Effect::TakeSnapshot {
             id,
+            last_contained_log_timestamp,
             kraft_version,
             voters,
+            append_time: self.wall_time(now),
         });
     }
 
@@ -177,15 +180,15 @@ impl Node {
             }
         }
         if cfg.max_retention_ms >= 0 {
+            // Kafka's `cleanSnapshotsRetentionMs`: the oldest snapshot's age on the wall clock.
+            let wall = self.wall_time(now);
             loop {
-                let held: Vec<SnapshotId> = self.snapshots.iter().take(2).map(|m| m.id).collect();
+                let held: Vec<_> = self.snapshots.iter().take(2).cloned().collect();
                 let [oldest, next] = held.as_slice() else {
                     break;
                 };
-                let seen = self.own.seen_at.iter().find(|(id, _)| id == oldest);
-                let expired =
-                    seen.is_some_and(|(_, t)| now.saturating_sub(*t) > cfg.max_retention_ms as u64);
-                if !expired || !self.delete_before_snapshot(*next, out) {
+                let age = wall.saturating_sub(oldest.last_contained_log_timestamp);
+                if age <= cfg.max_retention_ms || !self.delete_before_snapshot(next.id, out) {
                     break;
                 }
             }
@@ -201,7 +204,6 @@ impl Node {
         }
         tracing::info!(node = self.local.id, %id, "log start moved to a snapshot");
         self.snapshots.forget_before(id);
-        self.own.seen_at.retain(|(s, _)| *s >= id);
         // Keep the entries in force at the snapshot's last offset: the committed voter set is read at
         // HW − 1, which may be `end − 1` when the HW is the new log start.
         self.history.trim_old_entries(id.end_offset - 1);
@@ -210,13 +212,6 @@ impl Node {
             offset: id.end_offset,
         });
         true
-    }
-
-    /// Remembers when a snapshot was taken or installed (retention by time).
-    pub(super) fn note_snapshot_seen(&mut self, id: SnapshotId, now: Millis) {
-        if !self.own.seen_at.iter().any(|(s, _)| *s == id) {
-            self.own.seen_at.push((id, now));
-        }
     }
 
     /// The next retention check, when own snapshots are on.

@@ -16,7 +16,7 @@ use crate::log::{LogError, Replicated, SnapshotId};
 use crate::voter_set::{Endpoint, ReplicaKey, VoterSet};
 use crate::wire::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 
-pub use crate::time::Millis;
+pub use crate::time::{Millis, WallMillis};
 
 /// Raft messages between voters and observers: kafka-protocol structs, so the shell only frames bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -215,12 +215,17 @@ pub enum Effect {
     /// deleted, not loaded, and the log is left alone).
     CompleteSnapshot { id: SnapshotId, size: u64 },
     /// Write a snapshot of this replica's own log up to `id.end_offset` (≤ its HW, a batch boundary): the
-    /// header, `kraft_version` and `voters` (as of `id.end_offset − 1`) when kraft.version ≥ 1, the data
-    /// records, the footer; then hand the outcome to [`Node::snapshot_taken`](super::Node::snapshot_taken).
+    /// header (its LastContainedLogTimestamp `last_contained_log_timestamp`, the append time of the batch
+    /// ending at `id.end_offset`), `kraft_version` and `voters` (as of `id.end_offset − 1`) when
+    /// kraft.version ≥ 1, the data records, the footer, every batch stamped `append_time` (the wall clock
+    /// now, as Kafka's snapshot writer stamps its batches); then hand the outcome to
+    /// [`Node::snapshot_taken`](super::Node::snapshot_taken).
     TakeSnapshot {
         id: SnapshotId,
+        last_contained_log_timestamp: WallMillis,
         kraft_version: i16,
         voters: Option<VoterSet>,
+        append_time: WallMillis,
     },
     /// Kafka's `deleteBeforeSnapshot`: the log starts at `offset` (a held snapshot's end) from now on;
     /// delete the segments wholly below it and the snapshots that end below it.

@@ -185,6 +185,7 @@ impl SnapshotInfo {
             size: self.size,
             kraft_version: self.kraft_version,
             voters: self.voters.clone(),
+            last_contained_log_timestamp: self.last_contained_log_timestamp,
         }
     }
 }
@@ -299,15 +300,24 @@ pub fn decode_snapshot(bytes: Bytes) -> Result<Snapshot, RecordsError> {
     })
 }
 
-/// A snapshot holding only its control records at `kraft_version` (with `voters` when given), both
-/// timestamps 0: what a shell that keeps no metadata records writes for the core's `TakeSnapshot` (the
-/// simulator, the conformance replay).
+/// A snapshot holding only its control records at `kraft_version` (with `voters` when given), its header
+/// saying `last_contained_log_timestamp`, its batches stamped `append_time`: what a shell that keeps no
+/// metadata records writes for the core's `TakeSnapshot` (the simulator, the conformance replay).
 pub fn encode_control_snapshot(
     id: SnapshotId,
+    last_contained_log_timestamp: i64,
     kraft_version: i16,
     voters: Option<&VoterSet>,
+    append_time: i64,
 ) -> Result<Bytes, RecordsError> {
-    SnapshotEncoder::new(id, 0, kraft_version, voters, 0)?.finish(0)
+    SnapshotEncoder::new(
+        id,
+        last_contained_log_timestamp,
+        kraft_version,
+        voters,
+        append_time,
+    )?
+    .finish(append_time)
 }
 
 /// The bootstrap snapshot `kraft format` writes: Kafka's frame and control records ({SnapshotHeader,
@@ -405,9 +415,13 @@ impl SnapshotEncoder {
         delta: i64,
         append_time: i64,
     ) -> Result<kafka_protocol::records::Record, RecordsError> {
-        let mut r = to_kafka_record(record, self.next_offset + delta, delta, self.epoch)?;
-        r.timestamp = append_time;
-        Ok(r)
+        to_kafka_record(
+            record,
+            self.next_offset + delta,
+            delta,
+            self.epoch,
+            append_time,
+        )
     }
 
     /// A control record of the header's or footer's kind: a control record's shape, its own key and value.

@@ -24,11 +24,13 @@ fn sample() -> Vec<Batch> {
         Batch {
             base_offset: 0,
             epoch: 1,
+            append_time: 0,
             records: vec![Record::KRaftVersion(1), Record::Voters(set)],
         },
         Batch {
             base_offset: 2,
             epoch: 2,
+            append_time: 0,
             records: vec![Record::LeaderChange {
                 leader_id: 1,
                 voters: vec![1, 2],
@@ -38,6 +40,7 @@ fn sample() -> Vec<Batch> {
         Batch {
             base_offset: 3,
             epoch: 2,
+            append_time: 0,
             records: vec![
                 Record::Data(Bytes::from_static(b"a")),
                 Record::Data(Bytes::new()),
@@ -122,6 +125,7 @@ fn record_lengths_and_header_counts_must_fit_the_batch() {
     let data = Batch {
         base_offset: 5,
         epoch: 1,
+        append_time: 0,
         records: vec![Record::Data(Bytes::from_static(b"x"))],
     };
     let good = encode_batches(std::slice::from_ref(&data))
@@ -195,6 +199,7 @@ fn mixed_batch_is_split_into_control_and_data_batches() {
     let mixed = Batch {
         base_offset: 10,
         epoch: 4,
+        append_time: 0,
         records: vec![
             Record::Data(Bytes::from_static(b"x")),
             Record::KRaftVersion(1),
@@ -214,11 +219,13 @@ fn mixed_batch_is_split_into_control_and_data_batches() {
             Batch {
                 base_offset: 10,
                 epoch: 4,
+                append_time: 0,
                 records: vec![Record::Data(Bytes::from_static(b"x"))]
             },
             Batch {
                 base_offset: 11,
                 epoch: 4,
+                append_time: 0,
                 records: vec![Record::KRaftVersion(1), Record::KRaftVersion(0)]
             },
         ]
@@ -326,6 +333,7 @@ fn arb_batches() -> impl Strategy<Value = Vec<Batch>> {
             out.push(Batch {
                 base_offset: offset,
                 epoch,
+                append_time: 0,
                 records,
             });
             offset = out.last().map(Batch::next_offset).unwrap_or(offset);

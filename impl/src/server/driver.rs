@@ -80,6 +80,13 @@ fn to_wall_clock(response: &mut DescribeQuorumResponse, base: i64) {
     }
 }
 
+/// The wall clock: milliseconds since the Unix epoch (0 for a clock set before 1970).
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 impl Driver {
     /// The task for `node`: its storage thread (`store`, reporting on `stored`), its event queue, its peer
     /// links, where its status is published, and the directory its snapshot files are read from. Its
@@ -104,17 +111,18 @@ impl Driver {
             peers,
             start: Instant::now(),
             status,
-            wall_base_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
+            wall_base_ms: wall_clock_ms(),
             last_state: None,
             reply_waiters: HashMap::new(),
             snapshot_dir,
         }
     }
 
-    fn now(&self) -> Millis {
-        self.start.elapsed().as_millis() as Millis
+    /// The monotonic time of the input about to be handed to the core, which is told the wall clock at it.
+    fn now(&mut self) -> Millis {
+        let now = self.start.elapsed().as_millis() as Millis;
+        self.node.set_wall_clock(now, wall_clock_ms());
+        now
     }
 
     /// Runs until every event sender is gone; a storage error stops the node before anything that waited
@@ -123,7 +131,8 @@ impl Driver {
         let mut clients: HashMap<ClientId, oneshot::Sender<ClientResponse>> = HashMap::new();
         let mut next_client = 0u64;
         // Fire timers armed at construction (relative to 0) against the real clock.
-        let out = self.node.tick(self.now());
+        let now = self.now();
+        let out = self.node.tick(now);
         self.apply(out, &mut clients);
         loop {
             let deadline = self

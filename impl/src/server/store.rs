@@ -140,13 +140,18 @@ pub fn perform(
                 }
                 Effect::TakeSnapshot {
                     id,
+                    last_contained_log_timestamp,
                     kraft_version,
                     voters,
+                    append_time,
                 } => {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as i64);
-                    let result = match meta.take_snapshot(id, kraft_version, voters.as_ref(), now) {
+                    let result = match meta.take_snapshot(
+                        id,
+                        last_contained_log_timestamp,
+                        kraft_version,
+                        voters.as_ref(),
+                        append_time,
+                    ) {
                         Ok(info) => {
                             tracing::info!(snapshot = %id, size = info.size, "snapshot written");
                             Ok(info.meta())
@@ -185,6 +190,7 @@ mod tests {
             batch: Batch {
                 base_offset,
                 epoch,
+                append_time: 0,
                 records: vec![Record::Data(bytes::Bytes::from_static(b"x"))],
             },
             bytes: None,
@@ -335,8 +341,10 @@ mod tests {
                 vec![
                     Effect::TakeSnapshot {
                         id: own,
+                        last_contained_log_timestamp: 0,
                         kraft_version: 1,
                         voters,
+                        append_time: 0,
                     },
                     Effect::MoveLogStart { offset: 22 },
                 ],

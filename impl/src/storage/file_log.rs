@@ -439,20 +439,6 @@ impl FileLog {
         self.segments.iter().map(|s| s.len).sum()
     }
 
-    /// The largest timestamp of the batch holding `offset` (a v2 batch's MaxTimestamp), if it is held.
-    pub fn max_timestamp_at(&self, offset: i64) -> Result<Option<i64>, LogError> {
-        let at = self.index.partition_point(|e| e.next_offset <= offset);
-        match self.index.get(at).filter(|e| e.base_offset <= offset) {
-            Some(entry) => {
-                let bytes = self.read_entry_bytes(entry)?;
-                Ok(bytes
-                    .get(35..43)
-                    .map(|b| i64::from_be_bytes(b.try_into().unwrap_or_default())))
-            }
-            None => Ok(None),
-        }
-    }
-
     /// Segment files currently in use, oldest first (for tests and tools).
     pub fn segment_paths(&self) -> Vec<PathBuf> {
         self.segments.iter().map(|s| s.path.clone()).collect()
@@ -472,10 +458,16 @@ impl RaftLog for FileLog {
         self.index.last().map_or(0, |e| e.epoch)
     }
 
-    fn append_as_leader(&mut self, epoch: i32, records: Vec<Record>) -> Result<i64, LogError> {
+    fn append_as_leader(
+        &mut self,
+        epoch: i32,
+        append_time: crate::time::WallMillis,
+        records: Vec<Record>,
+    ) -> Result<i64, LogError> {
         let batch = Batch {
             base_offset: self.end_offset(),
             epoch,
+            append_time,
             records,
         };
         self.check_append(&batch, self.end_offset(), self.last_epoch())?;

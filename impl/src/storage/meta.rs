@@ -384,6 +384,7 @@ mod tests {
         let batch = crate::log::Batch {
             base_offset: 0,
             epoch: 0,
+            append_time: 0,
             records: vec![Record::KRaftVersion(1), Record::Voters(set.clone())],
         };
         std::fs::write(&legacy, records::encode_batches(&[batch]).unwrap()).unwrap();

@@ -219,15 +219,16 @@ impl MetadataLog {
 
     /// Writes a snapshot of our own log up to `id.end_offset` (a batch boundary in the log, at most its
     /// end): the previous snapshot's data records and the log's after it, by `DataRule`. `voters` and
-    /// `kraft_version` are those as of `id.end_offset − 1`; `now_ms` (wall clock) stamps the batches; the
-    /// header's LastContainedLogTimestamp is the last contained batch's (the previous snapshot's if the log
-    /// no longer holds that batch).
+    /// `kraft_version` are those as of `id.end_offset − 1`; `last_contained_log_timestamp` goes in the
+    /// header (the core's: the append time of the batch ending at `id.end_offset`, Kafka's
+    /// `lastContainedLogTimeMs`); `append_time` (wall clock) stamps the batches.
     pub fn take_snapshot(
         &mut self,
         id: SnapshotId,
+        last_contained_log_timestamp: i64,
         kraft_version: i16,
         voters: Option<&VoterSet>,
-        now_ms: i64,
+        append_time: i64,
     ) -> Result<SnapshotInfo, StorageError> {
         let refuse =
             |reason: String| StorageError::Snapshot(SnapshotError::Unwritable { id, reason });
@@ -247,19 +248,14 @@ impl MetadataLog {
                 "the log holds [{start}, {end}) and the records from {from} are needed"
             )));
         }
-        // Kafka's rule (the loader's lastContainedLogTimeMs): the last contained batch's timestamp, even 0,
-        // so every replica's snapshot of one id holds the same records.
-        let last_ts = match id.end_offset {
-            0 => None,
-            e => self.log.max_timestamp_at(e - 1)?,
-        };
-        let last_ts = last_ts.unwrap_or_else(|| {
-            previous
-                .and_then(|p| self.snapshots.iter().find(|s| s.id == p))
-                .map_or(0, |s| s.last_contained_log_timestamp)
-        });
-        let mut writer =
-            SnapshotWriter::create(&self.dir, id, last_ts, kraft_version, voters, now_ms)?;
+        let mut writer = SnapshotWriter::create(
+            &self.dir,
+            id,
+            last_contained_log_timestamp,
+            kraft_version,
+            voters,
+            append_time,
+        )?;
         let fed = self.feed_snapshot_data(&mut writer, id, previous, from);
         if let Err(e) = fed {
             writer.abandon()?;

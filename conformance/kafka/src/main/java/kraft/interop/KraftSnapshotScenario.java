@@ -28,6 +28,8 @@ final class KraftSnapshotScenario {
     private final String kraft;
     private final Path kept;
     private final java.util.Set<String> seen = java.util.Collections.synchronizedSet(new java.util.TreeSet<>());
+    /** When the scenario was set up: every time a kraft node writes in it comes later. */
+    private final long createdMs = System.currentTimeMillis();
     private MixedQuorum m;
     private String clusterId;
     private java.util.concurrent.Future<WarmUp> warmUp;
@@ -188,6 +190,28 @@ final class KraftSnapshotScenario {
         report.check("Kafka's kafka-dump-log --cluster-metadata-decoder reads every snapshot file the kraft nodes wrote ("
             + files.size() + " files; header, footer, every batch valid)", dump.code() == 0 && !files.isEmpty()
             && bad.isEmpty(), bad.isEmpty() ? dump.toString() : bad);
+        String times = timesOutside(dump.out(), createdMs, System.currentTimeMillis());
+        report.check("p: every CreateTime and LastContainedLogTimestamp in Kafka's dump of the kraft snapshots is a"
+            + " wall-clock time of this run (kraft stamps batches with its wall clock, as Kafka's BatchBuilder)",
+            times.isEmpty(), times);
+    }
+
+    /**
+     * The CreateTime and LastContainedLogTimestamp values of a DumpLogSegments output outside {@code [from, to]}
+     * (empty if none and there is at least one), as a reason.
+     */
+    static String timesOutside(String dump, long from, long to) {
+        java.util.regex.Matcher t = java.util.regex.Pattern
+            .compile("(?:CreateTime: |\"lastContainedLogTimestamp\":)(-?\\d+)").matcher(dump);
+        int n = 0;
+        java.util.Set<Long> outside = new java.util.TreeSet<>();
+        while (t.find()) {
+            n++;
+            long v = Long.parseLong(t.group(1));
+            if (v < from || v > to) outside.add(v);
+        }
+        if (n == 0) return "no CreateTime in the dump";
+        return outside.isEmpty() ? "" : n + " times, outside [" + from + ", " + to + "]: " + outside;
     }
 
     /**

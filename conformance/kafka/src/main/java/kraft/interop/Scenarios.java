@@ -237,7 +237,7 @@ final class Scenarios {
         if (p != null) {
             report.scenario("p: mixed quorum: an Apache Kafka controller joins a kraft-led quorum whose log start has"
                 + " moved past 0, loads its snapshot and becomes a voter; Kafka's DumpLogSegments reads every"
-                + " snapshot file kraft wrote");
+                + " snapshot file kraft wrote and shows wall-clock times in it");
             try {
                 p.run();
             } catch (Exception e) {
