@@ -137,12 +137,9 @@ impl Node {
         let p = self.epoch_request_partition(&req.cluster_id, messages::begin_partition(req))?;
         let refuse = |code| Err((errors::NONE, code));
         let (leader, epoch) = (p.leader_id.0, p.leader_epoch);
-        if (req.voter_id.0 >= 0 && req.voter_id.0 != self.local.id)
-            || (!p.voter_directory_id.is_nil()
-                && Some(p.voter_directory_id) != self.local.directory_id)
-        {
-            return refuse(errors::INVALID_VOTER_KEY);
-        }
+        // Kafka 4.4's `handleBeginQuorumEpochRequest` order: the leader's epoch and id, then the
+        // transition, then the voter key, so a replica addressed by another key (a replaced
+        // incarnation) still follows the new leader and answers INVALID_VOTER_KEY.
         if epoch < self.election.epoch {
             return refuse(errors::FENCED_LEADER_EPOCH);
         }
@@ -161,6 +158,9 @@ impl Node {
         }
         if !self.maybe_transition(now, epoch, leader, out) {
             return refuse(errors::INVALID_REQUEST);
+        }
+        if !self.is_own_voter_key(req.voter_id.0, p.voter_directory_id) {
+            return refuse(errors::INVALID_VOTER_KEY);
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 
 use kafka_protocol::messages::{VoteRequest, VoteResponse};
 use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
 
 use crate::log::RaftLog;
 use crate::voter_set::ReplicaKey;
@@ -33,6 +34,13 @@ impl Node {
 
     pub(super) fn known_leader_or_sentinel(&self) -> i32 {
         self.leader_id().unwrap_or(-1)
+    }
+
+    /// Kafka's `isValidVoterKey` for the voter key a Vote or BeginQuorumEpoch is addressed to: a
+    /// negative voter id names no key (v0); otherwise the id is this replica's and the directory id, if
+    /// not nil, is this replica's too.
+    pub(super) fn is_own_voter_key(&self, voter_id: i32, directory_id: Uuid) -> bool {
+        voter_id < 0 || ReplicaKey::new(voter_id, directory_id).matches(&self.local)
     }
 
     pub(super) fn on_vote_request(
@@ -73,15 +81,10 @@ impl Node {
             if cand_epoch < self.election.epoch {
                 break 'resp reply(self, 0, errors::FENCED_LEADER_EPOCH, false);
             }
-            let voter_key = ReplicaKey::new(req.voter_id.0, p.voter_directory_id);
             if cand_epoch > self.election.epoch {
                 self.become_unattached(now, cand_epoch, out);
             }
-            if (req.voter_id.0 >= 0 && voter_key.id != self.local.id)
-                || voter_key
-                    .directory_id
-                    .is_some_and(|d| Some(d) != self.local.directory_id)
-            {
+            if !self.is_own_voter_key(req.voter_id.0, p.voter_directory_id) {
                 break 'resp reply(self, 0, errors::INVALID_VOTER_KEY, false);
             }
             let log_ok =
