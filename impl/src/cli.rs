@@ -245,6 +245,11 @@ pub struct NodeArgs {
     /// Kafka controller does.
     #[arg(long)]
     pub describe_quorum_forwarding: Option<bool>,
+    /// HOST:PORT to serve Prometheus/OpenMetrics text at `/metrics` on: Kafka's raft-metrics and the
+    /// committed voter set (`metrics_listener` in a TOML config, `kraft.metrics.listener` in a properties
+    /// file; Kafka has no such key). Off by default.
+    #[arg(long)]
+    pub metrics_listener: Option<String>,
     /// Kafka's `security.protocol` for the listener and peer links: PLAINTEXT (default) or SSL.
     #[arg(long)]
     pub security_protocol: Option<String>,

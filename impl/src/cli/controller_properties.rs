@@ -2,7 +2,7 @@
 //! into a node's settings, so `kraft format --config` and `kraft node --config` take the file a Kafka 4.x
 //! controller takes. Keys read: [`IDENTITY_KEYS`], [`TIMEOUT_KEYS`], the TLS keys of `server::tls`
 //! (also under Kafka's listener prefix `listener.name.<listener>.`) and the snapshot keys of
-//! `snapshot_settings`. Every other key is returned in [`ControllerProperties::unused`].
+//! `snapshot_settings` and ours, [`METRICS_LISTENER`]. Every other key is returned in [`ControllerProperties::unused`].
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,8 @@ pub const FETCH_TIMEOUT_MS: &str = "controller.quorum.fetch.timeout.ms";
 pub const REQUEST_TIMEOUT_MS: &str = "controller.quorum.request.timeout.ms";
 /// KIP-1186: an observer adds itself as a voter (`node/auto_join.rs`); `true` or `false`.
 pub const AUTO_JOIN_ENABLE: &str = "controller.quorum.auto.join.enable";
+/// Ours (Kafka exports its metrics over JMX): `HOST:PORT` of the Prometheus listener (`crate::metrics`).
+pub const METRICS_LISTENER: &str = "kraft.metrics.listener";
 
 /// The identity and listener keys.
 pub const IDENTITY_KEYS: [&str; 10] = [
@@ -100,6 +102,8 @@ pub struct ControllerProperties {
     pub request_timeout_ms: Option<u64>,
     /// `controller.quorum.auto.join.enable`.
     pub auto_join: Option<bool>,
+    /// `kraft.metrics.listener`.
+    pub metrics_listener: Option<String>,
     /// The TLS keys, with `security.protocol` from `listener.security.protocol.map`.
     pub tls: Properties,
     /// The snapshot and retention keys.
@@ -359,6 +363,7 @@ impl ControllerProperties {
             IDENTITY_KEYS.contains(&key)
                 || TIMEOUT_KEYS.contains(&key)
                 || key == AUTO_JOIN_ENABLE
+                || key == METRICS_LISTENER
                 || snapshot_settings::KEYS.contains(&key)
                 || tls::KEYS.contains(&key)
                 || key.starts_with(tls::PRINCIPALS_PREFIX)
@@ -380,6 +385,7 @@ impl ControllerProperties {
             fetch_timeout_ms: millis(props, FETCH_TIMEOUT_MS)?,
             request_timeout_ms: millis(props, REQUEST_TIMEOUT_MS)?,
             auto_join: boolean(props, AUTO_JOIN_ENABLE)?,
+            metrics_listener: props.get(METRICS_LISTENER).map(|v| v.trim().to_string()),
             tls: tls_props,
             snapshots,
             unused,
