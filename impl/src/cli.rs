@@ -53,6 +53,7 @@ pub mod snapshot_head;
 pub mod snapshot_settings;
 pub mod static_voters;
 pub mod watch;
+pub mod watch_metrics;
 
 use std::path::PathBuf;
 
@@ -337,6 +338,10 @@ pub struct DescribeArgs {
     /// until stopped.
     #[arg(long)]
     pub watch: bool,
+    /// With --watch: serve the quorum's figures (leader, epoch, HW, voters, observers, CommittedVoters,
+    /// the age of an uncommitted voter change) as Prometheus/OpenMetrics text at `/metrics` on HOST:PORT.
+    #[arg(long, requires = "watch")]
+    pub metrics_listener: Option<String>,
 }
 
 #[derive(Args, Debug)]
