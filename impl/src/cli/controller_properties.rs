@@ -490,6 +490,16 @@ mod tests {
     }
 
     #[test]
+    fn metrics_listener_is_read() {
+        let read = |text: &str| ControllerProperties::parse(&parse(text).unwrap()).unwrap();
+        let base = "process.roles=controller\ncontroller.listener.names=CONTROLLER\n";
+        assert_eq!(read(base).metrics_listener, None);
+        let on = read(&format!("{base}kraft.metrics.listener=127.0.0.1:9404\n"));
+        assert_eq!(on.metrics_listener.as_deref(), Some("127.0.0.1:9404"));
+        assert!(on.unused.is_empty(), "{:?}", on.unused);
+    }
+
+    #[test]
     fn bad_values_name_their_key() {
         let base = "process.roles=controller\ncontroller.listener.names=CONTROLLER\n";
         let err = |extra: &str| {

@@ -35,6 +35,9 @@ record PrometheusScenario(Report report, Tools tools, Path work, String kraft) {
     private static final Map<String, String> KAFKA_TIMEOUTS = Map.of("controller.quorum.election.timeout.ms", "6000",
         "controller.quorum.fetch.timeout.ms", "12000");
 
+    /** The example alert rules of impl/README.md (the driver runs in conformance/kafka). */
+    private static final Path ALERTS = Path.of("../../impl/prometheus/kraft-alerts.yml");
+
     static String prometheusBinary() {
         return System.getenv().getOrDefault("PROMETHEUS", "/usr/bin/prometheus");
     }
@@ -87,6 +90,30 @@ record PrometheusScenario(Report report, Tools tools, Path work, String kraft) {
         return last;
     }
 
+    /** The example alert rules pass promtool and Prometheus evaluates both without error. */
+    private void rulesLoaded(HttpClient http, int port) throws Exception {
+        Path promtool = Path.of(prometheusBinary()).resolveSibling("promtool");
+        Procs.Result check = Procs.run(List.of(promtool.toString(), "check", "rules", ALERTS.toString()), 30);
+        report.check("promtool check rules " + ALERTS.getFileName(), check.code() == 0, check.toString());
+        long deadline = System.currentTimeMillis() + 15_000;
+        List<String> healthy = List.of();
+        while (System.currentTimeMillis() < deadline) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+                + "/api/v1/rules")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+            List<String> names = new ArrayList<>();
+            for (JsonNode group : new ObjectMapper().readTree(r.body()).path("data").path("groups")) {
+                for (JsonNode rule : group.path("rules")) {
+                    if ("ok".equals(rule.path("health").asText())) names.add(rule.path("name").asText());
+                }
+            }
+            healthy = names;
+            if (names.size() == 2) break;
+            Thread.sleep(300);
+        }
+        report.equal("Prometheus evaluates the example alert rules", List.of("KRaftVoterChangeUncommitted",
+            "KRaftNoLeader"), healthy);
+    }
+
     private void steps(MixedQuorum m, List<Process> started) throws Exception {
         KafkaQuorum kafka = m.kafka;
         kafka.startInitial(1, 2, 3);
@@ -103,7 +130,7 @@ record PrometheusScenario(Report report, Tools tools, Path work, String kraft) {
         started.add(watch);
         Path config = work.resolve("prometheus.yml");
         Files.writeString(config, String.join("\n", "global:", "  scrape_interval: 1s", "  scrape_timeout: 1s",
-            "scrape_configs:",
+            "  evaluation_interval: 1s", "rule_files: ['" + ALERTS.toAbsolutePath() + "']", "scrape_configs:",
             "  - job_name: kraft-node", "    static_configs: [{targets: ['127.0.0.1:" + nodePort + "']}]",
             "  - job_name: kraft-watch", "    static_configs: [{targets: ['127.0.0.1:" + watchPort + "']}]", ""));
         Path log = work.resolve("prometheus.log");
@@ -118,6 +145,7 @@ record PrometheusScenario(Report report, Tools tools, Path work, String kraft) {
         await(http, promPort, P + "current_leader", v -> v == leader, "current_leader is Kafka's leader " + leader);
         await(http, promPort, P + "committed_voters", v -> v == 3.0, "committed_voters 3 on a quiet quorum");
         await(http, promPort, P + "uncommitted_voter_change_age_seconds", v -> v == 0.0, "no uncommitted change: age 0");
+        rulesLoaded(http, promPort);
 
         // add-controller of the kraft node with both Kafka followers stopped: appended, not committed.
         List<Integer> followers = new ArrayList<>(List.of(1, 2, 3));
