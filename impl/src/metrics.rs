@@ -3,8 +3,8 @@
 //!
 //! The shells fill a [`QuorumSample`] (plain data: `kraft node` from the core's view after each step,
 //! `kraft describe --watch` from what its observer and DescribeQuorum see) and hand it to [`Exporter::update`];
-//! the exporter keeps the one clock fact the core has no business with (since when the last VotersRecord has
-//! been uncommitted) and encodes the latest sample with `prometheus-client` at each scrape of
+//! the exporter keeps the clock facts the core has no business with (since when the last VotersRecord has
+//! been uncommitted; Kafka's windowed latencies and rates, [`stats`]) and encodes the latest sample with `prometheus-client` at each scrape of
 //! [`http`]'s `/metrics`. The core gains no clock and no I/O.
 //!
 //! Naming: Kafka registers these metrics in group `raft-metrics` with no tags, which JMX shows as attributes
@@ -14,6 +14,7 @@
 //! under the same prefix so one dashboard selector takes both.
 
 pub mod http;
+pub mod stats;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -126,6 +127,8 @@ struct State {
     sample: QuorumSample,
     /// The uncommitted latest VotersRecord's offset and when this process first saw it so.
     uncommitted_since: Option<(i64, Instant)>,
+    /// Kafka's windowed statistics, from a replica's own samples.
+    stats: stats::RaftStats,
 }
 
 /// The latest sample and the age of an uncommitted voter change; cloned handles share it. Registered in a
@@ -153,6 +156,9 @@ impl Exporter {
             }
             _ => None,
         };
+        if sample.state.is_some() {
+            state.stats.observe(&sample, now);
+        }
         state.sample = sample;
     }
 
@@ -215,12 +221,10 @@ impl Collector for Exporter {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let now = Instant::now();
         let age = self.uncommitted_age(now);
-        let s = self
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .sample
-            .clone();
+        let (s, stats) = {
+            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            (state.sample.clone(), state.stats.clone())
+        };
         let e = &mut encoder;
         let name = |n: &str| format!("{PREFIX}_{n}");
         gauge(
@@ -277,6 +281,19 @@ impl Collector for Exporter {
                 None,
                 epoch as i64,
             )?;
+        }
+        if s.state.is_some() {
+            let windowed = [
+                ("commit_latency_avg", "The average time in milliseconds to commit an entry in the raft log (Kafka: commit-latency-avg)", stats.commit_latency.avg(now)),
+                ("commit_latency_max", "The maximum time in milliseconds to commit an entry in the raft log (Kafka: commit-latency-max)", stats.commit_latency.max(now)),
+                ("election_latency_avg", "The average time in milliseconds spent on electing a new leader (Kafka: election-latency-avg)", stats.election_latency.avg(now)),
+                ("election_latency_max", "The maximum time in milliseconds spent on electing a new leader (Kafka: election-latency-max)", stats.election_latency.max(now)),
+                ("append_records_rate", "Records appended per second as the leader (Kafka: append-records-rate)", stats.append_records.rate_per_second(now)),
+                ("fetch_records_rate", "Records fetched per second from the leader (Kafka: fetch-records-rate)", stats.fetch_records.rate_per_second(now)),
+            ];
+            for (n, help, v) in windowed {
+                gauge(e, &name(n), help, None, v)?;
+            }
         }
         if let Some(n) = s.voters {
             gauge(
@@ -418,6 +435,8 @@ mod tests {
             "kafka_server_raft_metrics_current_epoch 2\n",
             "kafka_server_raft_metrics_high_watermark 10\n",
             "kafka_server_raft_metrics_current_state{state=\"leader\"} 1\n",
+            "kafka_server_raft_metrics_commit_latency_avg NaN\n",
+            "kafka_server_raft_metrics_append_records_rate 0.0\n",
             "kafka_server_raft_metrics_number_of_voters 4\n",
             "kafka_server_raft_metrics_number_of_observers 1\n",
             "kafka_server_raft_metrics_committed_voters 3\n",

@@ -192,4 +192,16 @@ fn node_metrics_match_describe_through_an_uncommitted_add() {
             .then_some(())
         },
     );
+    // Kafka's windowed figures: the leader appended and committed within the last minute, a follower fetched.
+    let m = scrape(port(leader)).unwrap();
+    assert!(metric(&m, "append_records_rate").unwrap() > 0.0, "{m:?}");
+    let commit = metric(&m, "commit_latency_max").unwrap();
+    assert!(commit.is_finite() && commit >= 0.0, "{m:?}");
+    assert_eq!(
+        metric(&m, "fetch_records_rate"),
+        Some(0.0),
+        "a leader fetches nothing"
+    );
+    let fm = scrape(port(followers[0])).unwrap();
+    assert!(metric(&fm, "fetch_records_rate").unwrap() > 0.0, "{fm:?}");
 }
