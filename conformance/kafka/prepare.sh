@@ -60,3 +60,20 @@ prepare_python() {
     fi
     echo "$venv/bin/python"
 }
+
+# Prometheus for scenario pm: Debian's package (2.42), installed when missing and this runs as root with apt-get (as
+# CI does). The package's service never starts: policy-rc.d refuses every start during the install (only when
+# no policy-rc.d exists, and removed after); the scenario runs /usr/bin/prometheus itself with its own
+# configuration, data directory and loopback port. Prints nothing; a missing binary fails scenario pm.
+prepare_prometheus() {
+    if [ -x "${PROMETHEUS:-/usr/bin/prometheus}" ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        return 0
+    fi
+    local policy=/usr/sbin/policy-rc.d created=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && created=1
+    fi
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; } \
+        >&2 || echo "kafka interop: cannot install prometheus: scenario pm will fail" >&2
+    if [ -n "$created" ]; then rm -f "$policy"; fi
+}

@@ -17,6 +17,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 prepare_harness "kafka interop" debug
+prepare_prometheus
 args+=(--python "$(prepare_python)")
 if [ -n "$controller_version" ]; then
     args+=(--controller-classpath "$(controller_classpath "$controller_version")")

@@ -57,6 +57,7 @@ pub mod snapshot_head;
 pub mod snapshot_settings;
 pub mod static_voters;
 pub mod watch;
+pub mod watch_metrics;
 
 use std::path::PathBuf;
 
@@ -252,6 +253,11 @@ pub struct NodeArgs {
     /// Kafka controller does.
     #[arg(long)]
     pub describe_quorum_forwarding: Option<bool>,
+    /// HOST:PORT to serve Prometheus/OpenMetrics text at `/metrics` on: Kafka's raft-metrics and the
+    /// committed voter set (`metrics_listener` in a TOML config, `kraft.metrics.listener` in a properties
+    /// file; Kafka has no such key). Off by default.
+    #[arg(long)]
+    pub metrics_listener: Option<String>,
     /// Kafka's `security.protocol` for the listener and peer links: PLAINTEXT (default) or SSL.
     #[arg(long)]
     pub security_protocol: Option<String>,
@@ -346,6 +352,10 @@ pub struct DescribeArgs {
     /// until stopped.
     #[arg(long)]
     pub watch: bool,
+    /// With --watch: serve the quorum's figures (leader, epoch, HW, voters, observers, CommittedVoters,
+    /// the age of an uncommitted voter change) as Prometheus/OpenMetrics text at `/metrics` on HOST:PORT.
+    #[arg(long, requires = "watch")]
+    pub metrics_listener: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -11,6 +11,7 @@ pub mod faults;
 pub mod history;
 pub mod leader;
 pub mod log;
+pub mod metrics;
 pub mod node;
 pub mod records;
 pub mod server;

@@ -141,6 +141,7 @@ pub async fn serve(
         leader_id: node.leader_id(),
         epoch: node.epoch(),
         high_watermark: node.high_watermark(),
+        quorum: crate::metrics::QuorumSample::of_node(&node),
     };
     let (status_tx, status_rx) = watch::channel(status);
     let peers = peer::PeerLinks::new(node.node_id(), events_tx.clone(), links, tls);

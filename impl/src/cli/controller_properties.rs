@@ -2,7 +2,7 @@
 //! into a node's settings, so `kraft format --config` and `kraft node --config` take the file a Kafka 4.x
 //! controller takes. Keys read: [`IDENTITY_KEYS`], [`TIMEOUT_KEYS`], the TLS keys of `server::tls`
 //! (also under Kafka's listener prefix `listener.name.<listener>.`) and the snapshot keys of
-//! `snapshot_settings`. Every other key is returned in [`ControllerProperties::unused`].
+//! `snapshot_settings` and ours, [`METRICS_LISTENER`]. Every other key is returned in [`ControllerProperties::unused`].
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,8 @@ pub const FETCH_TIMEOUT_MS: &str = "controller.quorum.fetch.timeout.ms";
 pub const REQUEST_TIMEOUT_MS: &str = "controller.quorum.request.timeout.ms";
 /// KIP-1186: an observer adds itself as a voter (`node/auto_join.rs`); `true` or `false`.
 pub const AUTO_JOIN_ENABLE: &str = "controller.quorum.auto.join.enable";
+/// Ours (Kafka exports its metrics over JMX): `HOST:PORT` of the Prometheus listener (`crate::metrics`).
+pub const METRICS_LISTENER: &str = "kraft.metrics.listener";
 
 /// The identity and listener keys.
 pub const IDENTITY_KEYS: [&str; 10] = [
@@ -100,6 +102,8 @@ pub struct ControllerProperties {
     pub request_timeout_ms: Option<u64>,
     /// `controller.quorum.auto.join.enable`.
     pub auto_join: Option<bool>,
+    /// `kraft.metrics.listener`.
+    pub metrics_listener: Option<String>,
     /// The TLS keys, with `security.protocol` from `listener.security.protocol.map`.
     pub tls: Properties,
     /// The snapshot and retention keys.
@@ -359,6 +363,7 @@ impl ControllerProperties {
             IDENTITY_KEYS.contains(&key)
                 || TIMEOUT_KEYS.contains(&key)
                 || key == AUTO_JOIN_ENABLE
+                || key == METRICS_LISTENER
                 || snapshot_settings::KEYS.contains(&key)
                 || tls::KEYS.contains(&key)
                 || key.starts_with(tls::PRINCIPALS_PREFIX)
@@ -380,6 +385,7 @@ impl ControllerProperties {
             fetch_timeout_ms: millis(props, FETCH_TIMEOUT_MS)?,
             request_timeout_ms: millis(props, REQUEST_TIMEOUT_MS)?,
             auto_join: boolean(props, AUTO_JOIN_ENABLE)?,
+            metrics_listener: props.get(METRICS_LISTENER).map(|v| v.trim().to_string()),
             tls: tls_props,
             snapshots,
             unused,
@@ -481,6 +487,16 @@ mod tests {
         assert_eq!((on.auto_join, on.unused.len()), (Some(true), 0));
         let off = read(&format!("{base}controller.quorum.auto.join.enable=false\n"));
         assert_eq!(off.auto_join, Some(false));
+    }
+
+    #[test]
+    fn metrics_listener_is_read() {
+        let read = |text: &str| ControllerProperties::parse(&parse(text).unwrap()).unwrap();
+        let base = "process.roles=controller\ncontroller.listener.names=CONTROLLER\n";
+        assert_eq!(read(base).metrics_listener, None);
+        let on = read(&format!("{base}kraft.metrics.listener=127.0.0.1:9404\n"));
+        assert_eq!(on.metrics_listener.as_deref(), Some("127.0.0.1:9404"));
+        assert!(on.unused.is_empty(), "{:?}", on.unused);
     }
 
     #[test]

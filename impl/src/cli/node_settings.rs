@@ -42,6 +42,8 @@ pub struct NodeSettings {
     pub snapshots: SnapshotSettings,
     /// Kafka's `controller.quorum.auto.join.enable` (KIP-1186): as an observer, add itself as a voter.
     pub auto_join: bool,
+    /// HOST:PORT of the metrics listener (`crate::metrics::http`); `None`: off.
+    pub metrics_listener: Option<String>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -65,6 +67,7 @@ struct FileConfig {
     max_connections: Option<usize>,
     seed: Option<u64>,
     describe_quorum_forwarding: Option<bool>,
+    metrics_listener: Option<String>,
     /// Kafka's dotted TLS keys as TOML tables: `security.protocol = "SSL"`, `ssl.keystore.location = ...`,
     /// `controller.principal.template = ...`, `super.users = ...`.
     security: Option<toml::Table>,
@@ -187,6 +190,7 @@ impl NodeSettings {
                     fetch_timeout_ms: k.fetch_timeout_ms,
                     request_timeout_ms: k.request_timeout_ms,
                     auto_join: k.auto_join,
+                    metrics_listener: k.metrics_listener.clone(),
                     kafka_tls: k.tls.clone(),
                     kafka_snapshots: k.snapshots.clone(),
                     ..FileConfig::default()
@@ -307,6 +311,7 @@ impl NodeSettings {
             tls: tls.map(std::sync::Arc::new),
             snapshots,
             auto_join: args.auto_join || file.auto_join.unwrap_or(false),
+            metrics_listener: args.metrics_listener.or(file.metrics_listener),
         };
         if settings.election_timeout_ms == 0
             || settings.fetch_timeout_ms == 0
@@ -325,6 +330,9 @@ impl NodeSettings {
         parse_host_port(&settings.listener)?;
         if let Some(a) = &settings.advertised {
             parse_host_port(a)?;
+        }
+        if let Some(m) = &settings.metrics_listener {
+            parse_host_port(m)?;
         }
         Ok(settings)
     }

@@ -177,6 +177,11 @@ impl Observer {
         committed_voter_set(self.node.history(), Some(high_watermark))
     }
 
+    /// Offset of the latest VotersRecord in the observed log (−1: a bootstrap set); `None`: none seen.
+    pub fn last_voters_record(&self) -> Option<i64> {
+        self.node.history().latest_entry().map(|(offset, _)| offset)
+    }
+
     /// Whether the last Fetch answer was empty: the observer had the leader's whole log then.
     pub fn caught_up(&self) -> bool {
         self.caught_up && self.node.role() == Role::Follower

@@ -186,10 +186,34 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
     let settings = NodeSettings::resolve(args)?;
     runtime()?.block_on(async {
         let running = start_node(&settings, stop_signal()).await?;
+        if let Some(addr) = &settings.metrics_listener {
+            export_metrics(addr, running.status.clone())?;
+        }
         let result = wait(running).await;
         tracing::info!("node stopped");
         result
     })
+}
+
+/// Serves the node's quorum figures at `addr`: each status the node task publishes after a step becomes
+/// the exporter's sample, stamped with the time it was seen.
+fn export_metrics(
+    addr: &str,
+    mut status: tokio::sync::watch::Receiver<server::Status>,
+) -> Result<(), Failure> {
+    let exporter = crate::metrics::Exporter::new();
+    crate::metrics::http::spawn(addr, exporter.clone())
+        .map_err(|e| Failure::new(EXIT_NODE_FAILED, e.to_string()))?;
+    tokio::spawn(async move {
+        loop {
+            let sample = status.borrow_and_update().quorum.clone();
+            exporter.update(sample, std::time::Instant::now());
+            if status.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
 }
 
 pub fn cluster(args: ClusterArgs) -> Result<(), Failure> {

@@ -54,6 +54,10 @@ pub fn watch(args: &DescribeArgs) -> Result<(), Failure> {
     let mut observer = Observer::new(&cluster_id, &bootstrap, security, timeout)
         .map_err(|e| Failure::new(EXIT_PROTOCOL, e.to_string()))?;
     let mut last: Option<Key> = None;
+    let metrics = match &args.metrics_listener {
+        Some(addr) => Some(super::watch_metrics::WatchMetrics::start(addr, args)?),
+        None => None,
+    };
     loop {
         if let Err(e) = observer.step() {
             return Err(Failure::new(
@@ -70,6 +74,9 @@ pub fn watch(args: &DescribeArgs) -> Result<(), Failure> {
         // Lines start once the observer has the leader's log (no replay of history while catching up);
         // after that a lost leader is printed too.
         let live = observer.caught_up() || (last.is_some() && o.leader_id.is_none());
+        if let (Some(m), true) = (&metrics, live || last.is_some()) {
+            m.update(&o, observer.last_voters_record());
+        }
         if live && last.as_ref() != Some(&k) {
             if args.json {
                 out!("{}", watch_json(&o, now_ms()));

@@ -28,6 +28,8 @@ pub struct Status {
     pub leader_id: Option<i32>,
     pub epoch: i32,
     pub high_watermark: Option<i64>,
+    /// The figures of the metrics listener (`crate::metrics`).
+    pub quorum: crate::metrics::QuorumSample,
 }
 
 /// The node task's state; [`Driver::new`] builds it, [`Driver::run`] runs it.
@@ -328,6 +330,7 @@ impl Driver {
             leader_id: self.node.leader_id(),
             epoch: self.node.epoch(),
             high_watermark: self.node.high_watermark(),
+            quorum: crate::metrics::QuorumSample::of_node(&self.node),
         };
         self.status.send_if_modified(|s| {
             let changed = *s != status;

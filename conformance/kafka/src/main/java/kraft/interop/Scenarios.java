@@ -24,7 +24,8 @@ import org.apache.kafka.common.Uuid;
  * CommittedVoters computed for a Kafka quorum ({@link ObserverScenario}), (s) a voter that moves
  * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}), (u)
  * Kafka's {@code kafka-features} against our quorum, (w, x) auto-join both ways ({@link AutoJoinScenario}), (y, z)
- * static quorums upgraded to kraft.version 1 and reconfigured ({@link StaticQuorumScenario}). One
+ * static quorums upgraded to kraft.version 1 and reconfigured ({@link StaticQuorumScenario}), (pm) Prometheus
+ * scraping the metrics listeners ({@link PrometheusScenario}). One
  * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -215,6 +216,16 @@ final class Scenarios {
                 + " kill -9 of the leader, --watch throughout, and the same set a kraft leader serves in v3");
             try {
                 new ObserverScenario(report, tools, work.resolve("observer"), kraft).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("pm")) {
+            report.scenario("pm: a Prometheus server scrapes kraft node --metrics-listener (joined to Kafka controllers)"
+                + " and kraft describe --watch --metrics-listener: Kafka's leader and HW, and the age of an uncommitted"
+                + " add-controller, through its query API");
+            try {
+                new PrometheusScenario(report, tools, work.resolve("prometheus"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
