@@ -85,6 +85,23 @@ pub struct PropertyResult {
     pub status: Status,
 }
 
+impl PropertyResult {
+    /// The verdict on `p`, given whether the search found a state where it fails (`always`) or holds
+    /// (`sometimes`): the one rule both engines report by.
+    pub fn of<M: stateright::Model>(p: &stateright::Property<M>, found: bool) -> Self {
+        PropertyResult {
+            name: p.name.to_string(),
+            kind: kind_name(&p.expectation).to_string(),
+            status: match (&p.expectation, found) {
+                (Expectation::Always, true) => Status::Violated,
+                (Expectation::Always, false) => Status::Holds,
+                (_, true) => Status::ExampleFound,
+                (_, false) => Status::NoExample,
+            },
+        }
+    }
+}
+
 /// A counterexample (or example) path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counterexample {
@@ -217,16 +234,7 @@ fn run_proof(model: KraftModel, opts: CheckOptions) -> CheckReport {
         .properties()
         .iter()
         .zip(&out.discovered)
-        .map(|(p, &found)| PropertyResult {
-            name: p.name.to_string(),
-            kind: kind_name(&p.expectation).to_string(),
-            status: match (&p.expectation, found) {
-                (Expectation::Always, true) => Status::Violated,
-                (Expectation::Always, false) => Status::Holds,
-                (_, true) => Status::ExampleFound,
-                (_, false) => Status::NoExample,
-            },
-        })
+        .map(|(p, &found)| PropertyResult::of(p, found))
         .collect();
     let counterexample = if properties.iter().any(|p| p.status == Status::Violated) {
         let again = CheckOptions {

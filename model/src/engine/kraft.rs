@@ -12,8 +12,7 @@
 //! their defaults, an untagged log), which bincode cannot read back.
 
 use super::{Cluster, EngineError, Options, Outcome, Space};
-use crate::check::{CheckOptions, CheckReport, Counterexample, PropertyResult, Status};
-use crate::properties::kind_name;
+use crate::check::{CheckOptions, CheckReport, Counterexample, PropertyResult};
 use crate::step::KraftModel;
 use crate::types::{Action, State};
 use serde::{Deserialize, Serialize};
@@ -164,16 +163,7 @@ fn report(model: &KraftModel, space: &KraftSpace, o: Outcome<KraftSpace>) -> Che
         .enumerate()
         .map(|(i, p)| {
             let found = o.findings.iter().any(|f| f.finding.property as usize == i);
-            PropertyResult {
-                name: p.name.to_string(),
-                kind: kind_name(&p.expectation).to_string(),
-                status: match (&p.expectation, found) {
-                    (Expectation::Always, true) => Status::Violated,
-                    (Expectation::Always, false) => Status::Holds,
-                    (_, true) => Status::ExampleFound,
-                    (_, false) => Status::NoExample,
-                },
-            }
+            PropertyResult::of(p, found)
         })
         .collect();
     let counterexample = o.failure.as_ref().and_then(|(found, trace)| {
