@@ -40,18 +40,19 @@ pub enum Travel {
     Passed(u64),
 }
 
-/// What goes on the wire between processes: a pair as its path (the model state's serde form is
-/// the trace files' JSON form, which bincode cannot read, and the path rebuilds it anyway).
+/// What goes on the wire between processes: a pair as its path, which rebuilds it. The actions' serde
+/// form is the trace files' JSON form (fields left out while at their defaults), which bincode cannot
+/// read back, so the path travels as [`engine::Named`].
 #[derive(Clone, Serialize, Deserialize)]
 pub enum Sent {
-    Pair(Vec<Action>),
+    Pair(engine::Named<Vec<Action>>),
     Passed(u64),
 }
 
 impl From<Travel> for Sent {
     fn from(t: Travel) -> Sent {
         match t {
-            Travel::Pair { path, .. } | Travel::Rebuild { path } => Sent::Pair(path),
+            Travel::Pair { path, .. } | Travel::Rebuild { path } => Sent::Pair(engine::Named(path)),
             Travel::Passed(fp) => Sent::Passed(fp),
         }
     }
@@ -60,7 +61,7 @@ impl From<Travel> for Sent {
 impl From<Sent> for Travel {
     fn from(s: Sent) -> Travel {
         match s {
-            Sent::Pair(path) => Travel::Rebuild { path },
+            Sent::Pair(engine::Named(path)) => Travel::Rebuild { path },
             Sent::Passed(fp) => Travel::Passed(fp),
         }
     }

@@ -20,33 +20,8 @@ use stateright::{Expectation, Model, Property};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// A state as it travels: its serde form in MessagePack with field names (self-describing),
-/// as one byte string.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Wire(pub State);
-
-impl Serialize for Wire {
-    fn serialize<Se: serde::Serializer>(&self, s: Se) -> Result<Se::Ok, Se::Error> {
-        let bytes = rmp_serde::to_vec_named(&self.0).map_err(serde::ser::Error::custom)?;
-        s.serialize_bytes(&bytes)
-    }
-}
-
-impl<'de> Deserialize<'de> for Wire {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Bytes;
-        impl serde::de::Visitor<'_> for Bytes {
-            type Value = Wire;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a MessagePack-encoded model state")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Wire, E> {
-                rmp_serde::from_slice(b).map(Wire).map_err(E::custom)
-            }
-        }
-        d.deserialize_bytes(Bytes)
-    }
-}
+/// A state as it travels: its serde form in MessagePack with field names (self-describing).
+pub type Wire = super::Named<State>;
 
 /// The model's state space.
 pub struct KraftSpace {
@@ -90,11 +65,11 @@ impl Space for KraftSpace {
             .init_states()
             .into_iter()
             .filter(|s| self.model.within_boundary(s))
-            .map(Wire)
+            .map(super::Named)
             .collect()
     }
 
-    fn fingerprint(&self, Wire(s): &Wire) -> u64 {
+    fn fingerprint(&self, super::Named(s): &Wire) -> u64 {
         if self.symmetry {
             crate::symmetry::canonical(s).1
         } else {
@@ -102,19 +77,19 @@ impl Space for KraftSpace {
         }
     }
 
-    fn expand(&self, Wire(s): &Wire, out: &mut Vec<(Action, Wire)>, _: &mut Vec<Finding>) {
+    fn expand(&self, super::Named(s): &Wire, out: &mut Vec<(Action, Wire)>, _: &mut Vec<Finding>) {
         let mut actions = Vec::new();
         self.model.actions(s, &mut actions);
         for a in actions {
             if let Some(next) = self.model.next_state(s, a) {
                 if self.model.within_boundary(&next) {
-                    out.push((a, Wire(next)));
+                    out.push((a, super::Named(next)));
                 }
             }
         }
     }
 
-    fn check(&self, Wire(s): &Wire, findings: &mut Vec<Finding>) {
+    fn check(&self, super::Named(s): &Wire, findings: &mut Vec<Finding>) {
         for (i, (p, d)) in self.props.iter().zip(&self.discovered).enumerate() {
             if d.load(Ordering::Relaxed) {
                 continue;
@@ -226,7 +201,7 @@ mod tests {
             let path = crate::trace::random_walk(&model, &mut rng, 60);
             let t = crate::trace::replay(&model, &path).expect("replays");
             for s in std::iter::once(&t.init).chain(t.steps.iter().map(|s| &s.state)) {
-                let w = Wire(s.clone());
+                let w = crate::engine::Named(s.clone());
                 let bytes = bincode::serialize(&w).expect("encodes");
                 assert_eq!(bincode::deserialize::<Wire>(&bytes).expect("decodes"), w);
             }
