@@ -175,8 +175,10 @@ record PrometheusScenario(Report report, Tools tools, Path work, String kraft) {
             await(http, promPort, P + "number_of_voters", v -> v == 4.0, "number_of_voters 4 (the add appended)");
             await(http, promPort, P + "committed_voters", v -> v == 3.0, "committed_voters still 3");
             await(http, promPort, P + "last_voters_record_committed", v -> v == 0.0, "last VotersRecord uncommitted");
+            // Prometheus answers with its latest scrape (one a second): wait for one past the first reading.
+            double first = age.values().stream().mapToDouble(Double::doubleValue).max().orElse(0.0);
             Map<String, Double> later = await(http, promPort, P + "uncommitted_voter_change_age_seconds",
-                v -> true, "age queried again");
+                v -> v > first, "age queried again after a later scrape");
             for (String job : JOBS) {
                 report.check("Prometheus " + job + ": the age grows", later.getOrDefault(job, 0.0)
                     > age.getOrDefault(job, 0.0), age + " then " + later);
