@@ -203,12 +203,9 @@ mod tests {
         super::super::describe::QuorumDescription::new("c".into(), version, response).unwrap()
     }
 
-    #[test]
-    fn through_a_broker_an_unreachable_or_unnamed_controller_is_said_so() {
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = closed.local_addr().unwrap().port();
-        drop(closed);
-        let node = NodeEndpoints {
+    /// Node 1 with one CONTROLLER listener on 127.0.0.1:`port`.
+    fn controller_at(port: u16) -> NodeEndpoints {
+        NodeEndpoints {
             node_id: 1,
             listeners: vec![Listener {
                 name: "CONTROLLER".into(),
@@ -217,7 +214,15 @@ mod tests {
                 unknown_tagged_fields: Default::default(),
             }],
             unknown_tagged_fields: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn through_a_broker_an_unreachable_or_unnamed_controller_is_said_so() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let node = controller_at(port);
         let security = ClientSecurity::default();
         let t = Duration::from_millis(500);
         let why = endpoints_of_voters(&description(2, vec![node]), &security, t).unwrap_err();
@@ -230,16 +235,7 @@ mod tests {
         assert!(why.contains("DescribeQuorum v1 answer names none"), "{why}");
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = open.local_addr().unwrap().port();
-        let node = NodeEndpoints {
-            node_id: 1,
-            listeners: vec![Listener {
-                name: "CONTROLLER".into(),
-                host: "127.0.0.1".into(),
-                port,
-                unknown_tagged_fields: Default::default(),
-            }],
-            unknown_tagged_fields: Default::default(),
-        };
+        let node = controller_at(port);
         assert_eq!(
             endpoints_of_voters(&description(2, vec![node]), &security, t),
             Ok(vec![format!("127.0.0.1:{port}")])
