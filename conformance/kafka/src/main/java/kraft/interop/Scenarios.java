@@ -255,6 +255,18 @@ final class Scenarios {
                 report.aborted(e);
             }
         }
+        // ts waits for Kafka's retention (120 s) and cleaner (60 s): run by name only (--only ts), about 5 min.
+        if (only.contains("ts")) {
+            report.scenario("ts: an Apache Kafka controller keeps the snapshot a kraft leader made ((o)'s quorum, the"
+                + " kraft node snapshotting) until metadata.max.retention.ms has passed since its"
+                + " LastContainedLogTimestamp, then deletes it");
+            try {
+                new SnapshotScenario(report, tools, this, work.resolve("snapshots-retention"), kraft,
+                    new SnapshotRetention(report)).run(false, false);
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
         if (wants("l")) new TlsMixedScenario(report, tools, work.resolve("tls-mixed"), kraft).run();
         if (wants("u")) {
             report.scenario("u: kafka-features --bootstrap-controller against a kraft quorum (kraft.version 1): describe,"

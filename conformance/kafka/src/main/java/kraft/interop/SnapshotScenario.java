@@ -36,8 +36,20 @@ final class SnapshotScenario {
     private final Scenarios scenarios;
     private final Path work;
     private final String kraft;
+    /** Scenario ts: (o)'s steps with a kraft leader that snapshots, then Kafka's retention of its snapshot. */
+    private final SnapshotRetention retention;
 
     SnapshotScenario(Report report, Tools tools, Scenarios scenarios, Path work, String kraft) {
+        this(report, tools, scenarios, work, kraft, null);
+    }
+
+    /**
+     * Scenario ts when {@code retention} is given: the kraft node snapshots ({@link SnapshotSettings#kraftFlags}), the
+     * fresh Kafka controller has {@link SnapshotRetention#joinerConfig}, and {@link SnapshotRetention#run} follows.
+     */
+    SnapshotScenario(Report report, Tools tools, Scenarios scenarios, Path work, String kraft,
+            SnapshotRetention retention) {
+        this.retention = retention;
         this.report = report;
         this.tools = tools;
         this.scenarios = scenarios;
@@ -80,8 +92,10 @@ final class SnapshotScenario {
         SnapshotFiles.Snapshot latest = last(m.metadataDir(first[0]));
 
         // The kraft node: Fetch at offset 0 is answered with a SnapshotId; FetchSnapshot; install; catch up.
-        ours.startJoinerFormattedByKafka(OURS, kafka.clusterId, kafka.initialControllers(), "--election-timeout-ms",
-            "1000", "--fetch-timeout-ms", "5000");
+        List<String> args = new ArrayList<>(List.of("--election-timeout-ms", "1000", "--fetch-timeout-ms", "5000"));
+        if (retention != null) args.addAll(SnapshotSettings.kraftFlags());
+        ours.startJoinerFormattedByKafka(OURS, kafka.clusterId, kafka.initialControllers(),
+            args.toArray(String[]::new));
         m.awaitCaughtUp(kafka.address(first[0]), OURS, "the kraft node fetches the Kafka leader's snapshot and log to"
             + " its end offset");
         SnapshotFiles.Snapshot installed = last(m.metadataDir(OURS));
@@ -116,7 +130,12 @@ final class SnapshotScenario {
         // A fresh Kafka controller joins and is pointed to the kraft leader's snapshot.
         kafka.bootstrapServers = List.of(1, 2, 3).stream().map(kafka::address).collect(Collectors.joining(","))
             + "," + ours.address(OURS);
+        if (retention != null) {
+            retention.awaitOwnSnapshot(m.metadataDir(OURS), second[1]);
+            kafka.extraConfig = id -> id == KAFKA_JOINER ? SnapshotRetention.joinerConfig() : java.util.Map.of();
+        }
         SnapshotFiles.Snapshot served = last(m.metadataDir(OURS));
+        long servedWrittenAt = Files.getLastModifiedTime(served.path()).toMillis();
         kafka.startObserver(KAFKA_JOINER);
         m.awaitCaughtUp(ours.address(OURS), KAFKA_JOINER, "a fresh Kafka controller fetches the kraft leader's"
             + " snapshot and log to its end offset");
@@ -130,7 +149,24 @@ final class SnapshotScenario {
                 SnapshotFiles.describe(m.metadataDir(KAFKA_JOINER)));
         }
         m.sample("o: Kafka observer joined", OURS);
+        if (retention != null && loaded != null) {
+            retention.run(loaded, servedWrittenAt, m.metadataDir(KAFKA_JOINER), kafka.log(KAFKA_JOINER), () -> churn(m));
+        }
         return OURS;
+    }
+
+    /** The fresh Kafka controller added as a voter and removed again through the kraft leader (ts's batches). */
+    private void churn(MixedQuorum m) {
+        try {
+            String leader = m.ours.address(OURS);
+            tools.kraft("add-voter", "--bootstrap-controller", leader, "--node-id", Integer.toString(KAFKA_JOINER),
+                "--directory-id=" + m.kafka.directoryIds.get(KAFKA_JOINER), "--endpoint",
+                m.kafka.address(KAFKA_JOINER), "--timeout-ms", "10000");
+            tools.kraft("remove-voter", "--bootstrap-controller", leader, "--node-id", Integer.toString(KAFKA_JOINER),
+                "--timeout-ms", "10000");
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /**
