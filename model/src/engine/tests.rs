@@ -14,6 +14,13 @@ impl Space for Graph {
     type State = u32;
     type Action = u8;
     type Finding = u32;
+    type Stored = u32;
+    fn store(&self, s: u32) -> u32 {
+        s
+    }
+    fn load(&self, s: u32) -> Result<u32, String> {
+        Ok(s)
+    }
     fn roots(&self) -> Vec<u32> {
         vec![0]
     }
