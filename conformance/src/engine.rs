@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use model::engine::packed::Packed;
 use model::engine::{self, Space};
 use model::types::Action;
 use serde::{Deserialize, Serialize};
@@ -42,17 +43,17 @@ pub enum Travel {
 
 /// What goes on the wire between processes: a pair as its path, which rebuilds it. The actions' serde
 /// form is the trace files' JSON form (fields left out while at their defaults), which bincode cannot
-/// read back, so the path travels as [`engine::Named`].
+/// read back, so the path travels in its plain form ([`Packed`]).
 #[derive(Clone, Serialize, Deserialize)]
 pub enum Sent {
-    Pair(engine::Named<Vec<Action>>),
+    Pair(Packed<Vec<Action>>),
     Passed(u64),
 }
 
 impl From<Travel> for Sent {
     fn from(t: Travel) -> Sent {
         match t {
-            Travel::Pair { path, .. } | Travel::Rebuild { path } => Sent::Pair(engine::Named(path)),
+            Travel::Pair { path, .. } | Travel::Rebuild { path } => Sent::Pair(Packed(path)),
             Travel::Passed(fp) => Sent::Passed(fp),
         }
     }
@@ -61,7 +62,7 @@ impl From<Travel> for Sent {
 impl From<Sent> for Travel {
     fn from(s: Sent) -> Travel {
         match s {
-            Sent::Pair(engine::Named(path)) => Travel::Rebuild { path },
+            Sent::Pair(Packed(path)) => Travel::Rebuild { path },
             Sent::Passed(fp) => Travel::Passed(fp),
         }
     }
@@ -226,6 +227,16 @@ impl Space for GateSpace {
     type State = Travel;
     type Action = Action;
     type Finding = Finding;
+    /// A pair moves between a process's workers as it is; [`Travel`]'s serde form is its path.
+    type Stored = Travel;
+
+    fn store(&self, s: Travel) -> Travel {
+        s
+    }
+
+    fn load(&self, s: Travel) -> Result<Travel, String> {
+        Ok(s)
+    }
 
     fn roots(&self) -> Vec<Travel> {
         self.root
@@ -284,14 +295,6 @@ pub fn run(
     wire: &WireChecker,
 ) -> Result<Option<(GraphOutcome, EngineNote)>, String> {
     let started = Instant::now();
-    if cluster.processes > 1 && opts.config.fetch == model::FetchMode::Async {
-        // A path that delivers a FetchResponse holds the model's `Log`, whose serde form is the trace
-        // files' (untagged), which bincode cannot read back. Every named graph fetches in sync mode.
-        return Err(
-            "--processes > 1 needs sync fetch (a path as bincode cannot hold a FetchResponse)"
-                .into(),
-        );
-    }
     let space = match GateSpace::new(opts, wire)? {
         Ok(s) => Arc::new(s),
         Err(d) => {

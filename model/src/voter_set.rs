@@ -21,6 +21,13 @@ impl VoterSet {
     pub const fn of(ids: Mask) -> VoterSet {
         VoterSet { ids, dirs: 0 }
     }
+    /// The voters `ids` with the directory ids packed in `dirs` as [`VoterSet::dirs`] returns them
+    /// (bits of ids not in `ids` are ignored).
+    pub fn from_parts(ids: Mask, dirs: u16) -> VoterSet {
+        crate::types::ids(ids).fold(VoterSet::of(0), |v, i| {
+            v.with(i, ((dirs >> (2 * i)) & 3) as u8)
+        })
+    }
     /// The voters' ids.
     pub const fn ids(self) -> Mask {
         self.ids
@@ -116,13 +123,7 @@ impl<'de> Deserialize<'de> for VoterSet {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match VoterSetRepr::deserialize(d)? {
             VoterSetRepr::Ids(ids) => VoterSet::of(ids),
-            VoterSetRepr::Keyed { ids: m, dirs } => {
-                let mut v = VoterSet::of(0);
-                for i in ids(m) {
-                    v = v.with(i, ((dirs >> (2 * i)) & 3) as u8);
-                }
-                v
-            }
+            VoterSetRepr::Keyed { ids, dirs } => VoterSet::from_parts(ids, dirs),
         })
     }
 }

@@ -7,10 +7,12 @@
 //! has the same behaviours): then the stored parent actions replay from the initial state as they
 //! are, and the walked-back path is a real run, printed as the same story as any counterexample.
 //!
-//! Between processes a state travels as [`Wire`]: timely encodes records with bincode, which is
-//! not self-describing, and the state's serde form is the JSON trace form (fields left out at
-//! their defaults, an untagged log), which bincode cannot read back.
+//! The engine keeps and sends a state as its plain form's bytes ([`super::packed`], about 100
+//! bytes where the state takes about 1 KB in memory): timely encodes records with bincode, which
+//! cannot read back the state's serde form (the JSON trace form, fields left out at their
+//! defaults, an untagged log).
 
+use super::packed::{self, Bytes};
 use super::{Cluster, EngineError, Options, Outcome, Space};
 use crate::check::{CheckOptions, CheckReport, Counterexample, PropertyResult};
 use crate::step::KraftModel;
@@ -19,9 +21,6 @@ use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// A state as it travels: its serde form in MessagePack with field names (self-describing).
-pub type Wire = super::Named<State>;
 
 /// The model's state space.
 pub struct KraftSpace {
@@ -56,20 +55,28 @@ impl KraftSpace {
 }
 
 impl Space for KraftSpace {
-    type State = Wire;
+    type State = State;
+    type Stored = Bytes;
     type Action = Action;
     type Finding = Finding;
 
-    fn roots(&self) -> Vec<Wire> {
+    fn store(&self, s: State) -> Bytes {
+        packed::encode(&s)
+    }
+
+    fn load(&self, s: Bytes) -> Result<State, String> {
+        packed::decode(&s.0)
+    }
+
+    fn roots(&self) -> Vec<State> {
         self.model
             .init_states()
             .into_iter()
             .filter(|s| self.model.within_boundary(s))
-            .map(super::Named)
             .collect()
     }
 
-    fn fingerprint(&self, super::Named(s): &Wire) -> u64 {
+    fn fingerprint(&self, s: &State) -> u64 {
         if self.symmetry {
             crate::symmetry::canonical(s).1
         } else {
@@ -77,19 +84,19 @@ impl Space for KraftSpace {
         }
     }
 
-    fn expand(&self, super::Named(s): &Wire, out: &mut Vec<(Action, Wire)>, _: &mut Vec<Finding>) {
+    fn expand(&self, s: &State, out: &mut Vec<(Action, State)>, _: &mut Vec<Finding>) {
         let mut actions = Vec::new();
         self.model.actions(s, &mut actions);
         for a in actions {
             if let Some(next) = self.model.next_state(s, a) {
                 if self.model.within_boundary(&next) {
-                    out.push((a, super::Named(next)));
+                    out.push((a, next));
                 }
             }
         }
     }
 
-    fn check(&self, super::Named(s): &Wire, findings: &mut Vec<Finding>) {
+    fn check(&self, s: &State, findings: &mut Vec<Finding>) {
         for (i, (p, d)) in self.props.iter().zip(&self.discovered).enumerate() {
             if d.load(Ordering::Relaxed) {
                 continue;
@@ -145,7 +152,7 @@ fn report(model: &KraftModel, space: &KraftSpace, o: Outcome<KraftSpace>) -> Che
         let (root, path) = trace.replay(space)?;
         let p = &space.props[found.finding.property as usize];
         let actions: Vec<Action> = path.into_iter().map(|(a, _)| a).collect();
-        replay(model, p, root.0, &actions)
+        replay(model, p, root, &actions)
     });
     CheckReport {
         exhaustive: !o.stopped,
@@ -184,27 +191,4 @@ fn replay(
         steps,
         index_path,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Through bincode (timely's encoding between processes) and back, for states with every
-    /// optional field set and unset.
-    #[test]
-    fn states_survive_timely_s_encoding() {
-        let cfg = crate::check::snapshot_bounds();
-        let model = KraftModel::new(cfg).expect("valid");
-        let mut rng = crate::trace::SplitMix64(7);
-        for _ in 0..50 {
-            let path = crate::trace::random_walk(&model, &mut rng, 60);
-            let t = crate::trace::replay(&model, &path).expect("replays");
-            for s in std::iter::once(&t.init).chain(t.steps.iter().map(|s| &s.state)) {
-                let w = crate::engine::Named(s.clone());
-                let bytes = bincode::serialize(&w).expect("encodes");
-                assert_eq!(bincode::deserialize::<Wire>(&bytes).expect("decodes"), w);
-            }
-        }
-    }
 }

@@ -8,6 +8,7 @@
 //! shortest one. The model's check runs on it with `check --engine timely` ([`kraft`]).
 
 pub mod kraft;
+pub mod packed;
 pub mod timely;
 
 use serde::de::DeserializeOwned;
@@ -20,14 +21,23 @@ pub use self::timely::run;
 
 /// A state space to search.
 pub trait Space: Send + Sync + 'static {
-    /// A state; it travels between workers (serialised between processes).
-    type State: Clone + Serialize + DeserializeOwned + Send + 'static;
+    /// A state.
+    type State: Clone + Send + 'static;
     /// The label of a step (a path's steps are replayed with [`Space::expand`], so actions never
     /// travel).
     type Action: Clone + Send + Debug + 'static;
     /// Something found at a state: a property violated, an example, a divergence.
     type Finding: Clone + Serialize + DeserializeOwned + Send + Debug + 'static;
 
+    /// A state as the engine keeps it between levels and sends it to its owner: a level's
+    /// frontier is held in this form (a compact encoding keeps it small; `State` itself when it
+    /// is small already).
+    type Stored: Clone + Serialize + DeserializeOwned + Send + 'static;
+
+    /// `s` as kept.
+    fn store(&self, s: Self::State) -> Self::Stored;
+    /// Back from [`Space::store`]; `Err` for bytes no state has (the search stops with it).
+    fn load(&self, s: Self::Stored) -> Result<Self::State, String>;
     /// The initial states (level 0).
     fn roots(&self) -> Vec<Self::State>;
     /// The key of the visited set: a fixed-seed hash, the same in every process (of the symmetry
@@ -264,36 +274,3 @@ pub fn memory() -> (u64, u64) {
 
 #[cfg(test)]
 mod tests;
-
-/// A value that crosses processes in its serde form as MessagePack with field names, carried as one
-/// byte string. Timely encodes records with bincode, which cannot read back serde forms that leave
-/// fields out (`skip_serializing_if`) or are untagged, as the model's JSON trace forms of states and
-/// actions are; MessagePack with names is self-describing, so those forms round-trip.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Named<T>(pub T);
-
-impl<T: serde::Serialize> serde::Serialize for Named<T> {
-    fn serialize<Se: serde::Serializer>(&self, s: Se) -> Result<Se::Ok, Se::Error> {
-        let bytes = rmp_serde::to_vec_named(&self.0).map_err(serde::ser::Error::custom)?;
-        s.serialize_bytes(&bytes)
-    }
-}
-
-impl<'de, T: serde::de::DeserializeOwned> serde::Deserialize<'de> for Named<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Bytes<T>(std::marker::PhantomData<T>);
-        impl<T: serde::de::DeserializeOwned> serde::de::Visitor<'_> for Bytes<T> {
-            type Value = Named<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a MessagePack-encoded value")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Named<T>, E> {
-                rmp_serde::from_slice(b).map(Named).map_err(E::custom)
-            }
-            fn visit_byte_buf<E: serde::de::Error>(self, b: Vec<u8>) -> Result<Named<T>, E> {
-                self.visit_bytes(&b)
-            }
-        }
-        d.deserialize_bytes(Bytes(std::marker::PhantomData))
-    }
-}

@@ -14,6 +14,13 @@ impl Space for Graph {
     type State = u32;
     type Action = u8;
     type Finding = u32;
+    type Stored = u32;
+    fn store(&self, s: u32) -> u32 {
+        s
+    }
+    fn load(&self, s: u32) -> Result<u32, String> {
+        Ok(s)
+    }
     fn roots(&self) -> Vec<u32> {
         vec![0]
     }
@@ -104,4 +111,47 @@ fn a_failure_ends_the_search_after_its_level() {
     let through_d = depths.values().filter(|&&x| x <= d).count() as u64;
     assert_eq!(o.unique, through_d);
     assert_eq!(o.failure.expect("found").1.steps.len() as u32, d);
+}
+
+/// A space whose stored form of state `bad` does not load: the search ends with an error naming it,
+/// on one worker and on two.
+#[test]
+fn a_state_that_does_not_load_is_an_error() {
+    struct Broken(Graph);
+    impl Space for Broken {
+        type State = u32;
+        type Action = u8;
+        type Finding = u32;
+        type Stored = u32;
+        fn store(&self, s: u32) -> u32 {
+            s
+        }
+        fn load(&self, s: u32) -> Result<u32, String> {
+            if s == self.0.bad {
+                Err(format!("state {s} does not load"))
+            } else {
+                Ok(s)
+            }
+        }
+        fn roots(&self) -> Vec<u32> {
+            self.0.roots()
+        }
+        fn fingerprint(&self, s: &u32) -> u64 {
+            self.0.fingerprint(s)
+        }
+        fn expand(&self, s: &u32, out: &mut Vec<(u8, u32)>, f: &mut Vec<u32>) {
+            self.0.expand(s, out, f)
+        }
+        fn check(&self, _: &u32, _: &mut Vec<u32>) {}
+        fn is_failure(&self, _: &u32) -> bool {
+            true
+        }
+    }
+    let g = Arc::new(Broken(Graph { n: 5000, bad: 4321 }));
+    for workers in [1, 2] {
+        let err = run(g.clone(), opts(workers, false))
+            .err()
+            .expect("the search fails");
+        assert_eq!(err.0, "state 4321 does not load", "{workers} workers");
+    }
 }

@@ -1,11 +1,12 @@
 //! The engine on Timely Dataflow: a level-synchronous BFS whose timestamp is the level.
 //!
-//! One loop: `Own` (each worker's shard of the visited set) receives level-t candidates routed by
-//! fingerprint, keeps the first of each fingerprint not seen before, and closes level t only when
-//! timely's frontier says no level-t candidate is left anywhere — deciding a level earlier would
-//! keep a state at a deeper level than its least, and the walked-back path would not be a
-//! shortest one. At the close it stores each new state's parent, runs [`Space::check`] and passes
-//! the state on; `Expand` steps it and sends the successors back round the loop (level t + 1),
+//! One operator in a loop, `Level`: each worker's shard of the visited set receives level-t
+//! candidates routed by fingerprint, keeps the first of each fingerprint not seen before (in the
+//! space's stored form, [`Space::Stored`]: the frontier is the engine's memory), and closes level
+//! t only when timely's frontier says no level-t candidate is left anywhere — deciding a level
+//! earlier would keep a state at a deeper level than its least, and the walked-back path would not
+//! be a shortest one. At the close it stores each new state's parent, runs [`Space::check`],
+//! expands the state and sends each successor it has not sent before round the loop (level t + 1),
 //! with its counts and a summary of the level for every worker. So each worker knows the global
 //! totals of every closed level, and every worker makes the same stop decision (a failure, the
 //! state cap) at the same level. The search ends when the loop is empty (timely's progress
@@ -19,7 +20,7 @@
 //! bits stay uniform inside each shard.
 
 use super::{memory, Found, Options, Outcome, Space, Trace};
-use ::timely::dataflow::channels::pact::{Exchange, Pipeline};
+use ::timely::dataflow::channels::pact::Exchange;
 use ::timely::dataflow::operators::generic::operator::Operator;
 use ::timely::dataflow::operators::vec::Map;
 use ::timely::dataflow::operators::Concat;
@@ -45,7 +46,8 @@ fn route(fp: u64) -> u64 {
     fp >> 32
 }
 
-/// What travels to an owner (through the loop, so at the next level).
+/// What travels to an owner (through the loop, so at the next level). A state travels as
+/// [`Space::Stored`].
 #[derive(Clone, Serialize, Deserialize)]
 enum Cand<St, F> {
     /// A successor (or a root), with its parent.
@@ -54,8 +56,9 @@ enum Cand<St, F> {
     Generated(u64),
     /// Something found while expanding (to the sender itself).
     Found(Found<F>),
-    /// A closed level's partial totals, one copy to each worker.
-    Summary(u32, Summary<F>),
+    /// A closed level's partial totals, one copy to each worker (boxed: a rare record, and the
+    /// common ones stay small).
+    Summary(u32, Box<Summary<F>>),
 }
 
 /// One worker's totals of one level.
@@ -67,24 +70,29 @@ struct Summary<F> {
     generated: u64,
     findings: Vec<Found<F>>,
     stopped: bool,
+    /// A state this worker could not load (the search stops).
+    error: Option<String>,
     rss: u64,
     hwm: u64,
 }
 
-/// What `Own` passes to `Expand`.
-#[derive(Clone)]
-enum Out<St, F> {
-    State(u64, St),
-    Summary(Summary<F>),
-}
-
-type CandOf<S> = Cand<<S as Space>::State, <S as Space>::Finding>;
-type OutOf<S> = Out<<S as Space>::State, <S as Space>::Finding>;
+type CandOf<S> = Cand<<S as Space>::Stored, <S as Space>::Finding>;
 /// A state's parent: its fingerprint and the state's index among its successors
 /// ([`Space::expand`]); [`ROOT`] for a root.
 type Parent = (u64, u32);
 const ROOT: Parent = (0, u32::MAX);
 type Parents = HashMap<u64, Parent, Hasher>;
+
+/// Records `fp`'s parent unless `fp` is already visited; true if it was new.
+fn mark(visited: &mut Parents, fp: u64, parent: Parent) -> bool {
+    match visited.entry(fp) {
+        Entry::Vacant(slot) => {
+            slot.insert(parent);
+            true
+        }
+        Entry::Occupied(_) => false,
+    }
+}
 
 /// Global totals of one level, summed from every worker's summary.
 struct Level<F> {
@@ -92,6 +100,7 @@ struct Level<F> {
     generated: u64,
     findings: Vec<Found<F>>,
     stopped: bool,
+    error: Option<String>,
     /// Per process: (RSS, peak RSS) at the level's close.
     memory: BTreeMap<u32, (u64, u64)>,
 }
@@ -103,6 +112,7 @@ impl<F> Default for Level<F> {
             generated: 0,
             findings: Vec::new(),
             stopped: false,
+            error: None,
             memory: BTreeMap::new(),
         }
     }
@@ -116,18 +126,34 @@ fn add<F>(totals: &mut Totals<F>, s: Summary<F>) {
     l.generated += s.generated;
     l.findings.extend(s.findings);
     l.stopped |= s.stopped;
+    if l.error.is_none() {
+        l.error = s.error;
+    }
     let m = l.memory.entry(s.process).or_insert((0, 0));
     *m = (m.0.max(s.rss), m.1.max(s.hwm));
 }
 
 /// A level's candidates at one owner, until the level closes.
-type PendingOf<S> = Pending<<S as Space>::State, <S as Space>::Finding>;
+type PendingOf<S> = Pending<<S as Space>::Stored, <S as Space>::Finding>;
 
 struct Pending<St, F> {
     cap: Capability<u32>,
     states: HashMap<u64, (Parent, St), Hasher>,
     generated: u64,
     found: Vec<Found<F>>,
+}
+
+/// States a worker expands per activation before it reads its input again.
+const CHUNK: usize = 1024;
+
+/// A closed level being expanded.
+type ClosingOf<S> = Closing<<S as Space>::Stored, <S as Space>::Finding>;
+
+struct Closing<St, F> {
+    cap: Capability<u32>,
+    states: std::collections::hash_map::IntoIter<u64, (Parent, St)>,
+    summary: Summary<F>,
+    generated: u64,
 }
 
 /// Searches `space` with `opts`; the outcome on process 0, `None` on the others.
@@ -144,7 +170,8 @@ pub fn run<S: Space>(
     let mut outcome = None;
     for r in guards.join() {
         match r {
-            Ok(Some(o)) => outcome = Some(o),
+            Ok(Some(Ok(o))) => outcome = Some(o),
+            Ok(Some(Err(e))) => return Err(super::EngineError(e)),
             Ok(None) => {}
             Err(e) => return Err(super::EngineError(format!("worker failed: {e}"))),
         }
@@ -158,7 +185,7 @@ fn search<S: Space>(
     space: Arc<S>,
     opts: &Options,
     started: Instant,
-) -> Option<Outcome<S>> {
+) -> Option<Result<Outcome<S>, String>> {
     let me = worker.index();
     let peers = worker.peers();
     let workers = opts.cluster.workers.unwrap_or(opts.default_workers).max(1);
@@ -168,10 +195,10 @@ fn search<S: Space>(
     let mut roots: InputHandle<u32, _> = InputHandle::new();
     worker.dataflow::<u32, _, _>(|scope| {
         let (back, next) = scope.feedback::<Vec<CandOf<S>>>(1);
-        let own_shard = visited.clone();
-        let (visited, totals, own_space) = (visited.clone(), totals.clone(), space.clone());
+        let (visited, totals, space) = (visited.clone(), totals.clone(), space.clone());
         let opts = opts.clone();
-        let fresh = scope
+        let act_scope = scope;
+        scope
             .input_from(&mut roots)
             .concat(next)
             .unary_frontier(
@@ -180,11 +207,19 @@ fn search<S: Space>(
                     Cand::Summary(dest, _) => *dest as u64,
                     Cand::Generated(_) | Cand::Found(_) => me as u64,
                 }),
-                "Own",
-                move |_cap, _info| {
-                    let space = own_space;
+                "Level",
+                move |_cap, info| {
+                    let activator = act_scope.activator_for(info.address);
                     let mut stash: BTreeMap<u32, PendingOf<S>> = BTreeMap::new();
+                    // The level being expanded, a chunk of states per activation.
+                    let mut closing: Option<ClosingOf<S>> = None;
                     let mut findings = Vec::new();
+                    let mut succ = Vec::new();
+                    let mut found = Vec::new();
+                    // Successors this worker has sent, at any level: once sent, a state is in its
+                    // owner's visited set from the close of its level on, so it never needs to
+                    // travel again (a local memo of the other shards).
+                    let mut sent: HashSet<u64, Hasher> = HashSet::with_hasher(hasher());
                     let mut printed = 0u32;
                     move |(input, frontier), output| {
                         input.for_each_stamp(|cap, data| {
@@ -193,7 +228,7 @@ fn search<S: Space>(
                             for batch in data {
                                 for c in batch.drain(..) {
                                     if let Cand::Summary(_, s) = c {
-                                        add(&mut totals.borrow_mut(), s);
+                                        add(&mut totals.borrow_mut(), *s);
                                         continue;
                                     }
                                     // Summaries hold no capability: the loop ends when no state
@@ -217,42 +252,97 @@ fn search<S: Space>(
                                 }
                             }
                         });
-                        while let Some(&t) = stash.keys().next() {
-                            if frontier.frontier().less_equal(&t) {
-                                break;
+                        loop {
+                            if closing.is_none() {
+                                let Some(&t) = stash.keys().next() else { break };
+                                if frontier.frontier().less_equal(&t) {
+                                    break;
+                                }
+                                let p = stash.remove(&t).expect("a pending level");
+                                let stop = must_stop(&*space, &opts, &totals.borrow(), t, started);
+                                let summary = Summary {
+                                    level: t,
+                                    process,
+                                    unique: 0,
+                                    generated: p.generated,
+                                    findings: p.found,
+                                    stopped: stop,
+                                    error: None,
+                                    rss: 0,
+                                    hwm: 0,
+                                };
+                                let mut states = p.states;
+                                if stop {
+                                    states.clear();
+                                }
+                                closing = Some(Closing {
+                                    cap: p.cap,
+                                    states: states.into_iter(),
+                                    summary,
+                                    generated: 0,
+                                });
                             }
-                            let p = stash.remove(&t).expect("a pending level");
-                            let stop = must_stop(&*space, &opts, &totals.borrow(), t, started);
-                            let mut summary = Summary {
-                                level: t,
-                                process,
-                                unique: 0,
-                                generated: p.generated,
-                                findings: p.found,
-                                stopped: stop,
-                                rss: 0,
-                                hwm: 0,
-                            };
-                            let mut session = output.session(&p.cap);
-                            if !stop {
-                                let mut seen = visited.borrow_mut();
-                                for (fp, (parent, state)) in p.states {
-                                    let Entry::Vacant(slot) = seen.entry(fp) else {
+                            let c = closing.as_mut().expect("a level closing");
+                            let t = c.summary.level;
+                            let mut session = output.session(&c.cap);
+                            for (fp, (parent, stored)) in c.states.by_ref().take(CHUNK) {
+                                if !mark(&mut visited.borrow_mut(), fp, parent) {
+                                    continue;
+                                }
+                                c.summary.unique += 1;
+                                let state = match space.load(stored) {
+                                    Ok(s) => s,
+                                    Err(e) => {
+                                        c.summary.error.get_or_insert(e);
+                                        c.summary.stopped = true;
                                         continue;
-                                    };
-                                    slot.insert(parent);
-                                    summary.unique += 1;
-                                    space.check(&state, &mut findings);
-                                    summary.findings.extend(findings.drain(..).map(|f| Found {
-                                        level: t,
-                                        fingerprint: fp,
-                                        finding: f,
-                                    }));
-                                    session.give(Out::State(fp, state));
+                                    }
+                                };
+                                space.check(&state, &mut findings);
+                                space.expand(&state, &mut succ, &mut found);
+                                c.generated += succ.len() as u64;
+                                let seen = visited.borrow();
+                                // A successor this worker owns and has seen goes nowhere (most
+                                // successors were seen before).
+                                let known = |fp: u64| {
+                                    route(fp) % peers as u64 == me as u64 && seen.contains_key(&fp)
+                                };
+                                for (i, (_, n)) in succ.drain(..).enumerate() {
+                                    let nfp = space.fingerprint(&n);
+                                    if !known(nfp) && sent.insert(nfp) {
+                                        session.give(Cand::State {
+                                            fp: nfp,
+                                            parent: (fp, i as u32),
+                                            state: space.store(n),
+                                        });
+                                    }
+                                }
+                                let at = |finding| Found {
+                                    level: t,
+                                    fingerprint: fp,
+                                    finding,
+                                };
+                                c.summary.findings.extend(findings.drain(..).map(at));
+                                for f in found.drain(..) {
+                                    session.give(Cand::Found(at(f)));
                                 }
                             }
-                            (summary.rss, summary.hwm) = memory();
-                            session.give(Out::Summary(summary));
+                            if c.states.len() > 0 {
+                                // Read the next level's candidates (most are dropped as seen)
+                                // before expanding more: they would pile up in the channels.
+                                activator.activate();
+                                break;
+                            }
+                            if c.generated > 0 {
+                                session.give(Cand::Generated(c.generated));
+                            }
+                            (c.summary.rss, c.summary.hwm) = memory();
+                            for dest in 0..peers {
+                                session
+                                    .give(Cand::Summary(dest as u32, Box::new(c.summary.clone())));
+                            }
+                            drop(session);
+                            closing = None;
                         }
                         if me == 0 && opts.progress {
                             let totals = totals.borrow();
@@ -267,66 +357,6 @@ fn search<S: Space>(
                     }
                 },
             )
-            .container::<Vec<OutOf<S>>>();
-        let expand_space = space.clone();
-        fresh
-            .unary(Pipeline, "Expand", move |_cap, _info| {
-                let space = expand_space;
-                // A successor this worker owns and has seen goes nowhere (most successors were
-                // seen before: it saves a round through the channel and the level's stash).
-                let known = move |fp: u64| {
-                    route(fp) % peers as u64 == me as u64 && own_shard.borrow().contains_key(&fp)
-                };
-                let mut succ = Vec::new();
-                let mut found = Vec::new();
-                // Successors this worker has sent, at any level: once sent, a state is in its
-                // owner's visited set from the close of its level on, so it never needs to travel
-                // again (a local memo of the other shards: cuts a two-process run's CPU by about
-                // 15 % and its peak memory by about 20 %, at 775,135 states).
-                let mut sent: HashSet<u64, Hasher> = HashSet::with_hasher(hasher());
-                move |input, output| {
-                    input.for_each_stamp(|cap, data| {
-                        let Some(&t) = cap.least() else { return };
-                        let mut session = output.session(&cap);
-                        let mut generated = 0u64;
-                        for batch in data {
-                            for o in batch.drain(..) {
-                                let (fp, s) = match o {
-                                    Out::State(fp, s) => (fp, s),
-                                    Out::Summary(s) => {
-                                        for dest in 0..peers {
-                                            session.give(Cand::Summary(dest as u32, s.clone()));
-                                        }
-                                        continue;
-                                    }
-                                };
-                                space.expand(&s, &mut succ, &mut found);
-                                generated += succ.len() as u64;
-                                for (i, (_, n)) in succ.drain(..).enumerate() {
-                                    let nfp = space.fingerprint(&n);
-                                    if !known(nfp) && sent.insert(nfp) {
-                                        session.give(Cand::State {
-                                            fp: nfp,
-                                            parent: (fp, i as u32),
-                                            state: n,
-                                        });
-                                    }
-                                }
-                                for f in found.drain(..) {
-                                    session.give(Cand::Found(Found {
-                                        level: t,
-                                        fingerprint: fp,
-                                        finding: f,
-                                    }));
-                                }
-                            }
-                        }
-                        if generated > 0 {
-                            session.give(Cand::Generated(generated));
-                        }
-                    });
-                }
-            })
             .container::<Vec<CandOf<S>>>()
             .connect_loop(back);
     });
@@ -338,7 +368,7 @@ fn search<S: Space>(
             roots.send(Cand::State {
                 fp,
                 parent: ROOT,
-                state,
+                state: space.store(state),
             });
         }
     }
@@ -346,6 +376,9 @@ fn search<S: Space>(
     while worker.step_or_park(None) {}
 
     let totals = totals.take();
+    if let Some(e) = totals.values().find_map(|l| l.error.clone()) {
+        return (me == 0).then_some(Err(e));
+    }
     let failure = totals
         .values()
         .flat_map(|l| &l.findings)
@@ -371,7 +404,7 @@ fn search<S: Space>(
     if let Some(p0) = peak_rss.first_mut() {
         *p0 = (*p0).max(memory().1);
     }
-    Some(Outcome {
+    Some(Ok(Outcome {
         generated: totals.values().map(|l| l.generated).sum(),
         unique: totals.values().map(|l| l.unique).sum(),
         levels: totals.values().filter(|l| l.unique > 0).count() as u32,
@@ -382,7 +415,7 @@ fn search<S: Space>(
         seconds: started.elapsed().as_secs_f64(),
         workers,
         processes: opts.cluster.processes.max(1),
-    })
+    }))
 }
 
 /// Whether level `t` is dropped: a failure at an earlier level (with `stop_at_failure`), a limit,
