@@ -14,10 +14,7 @@
 //! under the same prefix so one dashboard selector takes both.
 
 pub mod http;
-pub mod poll_idle;
 pub mod stats;
-
-pub use poll_idle::PollIdle;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -48,9 +45,6 @@ pub struct QuorumSample {
     pub state: Option<&'static str>,
     /// `current-vote`: the local id when leader or candidate, else the id voted for, else −1.
     pub vote: Option<i32>,
-    /// `current-vote-directory-id`, in Kafka's `Uuid` text: the local directory id when leader or
-    /// candidate, else the directory id voted for, else `AAAAAAAAAAAAAAAAAAAAAA` (Kafka's `ZERO_UUID`).
-    pub vote_directory_id: Option<String>,
     /// `log-end-offset`, `log-end-epoch`.
     pub log_end: Option<(i64, i32)>,
     /// `number-of-voters`: the latest voter set's size.
@@ -90,14 +84,10 @@ impl QuorumSample {
     /// A replica's own view, read from the core after a step (`kraft node`).
     pub fn of_node(node: &Node) -> QuorumSample {
         let role = node.role();
-        let voted = match role {
-            Role::Leader | Role::Candidate => Some(node.local_key()),
-            _ => node.election_state().voted,
+        let vote = match role {
+            Role::Leader | Role::Candidate => Some(node.node_id()),
+            _ => node.election_state().voted.map(|k| k.id),
         };
-        let vote = voted.map(|k| k.id);
-        let vote_directory_id = voted
-            .and_then(|k| k.directory_id)
-            .unwrap_or(uuid::Uuid::nil());
         let leader = node.leader_state();
         let log = node.log();
         QuorumSample {
@@ -110,7 +100,6 @@ impl QuorumSample {
                 node.is_voter(),
             )),
             vote: Some(vote.unwrap_or(-1)),
-            vote_directory_id: Some(crate::storage::format_directory_id(vote_directory_id)),
             log_end: Some((
                 crate::log::RaftLog::end_offset(log),
                 crate::log::RaftLog::last_epoch(log),
@@ -140,8 +129,6 @@ struct State {
     uncommitted_since: Option<(i64, Instant)>,
     /// Kafka's windowed statistics, from a replica's own samples.
     stats: stats::RaftStats,
-    /// The node task's wait clock; `None`: no poll loop here (`kraft describe --watch`).
-    poll_idle: Option<PollIdle>,
 }
 
 /// The latest sample and the age of an uncommitted voter change; cloned handles share it. Registered in a
@@ -154,15 +141,6 @@ pub struct Exporter {
 impl Exporter {
     pub fn new() -> Exporter {
         Exporter::default()
-    }
-
-    /// This exporter, also reading `poll-idle-ratio-avg` from a node task's wait clock.
-    pub fn with_poll_idle(self, poll_idle: PollIdle) -> Exporter {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .poll_idle = Some(poll_idle);
-        self
     }
 
     /// Takes a new sample, seen at `now`: the uncommitted-change clock starts when a VotersRecord is first
@@ -243,13 +221,9 @@ impl Collector for Exporter {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let now = Instant::now();
         let age = self.uncommitted_age(now);
-        let (s, stats, poll_idle) = {
+        let (s, stats) = {
             let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                state.sample.clone(),
-                state.stats.clone(),
-                state.poll_idle.clone(),
-            )
+            (state.sample.clone(), state.stats.clone())
         };
         let e = &mut encoder;
         let name = |n: &str| format!("{PREFIX}_{n}");
@@ -291,22 +265,6 @@ impl Collector for Exporter {
                 None,
                 vote as i64,
             )?;
-        }
-        if let Some(dir) = &s.vote_directory_id {
-            family(
-                e,
-                &name("current_vote_directory_id"),
-                "The current voted directory id, as a label; AAAAAAAAAAAAAAAAAAAAAA indicates not voted for a directory id (Kafka: current-vote-directory-id)",
-                "directory_id",
-                [(dir.clone(), 1)],
-            )?;
-        }
-        if s.state.is_some() {
-            // Kafka registers it and sets it to 0 at start-up; nothing ever changes it.
-            gauge(e, &name("number_unknown_voter_connections"), "Number of unknown voters whose connection information is not cached; always 0, as Kafka's (Kafka: number-unknown-voter-connections)", None, 0i64)?;
-        }
-        if let Some(p) = poll_idle {
-            gauge(e, &name("poll_idle_ratio_avg"), "The ratio of time the node task waits for work, since the previous scrape (Kafka: poll-idle-ratio-avg)", None, p.measure())?;
         }
         if let Some((offset, epoch)) = s.log_end {
             gauge(
@@ -481,7 +439,6 @@ mod tests {
             "kafka_server_raft_metrics_append_records_rate 0.0\n",
             "kafka_server_raft_metrics_number_of_voters 4\n",
             "kafka_server_raft_metrics_number_of_observers 1\n",
-            "kafka_server_raft_metrics_number_unknown_voter_connections 0\n",
             "kafka_server_raft_metrics_committed_voters 3\n",
             "kafka_server_raft_metrics_committed_voter{id=\"2\"} 1\n",
             "kafka_server_raft_metrics_last_voters_record_offset 10\n",
@@ -494,7 +451,6 @@ mod tests {
         assert!(text.ends_with("# EOF\n"), "{text}");
         for absent in [
             "current_vote",
-            "poll_idle_ratio_avg",
             "log_end_offset",
             "uncommitted_voter_change ",
         ] {
@@ -503,31 +459,5 @@ mod tests {
                 "{absent} is not known here:\n{text}"
             );
         }
-    }
-
-    #[test]
-    fn a_node_exports_its_vote_directory_and_poll_idle_ratio() {
-        let t0 = Instant::now();
-        let idle = PollIdle::new();
-        let x = Exporter::new().with_poll_idle(idle.clone());
-        let mut s = sample(10, 5);
-        s.state = Some("unattached-voted");
-        s.vote = Some(3);
-        s.vote_directory_id = Some("AAAAAAAAAAAAAAAAAAAAAQ".into());
-        x.update(s, t0);
-        idle.record(Duration::from_millis(750), t0 + Duration::from_millis(750));
-        idle.record(Duration::from_millis(0), t0 + Duration::from_millis(1000));
-        let text = x.encode();
-        for line in [
-            "kafka_server_raft_metrics_current_vote 3\n",
-            "kafka_server_raft_metrics_current_vote_directory_id{directory_id=\"AAAAAAAAAAAAAAAAAAAAAQ\"} 1\n",
-            "kafka_server_raft_metrics_poll_idle_ratio_avg 0.75\n",
-        ] {
-            assert!(text.contains(line), "{line:?} missing from\n{text}");
-        }
-        // A scrape starts the next interval: nothing waited since reads Kafka's default 1.0.
-        assert!(x
-            .encode()
-            .contains("kafka_server_raft_metrics_poll_idle_ratio_avg 1.0\n"));
     }
 }

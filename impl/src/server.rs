@@ -102,8 +102,6 @@ impl Default for LinkConfig {
 /// A running node's handles.
 pub struct Running {
     pub status: watch::Receiver<Status>,
-    /// The node task's wait clock (`poll-idle-ratio-avg` of the metrics listener).
-    pub poll_idle: crate::metrics::PollIdle,
     pub local_addr: std::net::SocketAddr,
     pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
@@ -166,7 +164,6 @@ pub async fn serve(
         broker,
         tls: acceptor,
     });
-    let poll_idle = driver.poll_idle();
     let node_task = tokio::spawn(driver.run());
     let connections = Arc::new(tokio::sync::Semaphore::new(ctx.limits.max_connections));
     let accept = tokio::spawn(async move {
@@ -212,7 +209,6 @@ pub async fn serve(
     });
     Ok(Running {
         status: status_rx,
-        poll_idle,
         local_addr,
         task,
     })

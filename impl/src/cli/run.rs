@@ -187,7 +187,7 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
     runtime()?.block_on(async {
         let running = start_node(&settings, stop_signal()).await?;
         if let Some(addr) = &settings.metrics_listener {
-            export_metrics(addr, running.status.clone(), running.poll_idle.clone())?;
+            export_metrics(addr, running.status.clone())?;
         }
         let result = wait(running).await;
         tracing::info!("node stopped");
@@ -200,9 +200,8 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
 fn export_metrics(
     addr: &str,
     mut status: tokio::sync::watch::Receiver<server::Status>,
-    poll_idle: crate::metrics::PollIdle,
 ) -> Result<(), Failure> {
-    let exporter = crate::metrics::Exporter::new().with_poll_idle(poll_idle);
+    let exporter = crate::metrics::Exporter::new();
     crate::metrics::http::spawn(addr, exporter.clone())
         .map_err(|e| Failure::new(EXIT_NODE_FAILED, e.to_string()))?;
     tokio::spawn(async move {

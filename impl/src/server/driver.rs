@@ -32,13 +32,6 @@ pub struct Status {
     pub quorum: crate::metrics::QuorumSample,
 }
 
-/// What ended the node task's wait.
-enum Woke {
-    Event(Option<Event>),
-    Stored(Option<Result<Done, StorageError>>),
-    Timer,
-}
-
 /// The node task's state; [`Driver::new`] builds it, [`Driver::run`] runs it.
 pub struct Driver {
     node: Node,
@@ -63,8 +56,6 @@ pub struct Driver {
     reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
     /// The metadata log directory: FetchSnapshot chunks are read from its snapshot files.
     snapshot_dir: std::path::PathBuf,
-    /// Where each wait for work is recorded (`poll-idle-ratio-avg`).
-    poll_idle: crate::metrics::PollIdle,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -126,13 +117,7 @@ impl Driver {
             last_state: None,
             reply_waiters: HashMap::new(),
             snapshot_dir,
-            poll_idle: crate::metrics::PollIdle::new(),
         }
-    }
-
-    /// The wait clock this task records into, for the metrics listener.
-    pub(super) fn poll_idle(&self) -> crate::metrics::PollIdle {
-        self.poll_idle.clone()
     }
 
     /// The monotonic time of the input about to be handed to the core, which is told the wall clock at it.
@@ -157,25 +142,16 @@ impl Driver {
                 .next_deadline()
                 .map(|d| self.start + Duration::from_millis(d))
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-            let waiting = Instant::now();
-            let woke = tokio::select! {
-                event = self.events.recv() => Woke::Event(event),
-                stored = self.stored.recv() => Woke::Stored(stored),
-                _ = tokio::time::sleep_until(deadline) => Woke::Timer,
-            };
-            let woke_at = Instant::now();
-            self.poll_idle.record(
-                woke_at.saturating_duration_since(waiting),
-                woke_at.into_std(),
-            );
-            let event = match woke {
-                Woke::Event(Some(event)) => Some(event),
-                Woke::Event(None) => return Ok(()),
-                Woke::Stored(stored) => {
+            let event = tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(event) => Some(event),
+                    None => return Ok(()),
+                },
+                stored = self.stored.recv() => {
                     self.on_stored(stored, &mut clients)?;
                     continue;
                 }
-                Woke::Timer => None,
+                _ = tokio::time::sleep_until(deadline) => None,
             };
             let now = self.now();
             match event {
