@@ -195,6 +195,8 @@ enum Preset {
     Updates,
     /// Disk losses and directory ids (model/README.md, "Disk loss").
     DiskLoss,
+    /// The kraft.version upgrade from static voters (model/README.md, "The kraft.version upgrade").
+    Upgrade,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -439,6 +441,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (None, Some(Preset::Snapshots)) => check::snapshot_bounds(),
         (None, Some(Preset::Updates)) => check::update_bounds(),
         (None, Some(Preset::DiskLoss)) => check::disk_loss_bounds(),
+        (None, Some(Preset::Upgrade)) => check::upgrade_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);
