@@ -168,7 +168,8 @@ struct CheckArgs {
     /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
     /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
     /// moves and installs), or `updates` (UpdateRaftVoter requests), or `disk-loss` (disk losses:
-    /// directory ids, a replaced voter rejoining under its new key).
+    /// directory ids, a replaced voter rejoining under its new key), or `upgrade` (the kraft.version
+    /// 0 -> 1 upgrade from static voters).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
