@@ -38,7 +38,7 @@ pub enum ErrorCode {
     NotLeaderOrFollower,
     /// REQUEST_TIMED_OUT: a membership precondition is not met yet, or a pending change timed out.
     RequestTimedOut,
-    /// UNSUPPORTED_VERSION: `kraft.version` < 1 (never reached: the model always runs kraft.version 1).
+    /// UNSUPPORTED_VERSION: add or remove at `kraft.version` 0 (`--start static`, before the upgrade).
     UnsupportedVersion,
     /// FENCED_LEADER_EPOCH: the request's epoch is older than the receiver's.
     FencedLeaderEpoch,
