@@ -613,6 +613,12 @@ impl Cluster {
                 check(leader)?;
                 self.fetch_snapshot(replica, leader, &mut applied)?;
             }
+            Action::UpgradeKraftVersion(_) => {
+                return Err(
+                    "UpdateFeatures (kraft.version) is not mapped: --start static is not replayed"
+                        .into(),
+                );
+            }
             Action::Drop(env) => {
                 let pos = self
                     .network

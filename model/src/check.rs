@@ -441,6 +441,13 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
             max_log: 5,
             ..base
         },
+        // The upgrade's bounds without the crash: the leader upgrades before a voter reported.
+        Bug::UpgradeBeforeDirectoryIds => ModelConfig {
+            bug: Some(bug),
+            fetch,
+            max_crashes: 0,
+            ..upgrade_bounds()
+        },
         // A second election (epoch 2) is all either needs.
         Bug::PrevoteBumpsEpoch | Bug::NoCheckQuorum => ModelConfig {
             joiners: 0,
@@ -563,6 +570,22 @@ pub fn disk_loss_bounds() -> ModelConfig {
         max_crashes: 0,
         max_data: 1,
         max_log: 6,
+        ..ModelConfig::default()
+    }
+}
+
+/// `check --preset upgrade`: `kraft.version` 0 (static voters) with UpdateRaftVoter, the upgrade to
+/// 1, then a record and a disk loss (the replaced voter's key is no voter any more), a crash (a
+/// leader's volatile set is lost with it), no joiner (model/README.md, "The kraft.version upgrade").
+pub fn upgrade_bounds() -> ModelConfig {
+    ModelConfig {
+        start: Start::Static,
+        joiners: 0,
+        max_disk_losses: 1,
+        max_changes: 0,
+        max_crashes: 1,
+        max_data: 1,
+        max_log: 5,
         ..ModelConfig::default()
     }
 }

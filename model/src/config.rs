@@ -60,6 +60,11 @@ pub enum Start {
     /// initial voter: leader of epoch 1 with LeaderChange, KRaftVersion, Voters committed (HW 3).
     /// Built by replaying those actions, so it is reachable by construction.
     Elected,
+    /// `kraft.version` 0: voters from configuration (`controller.quorum.voters`, the bootstrap set
+    /// with no directory id known), no KRaftVersion or VotersRecord; the state reached as for
+    /// `Elected`, where server 0's start-of-epoch batch is its LeaderChange alone. The upgrade to
+    /// `kraft.version` 1 is modelled (`crate::kraft_version`).
+    Static,
 }
 
 /// Which voters the leader's HW rule counts (negative controls; `Latest` is KRaft's rule).
@@ -114,11 +119,15 @@ pub enum Bug {
     /// directory id (Kafka's `ReplicaState.matchesKey` by id only): a replaced replica's fetches
     /// count toward the HW as the old voter's.
     FetchIgnoresDirectoryId,
+    /// The `kraft.version` upgrade is appended before every voter reported its key with
+    /// UpdateRaftVoter: an unreported voter is written with no directory id (Kafka's static entry),
+    /// which matches every directory id of its id.
+    UpgradeBeforeDirectoryIds,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 14] = [
+    pub const ALL: [Bug; 15] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -133,6 +142,7 @@ impl Bug {
         Bug::InstallKeepsSuffix,
         Bug::VoteIgnoresDirectoryId,
         Bug::FetchIgnoresDirectoryId,
+        Bug::UpgradeBeforeDirectoryIds,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -151,6 +161,7 @@ impl Bug {
             Bug::InstallKeepsSuffix => "install-keeps-suffix",
             Bug::VoteIgnoresDirectoryId => "vote-ignores-directory-id",
             Bug::FetchIgnoresDirectoryId => "fetch-ignores-directory-id",
+            Bug::UpgradeBeforeDirectoryIds => "upgrade-before-directory-ids",
         }
     }
     /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
@@ -167,6 +178,11 @@ impl Bug {
             && !matches!(self, Bug::PrevoteBumpsEpoch)
             && !self.snapshots()
             && !self.disk_losses()
+            && !self.upgrade()
+    }
+    /// True for the variants that break a `kraft.version` upgrade rule (they need `--start static`).
+    pub fn upgrade(self) -> bool {
+        matches!(self, Bug::UpgradeBeforeDirectoryIds)
     }
     /// True for the variants that break a directory-id rule (they need `max_disk_losses` > 0).
     pub fn disk_losses(self) -> bool {
@@ -337,6 +353,22 @@ impl ModelConfig {
         if self.start == Start::Elected && (self.max_epoch < 1 || self.max_log < 3) {
             return Err(ConfigError(
                 "start=elected needs --max-epoch ≥ 1 and --max-log ≥ 3".into(),
+            ));
+        }
+        if self.start == Start::Static && (self.max_epoch < 1 || self.max_log < 1) {
+            return Err(ConfigError(
+                "start=static needs --max-epoch ≥ 1 and --max-log ≥ 1".into(),
+            ));
+        }
+        if self.start == Start::Static && self.max_snapshots > 0 {
+            return Err(ConfigError(
+                "start=static: snapshots at kraft.version 0 are not modelled (--max-snapshots 0)"
+                    .into(),
+            ));
+        }
+        if self.bug.is_some_and(Bug::upgrade) && self.start != Start::Static {
+            return Err(ConfigError(
+                "an upgrade bug variant needs --start static".into(),
             ));
         }
         Ok(())

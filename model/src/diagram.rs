@@ -52,8 +52,10 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
                 ChangeOp::Remove(j) => format!("RemoveVoter({j})"),
                 ChangeOp::Update(j) => format!("UpdateVoter({j})"),
                 ChangeOp::Swap { out, add } => format!("Swap(-{out} +{add})"),
+                ChangeOp::KraftVersionUpgrade => "UpdateFeatures(kraft.version=1)".into(),
             },
         ),
+        Action::UpgradeKraftVersion(i) => (*i, "UpdateFeatures(kraft.version=1)".into()),
         Action::TakeSnapshot(i) => (*i, "takes snapshot".into()),
         Action::AdvanceLogStart(i) => (*i, "log start → snapshot".into()),
         Action::Fetch { .. }

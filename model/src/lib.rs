@@ -13,6 +13,7 @@ pub mod dfs;
 pub mod diagram;
 pub mod engine;
 pub mod fingerprint;
+pub mod kraft_version;
 pub mod properties;
 pub mod spec;
 pub mod step;

@@ -168,7 +168,8 @@ struct CheckArgs {
     /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
     /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
     /// moves and installs), or `updates` (UpdateRaftVoter requests), or `disk-loss` (disk losses:
-    /// directory ids, a replaced voter rejoining under its new key).
+    /// directory ids, a replaced voter rejoining under its new key), or `upgrade` (the kraft.version
+    /// 0 -> 1 upgrade from static voters).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -195,6 +196,8 @@ enum Preset {
     Updates,
     /// Disk losses and directory ids (model/README.md, "Disk loss").
     DiskLoss,
+    /// The kraft.version upgrade from static voters (model/README.md, "The kraft.version upgrade").
+    Upgrade,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -439,6 +442,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (None, Some(Preset::Snapshots)) => check::snapshot_bounds(),
         (None, Some(Preset::Updates)) => check::update_bounds(),
         (None, Some(Preset::DiskLoss)) => check::disk_loss_bounds(),
+        (None, Some(Preset::Upgrade)) => check::upgrade_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);

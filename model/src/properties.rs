@@ -530,7 +530,7 @@ pub fn replaced_voter_rejoined(m: &KraftModel, s: &State) -> bool {
 pub fn leader_elected(m: &KraftModel, s: &State) -> bool {
     let first = match m.cfg.start {
         crate::config::Start::Fresh => 1,
-        crate::config::Start::Elected => 2,
+        crate::config::Start::Elected | crate::config::Start::Static => 2,
     };
     s.history.leaders.iter().skip(first).any(|l| *l != 0)
 }
@@ -569,9 +569,24 @@ refused!(refused_uncommitted_voters, Refusal::UncommittedVoters);
 refused!(refused_duplicate_voter, Refusal::DuplicateVoter);
 refused!(refused_not_caught_up, Refusal::NotCaughtUp);
 refused!(refused_voter_not_found, Refusal::VoterNotFound);
+refused!(refused_unsupported_version, Refusal::UnsupportedVersion);
+
+// The `kraft.version` upgrade's properties, stated in `crate::kraft_version`.
+fn static_voters_before_upgrade(m: &KraftModel, s: &State) -> bool {
+    crate::kraft_version::static_voters_before_upgrade(&m.cfg, s)
+}
+fn upgrade_keeps_voters(m: &KraftModel, s: &State) -> bool {
+    crate::kraft_version::upgrade_keeps_voters(&m.cfg, s)
+}
+fn upgrade_voters_keyed(m: &KraftModel, s: &State) -> bool {
+    crate::kraft_version::upgrade_voters_keyed(&m.cfg, s)
+}
+fn upgrade_committed(m: &KraftModel, s: &State) -> bool {
+    crate::kraft_version::upgrade_committed(&m.cfg, s)
+}
 
 /// Names of the safety (`always`) properties, as in `specs/invariants.md`.
-pub const ALWAYS: [&str; 18] = [
+pub const ALWAYS: [&str; 21] = [
     "ElectionSafety",
     "LogMatching",
     "LeaderCompleteness",
@@ -590,6 +605,9 @@ pub const ALWAYS: [&str; 18] = [
     "SnapshotVotersCommitted",
     "InstallMatchesLeader",
     "MajorityOnlyOfHeldKeys",
+    "StaticVotersBeforeUpgrade",
+    "UpgradeKeepsVoters",
+    "UpgradeVotersKeyed",
 ];
 
 /// The user-visible safety failures a bug variant's harm search looks for (model/README.md): two
@@ -621,6 +639,8 @@ pub enum Needs {
     Updates,
     /// A disk loss and two membership changes (remove the stale key, add the new one).
     DiskLossAndRejoin,
+    /// `--start static`: the `kraft.version` upgrade.
+    Upgrade,
 }
 
 /// A property's condition.
@@ -628,7 +648,7 @@ pub type Condition = fn(&KraftModel, &State) -> bool;
 
 /// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
 /// bounds must allow for an example to exist.
-pub const SOMETIMES: [(&str, Condition, Needs); 23] = [
+pub const SOMETIMES: [(&str, Condition, Needs); 25] = [
     ("LeaderElected", leader_elected, Needs::Nothing),
     ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
@@ -712,6 +732,12 @@ pub const SOMETIMES: [(&str, Condition, Needs); 23] = [
         replaced_voter_rejoined,
         Needs::DiskLossAndRejoin,
     ),
+    ("UpgradeCommitted", upgrade_committed, Needs::Upgrade),
+    (
+        "RefusedUnsupportedVersion",
+        refused_unsupported_version,
+        Needs::Upgrade,
+    ),
 ];
 
 const USED_SOMETIMES: usize = SOMETIMES.len();
@@ -747,7 +773,9 @@ once!(
     o19 = 19,
     o20 = 20,
     o21 = 21,
-    o22 = 22
+    o22 = 22,
+    o23 = 23,
+    o24 = 24
 );
 
 /// Every property of the model, `always` first. A `sometimes` property is included only when the
@@ -782,6 +810,9 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
         Property::always("SnapshotVotersCommitted", snapshot_voters_committed),
         Property::always("InstallMatchesLeader", install_matches_leader),
         Property::always("MajorityOnlyOfHeldKeys", majority_only_of_held_keys),
+        Property::always("StaticVotersBeforeUpgrade", static_voters_before_upgrade),
+        Property::always("UpgradeKeepsVoters", upgrade_keeps_voters),
+        Property::always("UpgradeVotersKeyed", upgrade_voters_keyed),
     ];
     for (i, wrapped) in ONCE.iter().enumerate() {
         let reachable = match SOMETIMES[i].2 {
@@ -794,6 +825,7 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
             Needs::SnapshotsAndMembership => cfg.max_snapshots > 0 && cfg.max_changes > 0,
             Needs::Updates => cfg.updates && cfg.max_changes > 0,
             Needs::DiskLossAndRejoin => cfg.max_disk_losses > 0 && cfg.max_changes > 1,
+            Needs::Upgrade => cfg.start == crate::config::Start::Static,
         };
         if reachable {
             v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));

@@ -2,6 +2,7 @@
 //! fact is stated once.
 
 use crate::config::{Bug, HwRule, ModelConfig};
+use crate::kraft_version::kraft_version;
 use crate::types::{
     bit, ids, ChangeOp, Entry, ErrorCode, Id, Kind, Log, Mask, Role, Server, Snapshot, SnapshotId,
     VoterSet,
@@ -164,7 +165,7 @@ pub fn hw_candidate(cfg: &ModelConfig, me: Id, s: &Server) -> Option<u8> {
             if v == me {
                 voters.is_voter(me, s.dir).then(|| s.log.len())
             } else {
-                s.end[v as usize].filter(|_| voters.dir(v) == Some(s.peer_dir(v)))
+                s.end[v as usize].filter(|_| voters.is_voter(v, s.peer_dir(v)))
             }
         })
         .collect();
@@ -196,7 +197,7 @@ pub enum Refusal {
     Pending,
     /// HW unknown → REQUEST_TIMED_OUT.
     HighWatermarkUnknown,
-    /// kraft.version < 1 → UNSUPPORTED_VERSION. Unreachable in the model (kraft.version is 1).
+    /// Add or remove at kraft.version 0 (`--start static`, before the upgrade) → UNSUPPORTED_VERSION.
     UnsupportedVersion,
     /// Last VotersRecord not committed → REQUEST_TIMED_OUT.
     UncommittedVoters,
@@ -257,7 +258,14 @@ pub fn check_change(
         None if bypass_hw => s.log.len(),
         None => return Err(Refusal::HighWatermarkUnknown),
     };
-    // kraft.version is 1 in the model: UNSUPPORTED_VERSION cannot happen.
+    // `--start static`: at kraft.version 0 an add or remove is UNSUPPORTED_VERSION and an update
+    // goes to the leader's volatile voter set (`crate::kraft_version`).
+    if kraft_version(cfg, &s.log) == 0 {
+        return match op {
+            ChangeOp::Update(id) => crate::kraft_version::update_volatile(cfg, s, id, dir),
+            _ => Err(Refusal::UnsupportedVersion),
+        };
+    }
     if one_at_a_time && latest_voters_offset(&s.log).is_some_and(|o| o >= hw) {
         return Err(Refusal::UncommittedVoters);
     }
@@ -293,6 +301,8 @@ pub fn check_change(
                 Ok(set)
             }
         }
+        // UpdateFeatures has its own preconditions (`crate::kraft_version::check_upgrade`).
+        ChangeOp::KraftVersionUpgrade => Err(Refusal::UnsupportedVersion),
         ChangeOp::Swap { out, add } => {
             if set.has_id(add) {
                 Err(Refusal::DuplicateVoter)

@@ -14,10 +14,13 @@ pub fn set(m: Mask) -> String {
 }
 
 /// `{0,1',2}`: a voter set with each voter's directory id as primes (`1'` = server 1 after one
-/// disk loss).
+/// disk loss); `2?` is voter 2 with no directory id.
 pub fn voters(v: crate::types::VoterSet) -> String {
     let keys: Vec<String> = ids(v.ids())
-        .map(|i| format!("{i}{}", "'".repeat(v.dir(i).unwrap_or(0) as usize)))
+        .map(|i| match v.unknown_dirs() & crate::types::bit(i) {
+            0 => format!("{i}{}", "'".repeat(v.dir(i).unwrap_or(0) as usize)),
+            _ => format!("{i}?"),
+        })
         .collect();
     format!("{{{}}}", keys.join(","))
 }
@@ -63,6 +66,7 @@ fn op(o: &ChangeOp) -> String {
         ChangeOp::Remove(j) => format!("RemoveVoter({j})"),
         ChangeOp::Update(j) => format!("UpdateVoter({j})"),
         ChangeOp::Swap { out, add } => format!("SwapVoter(-{out} +{add})"),
+        ChangeOp::KraftVersionUpgrade => "UpdateFeatures(kraft.version=1)".into(),
     }
 }
 
@@ -70,6 +74,8 @@ fn op(o: &ChangeOp) -> String {
 fn key(id: crate::types::Id, dir: u8) -> String {
     if dir == 0 {
         String::new()
+    } else if dir == crate::types::NO_DIR {
+        format!(", voter {id} with no directory id")
     } else {
         format!(", voter {id}{}", "'".repeat(dir as usize))
     }
@@ -152,6 +158,8 @@ fn error_name(e: ErrorCode) -> &'static str {
         ErrorCode::DuplicateVoter => "DUPLICATE_VOTER",
         ErrorCode::VoterNotFound => "VOTER_NOT_FOUND",
         ErrorCode::InvalidVoterKey => "INVALID_VOTER_KEY",
+        ErrorCode::NotController => "NOT_CONTROLLER",
+        ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
     }
 }
 
@@ -169,6 +177,9 @@ pub fn action(a: &Action) -> String {
         }
         Action::ClientAppend(i) => format!("server {i}: client append"),
         Action::Change { server, op: o } => format!("server {server}: operator {}", op(o)),
+        Action::UpgradeKraftVersion(i) => {
+            format!("server {i}: operator UpdateFeatures(kraft.version=1)")
+        }
         Action::Fetch { replica, leader } => format!("server {replica}: fetch from {leader}"),
         Action::Deliver(e) => format!("deliver {}", envelope(e)),
         Action::Drop(e) => format!("drop {}", envelope(e)),
@@ -211,6 +222,12 @@ pub fn state_with(bootstrap: Mask, s: &State) -> String {
                     f.end, f.epoch
                 ))
             ),
+        };
+        // The leader's volatile voter set at kraft.version 0 (`--start static`).
+        let snap = if v.volatile_voters.is_empty() {
+            snap
+        } else {
+            format!("{snap} volatile {}", voters(v.volatile_voters))
         };
         let _ = writeln!(
             out,

@@ -34,7 +34,11 @@ fn map_mask(perm: &[Id], mut m: Mask) -> Mask {
 /// A voter set renamed by `perm`: each key (id, dir) becomes (perm(id), dir).
 fn map_voters(perm: &[Id], v: VoterSet) -> VoterSet {
     ids(v.ids()).fold(VoterSet::of(0), |out, i| {
-        out.with(perm[i as usize], v.dir(i).unwrap_or(0))
+        if v.unknown_dirs() & bit(i) != 0 {
+            out.with_unknown_dir(perm[i as usize])
+        } else {
+            out.with(perm[i as usize], v.dir(i).unwrap_or(0))
+        }
     })
 }
 
@@ -54,6 +58,7 @@ fn map_op(perm: &[Id], op: ChangeOp) -> ChangeOp {
             out: p(out),
             add: p(add),
         },
+        ChangeOp::KraftVersionUpgrade => ChangeOp::KraftVersionUpgrade,
     }
 }
 
@@ -78,6 +83,7 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
     for e in t.log.as_mut_slice() {
         map_entry(perm, e);
     }
+    t.volatile_voters = map_voters(perm, s.volatile_voters);
     let base = t.log.base_voters_mut();
     *base = map_voters(perm, *base);
     t.snapshot = s.snapshot.map(|mut sn| {

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
-pub use crate::voter_set::{VoterSet, MAX_DIRS};
+pub use crate::voter_set::{VoterSet, MAX_DIRS, NO_DIR};
 
 /// A server id, `0..voters` are the initial voters, `voters..voters+joiners` the joiners.
 pub type Id = u8;
@@ -38,7 +38,7 @@ pub enum ErrorCode {
     NotLeaderOrFollower,
     /// REQUEST_TIMED_OUT: a membership precondition is not met yet, or a pending change timed out.
     RequestTimedOut,
-    /// UNSUPPORTED_VERSION: `kraft.version` < 1 (never reached: the model always runs kraft.version 1).
+    /// UNSUPPORTED_VERSION: add or remove at `kraft.version` 0 (`--start static`, before the upgrade).
     UnsupportedVersion,
     /// FENCED_LEADER_EPOCH: the request's epoch is older than the receiver's.
     FencedLeaderEpoch,
@@ -51,6 +51,10 @@ pub enum ErrorCode {
     /// INVALID_VOTER_KEY: a Vote or BeginQuorumEpoch names a voter key (id, directory id) that is
     /// not the receiver's.
     InvalidVoterKey,
+    /// NOT_CONTROLLER: UpdateFeatures at a replica that is not the active controller.
+    NotController,
+    /// INVALID_UPDATE_VERSION: UpdateFeatures refused (`kraft.version` upgrade preconditions).
+    InvalidUpdateVersion,
 }
 
 /// What a log entry (one record) is. Data carries no payload: its identity is (offset, epoch).
@@ -161,7 +165,7 @@ impl Hash for Log {
 }
 
 /// Most bytes [`Log::pack`] writes.
-pub const PACKED_LOG: usize = 2 * MAX_LOG + 3 * MAX_LOG + 6;
+pub const PACKED_LOG: usize = 2 * MAX_LOG + 5 * MAX_LOG + 6;
 
 impl From<Log> for LogRepr {
     fn from(log: Log) -> Self {
@@ -325,6 +329,10 @@ impl Log {
                     buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
                     n += 3;
                 }
+                if v.unknown_dirs() != 0 {
+                    buf[n..n + 2].copy_from_slice(&[0xE0 | o as u8, v.unknown_dirs()]);
+                    n += 2;
+                }
             }
         }
         if self.start == 0 {
@@ -388,6 +396,9 @@ pub enum ChangeOp {
         /// Voter added.
         add: Id,
     },
+    /// UpdateFeatures (API 57) `kraft.version` = 1: the upgrade from static to dynamic voters
+    /// (`crate::kraft_version`). Answered NONE once the HW passes its batch.
+    KraftVersionUpgrade,
 }
 
 /// The leader's pending add/remove: the operation and the offset of its VotersRecord.
@@ -448,6 +459,10 @@ pub struct Server {
     pub peer_dirs: u16,
     /// Leader: the add/remove awaiting commit.
     pub pending: Option<PendingChange>,
+    /// Leader at `kraft.version` 0: the volatile voter set, the static voters that reported their key
+    /// (its own included); see `crate::kraft_version`.
+    #[serde(default, skip_serializing_if = "no_voters")]
+    pub volatile_voters: VoterSet,
     /// Follower/observer (async fetch only): the outstanding fetch request.
     pub fetching: Option<FetchKey>,
     /// Follower, pre-vote only: fetched successfully from its leader in this epoch (Kafka's
@@ -472,6 +487,10 @@ fn is_zero(m: &Mask) -> bool {
     *m == 0
 }
 
+fn no_voters(v: &VoterSet) -> bool {
+    v.is_empty()
+}
+
 impl Server {
     /// Leader: the directory id of the key whose fetches `end[id]` records.
     pub fn peer_dir(&self, id: Id) -> u8 {
@@ -489,7 +508,7 @@ fn opt(v: Option<u8>) -> u8 {
 
 impl Hash for Server {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6 + 6];
+        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6 + 6 + 3];
         let mut n = self.log.pack(&mut buf);
         let (op, a, b) = match self.pending.map(|p| p.op) {
             None => (0, 0, 0),
@@ -497,6 +516,7 @@ impl Hash for Server {
             Some(ChangeOp::Remove(j)) => (2, j, 0),
             Some(ChangeOp::Swap { out, add }) => (3, out, add),
             Some(ChangeOp::Update(j)) => (4, j, 0),
+            Some(ChangeOp::KraftVersionUpgrade) => (5, 0, 0),
         };
         let f = self.fetching;
         let fixed = [
@@ -550,6 +570,13 @@ impl Hash for Server {
             let fd = opt(f.map(|k| k.replica_dir));
             buf[n..n + 6].copy_from_slice(&[self.dir, p0, p1, s0, s1, fd]);
             n += 6;
+        }
+        // The volatile voter set only at `kraft.version` 0 (`--start static`).
+        let v = self.volatile_voters;
+        if !v.is_empty() {
+            let [d0, d1] = v.dirs().to_le_bytes();
+            buf[n..n + 3].copy_from_slice(&[v.ids(), d0, d1]);
+            n += 3;
         }
         h.write(&buf[..n]);
     }
@@ -814,6 +841,9 @@ pub enum Action {
         /// Leader it fetches from.
         leader: Id,
     },
+    /// An operator's UpdateFeatures `kraft.version` = 1 sent to server `i` (`--start static`): the
+    /// leader appends KRaftVersion(1) and the VotersRecord in one batch (`crate::kraft_version`).
+    UpgradeKraftVersion(Id),
 }
 
 /// An answer to an operator request, produced by a step (not part of the state).
@@ -908,7 +938,7 @@ fn is_zero16(m: &u16) -> bool {
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 3 * (MAX_LOG + 1)];
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 5 * (MAX_LOG + 1)];
         buf[..16].copy_from_slice(&self.leaders);
         let mut n = 16;
         buf[n] = self.committed.len;
@@ -950,6 +980,10 @@ impl Hash for History {
                     let [d0, d1] = v.dirs().to_le_bytes();
                     buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
                     n += 3;
+                }
+                if v.unknown_dirs() != 0 {
+                    buf[n..n + 2].copy_from_slice(&[0xE0 | o as u8, v.unknown_dirs()]);
+                    n += 2;
                 }
             }
         }

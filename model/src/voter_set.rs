@@ -11,21 +11,37 @@ use serde::{Deserialize, Serialize};
 pub struct VoterSet {
     ids: Mask,
     dirs: u16,
+    /// Voters whose directory id is not known (Kafka's key with no directory id, which matches every
+    /// directory id of its id). Only the `upgrade-before-directory-ids` bug writes one.
+    unknown: Mask,
 }
 
 /// Most directory ids a server may have (two bits each in [`VoterSet`]).
 pub const MAX_DIRS: u8 = 4;
 
+/// The `VoterDirectoryId` of a request meant for a voter whose directory id is not known (Kafka sends
+/// none, and the receiver's `isValidVoterKey` accepts it).
+pub const NO_DIR: u8 = 0xFF;
+
 impl VoterSet {
     /// The voters `ids`, each with directory id 0 (the bootstrap set's keys).
     pub const fn of(ids: Mask) -> VoterSet {
-        VoterSet { ids, dirs: 0 }
+        VoterSet {
+            ids,
+            dirs: 0,
+            unknown: 0,
+        }
     }
-    /// The voters `ids` with the directory ids packed in `dirs` as [`VoterSet::dirs`] returns them
-    /// (bits of ids not in `ids` are ignored).
-    pub fn from_parts(ids: Mask, dirs: u16) -> VoterSet {
+    /// The voters `ids` with the directory ids packed in `dirs` as [`VoterSet::dirs`] returns them and
+    /// the voters of `unknown` holding none, as [`VoterSet::unknown_dirs`] returns them (bits of ids not
+    /// in `ids` are ignored).
+    pub fn from_parts(ids: Mask, dirs: u16, unknown: Mask) -> VoterSet {
         crate::types::ids(ids).fold(VoterSet::of(0), |v, i| {
-            v.with(i, ((dirs >> (2 * i)) & 3) as u8)
+            if unknown & bit(i) != 0 {
+                v.with_unknown_dir(i)
+            } else {
+                v.with(i, ((dirs >> (2 * i)) & 3) as u8)
+            }
         })
     }
     /// The voters' ids.
@@ -53,8 +69,33 @@ impl VoterSet {
         }
     }
     /// Kafka's `VoterSet.isVoter(ReplicaKey)`: the key (id, dir) is a voter of this set.
+    /// A voter with no directory id matches every directory id of its id (Kafka's `isVoter`).
     pub const fn is_voter(self, id: Id, dir: u8) -> bool {
-        matches!(self.dir(id), Some(d) if d == dir)
+        matches!(self.dir(id), Some(d) if d == dir) || self.unknown & self.ids & bit(id) != 0
+    }
+    /// The directory id a request meant for voter `id` names: [`NO_DIR`] for a voter with no
+    /// directory id, 0 for a non-voter.
+    pub const fn request_dir(self, id: Id) -> u8 {
+        if self.unknown & self.ids & bit(id) != 0 {
+            NO_DIR
+        } else {
+            match self.dir(id) {
+                Some(d) => d,
+                None => 0,
+            }
+        }
+    }
+    /// The set with voter `id` (added if absent) holding no directory id.
+    pub const fn with_unknown_dir(self, id: Id) -> VoterSet {
+        let v = self.with(id, 0);
+        VoterSet {
+            unknown: v.unknown | bit(id),
+            ..v
+        }
+    }
+    /// The voters with no directory id.
+    pub const fn unknown_dirs(self) -> Mask {
+        self.unknown & self.ids
     }
     /// The set with voter (id, dir) added (replacing any key of `id`).
     pub const fn with(self, id: Id, dir: u8) -> VoterSet {
@@ -62,6 +103,7 @@ impl VoterSet {
         VoterSet {
             ids: cleared.ids | bit(id),
             dirs: cleared.dirs | (((dir & 3) as u16) << (2 * id)),
+            unknown: cleared.unknown,
         }
     }
     /// The set without voter `id`.
@@ -69,6 +111,7 @@ impl VoterSet {
         VoterSet {
             ids: self.ids & !bit(id),
             dirs: self.dirs & !(3 << (2 * id)),
+            unknown: self.unknown & !bit(id),
         }
     }
     /// The directory ids, two bits per id (0 while every voter has its first disk).
@@ -103,16 +146,26 @@ impl VoterSet {
 #[serde(untagged)]
 enum VoterSetRepr {
     Ids(Mask),
-    Keyed { ids: Mask, dirs: u16 },
+    Keyed {
+        ids: Mask,
+        dirs: u16,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        unknown: Mask,
+    },
+}
+
+fn is_zero(m: &Mask) -> bool {
+    *m == 0
 }
 
 impl Serialize for VoterSet {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.dirs {
-            0 => VoterSetRepr::Ids(self.ids),
-            dirs => VoterSetRepr::Keyed {
+        match (self.dirs, self.unknown_dirs()) {
+            (0, 0) => VoterSetRepr::Ids(self.ids),
+            (dirs, unknown) => VoterSetRepr::Keyed {
                 ids: self.ids,
                 dirs,
+                unknown,
             },
         }
         .serialize(s)
@@ -123,7 +176,7 @@ impl<'de> Deserialize<'de> for VoterSet {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match VoterSetRepr::deserialize(d)? {
             VoterSetRepr::Ids(ids) => VoterSet::of(ids),
-            VoterSetRepr::Keyed { ids, dirs } => VoterSet::from_parts(ids, dirs),
+            VoterSetRepr::Keyed { ids, dirs, unknown } => VoterSet::from_parts(ids, dirs, unknown),
         })
     }
 }
@@ -158,5 +211,20 @@ mod tests {
         assert_eq!(json, r#"{"ids":7,"dirs":12}"#);
         assert_eq!(serde_json::from_str::<VoterSet>(&json).unwrap(), keyed);
         assert_eq!(serde_json::from_str::<VoterSet>("5").unwrap(), plain);
+        let unknown = plain.with_unknown_dir(1);
+        let json = serde_json::to_string(&unknown).unwrap();
+        assert_eq!(json, r#"{"ids":7,"dirs":0,"unknown":2}"#);
+        assert_eq!(serde_json::from_str::<VoterSet>(&json).unwrap(), unknown);
+    }
+
+    #[test]
+    fn a_voter_with_no_directory_id_matches_every_directory_id() {
+        let v = VoterSet::of(0b101).with_unknown_dir(1);
+        assert!(v.is_voter(1, 0) && v.is_voter(1, 3) && !v.is_voter(3, 0));
+        assert_eq!((v.request_dir(1), v.request_dir(0)), (NO_DIR, 0));
+        assert_eq!(v.unknown_dirs(), bit(1));
+        // Learning the key ends the wildcard; removing the voter forgets it.
+        assert!(!v.with(1, 2).is_voter(1, 0) && v.with(1, 2).is_voter(1, 2));
+        assert_eq!(v.without(1).unknown_dirs(), 0);
     }
 }

@@ -101,11 +101,13 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
                 ChangeOp::Remove(_) => "Remove",
                 ChangeOp::Update(_) => "Update",
                 ChangeOp::Swap { .. } => "Swap",
+                ChangeOp::KraftVersionUpgrade => "KraftVersionUpgrade",
             };
             format!("Change {op} at {}", who(server))
         }
         Action::TakeSnapshot(i) => format!("TakeSnapshot at {}", who(i)),
         Action::AdvanceLogStart(i) => format!("AdvanceLogStart at {}", who(i)),
+        Action::UpgradeKraftVersion(i) => format!("UpgradeKraftVersion at {}", who(i)),
         Action::FetchSnapshot { replica, leader } => {
             format!("FetchSnapshot by {} from {}", who(replica), who(leader))
         }

@@ -67,6 +67,6 @@ pub fn change_request(op: ChangeOp) -> Option<ChangeRequest> {
                     ),
             ))
         }
-        ChangeOp::Swap { .. } => None,
+        ChangeOp::Swap { .. } | ChangeOp::KraftVersionUpgrade => None,
     }
 }

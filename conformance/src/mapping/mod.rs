@@ -209,7 +209,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
 }
 
 /// The model's error codes and Kafka's: the one correspondence between them.
-const ERROR_CODES: [(ErrorCode, i16); 8] = [
+const ERROR_CODES: [(ErrorCode, i16); 10] = [
     (ErrorCode::None, errors::NONE),
     (
         ErrorCode::NotLeaderOrFollower,
@@ -221,6 +221,11 @@ const ERROR_CODES: [(ErrorCode, i16); 8] = [
     (ErrorCode::UnknownLeaderEpoch, errors::UNKNOWN_LEADER_EPOCH),
     (ErrorCode::DuplicateVoter, errors::DUPLICATE_VOTER),
     (ErrorCode::VoterNotFound, errors::VOTER_NOT_FOUND),
+    (ErrorCode::NotController, errors::NOT_CONTROLLER),
+    (
+        ErrorCode::InvalidUpdateVersion,
+        errors::INVALID_UPDATE_VERSION,
+    ),
 ];
 
 /// Kafka error code → the model's, `None` for a code the model does not know.

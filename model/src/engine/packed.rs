@@ -97,17 +97,17 @@ impl<'de> Deserialize<'de> for Bytes {
 }
 
 #[derive(Serialize, Deserialize)]
-pub struct VotersForm(Mask, u16);
+pub struct VotersForm(Mask, u16, Mask);
 
 impl From<VoterSet> for VotersForm {
     fn from(v: VoterSet) -> Self {
-        VotersForm(v.ids(), v.dirs())
+        VotersForm(v.ids(), v.dirs(), v.unknown_dirs())
     }
 }
 
 impl From<VotersForm> for VoterSet {
-    fn from(VotersForm(ids, dirs): VotersForm) -> Self {
-        VoterSet::from_parts(ids, dirs)
+    fn from(VotersForm(ids, dirs, unknown): VotersForm) -> Self {
+        VoterSet::from_parts(ids, dirs, unknown)
     }
 }
 
@@ -242,6 +242,7 @@ pub struct ServerForm {
     pre_votes: Mask,
     snapshot: Option<SnapshotForm>,
     fetching_snapshot: Option<SnapshotId>,
+    volatile_voters: VotersForm,
 }
 
 impl From<&Server> for ServerForm {
@@ -265,6 +266,7 @@ impl From<&Server> for ServerForm {
             pre_votes,
             snapshot,
             fetching_snapshot,
+            volatile_voters,
         } = *s;
         ServerForm {
             dir,
@@ -285,6 +287,7 @@ impl From<&Server> for ServerForm {
             pre_votes,
             snapshot: snapshot.map(Into::into),
             fetching_snapshot,
+            volatile_voters: volatile_voters.into(),
         }
     }
 }
@@ -311,6 +314,7 @@ impl TryFrom<ServerForm> for Server {
             pre_votes: f.pre_votes,
             snapshot: f.snapshot.map(Into::into),
             fetching_snapshot: f.fetching_snapshot,
+            volatile_voters: f.volatile_voters.into(),
         })
     }
 }
@@ -579,6 +583,7 @@ pub enum ActionForm {
     TakeSnapshot(Id),
     AdvanceLogStart(Id),
     FetchSnapshot(Id, Id),
+    UpgradeKraftVersion(Id),
 }
 
 impl Plain for Action {
@@ -600,6 +605,7 @@ impl Plain for Action {
             Action::TakeSnapshot(i) => ActionForm::TakeSnapshot(i),
             Action::AdvanceLogStart(i) => ActionForm::AdvanceLogStart(i),
             Action::FetchSnapshot { replica, leader } => ActionForm::FetchSnapshot(replica, leader),
+            Action::UpgradeKraftVersion(i) => ActionForm::UpgradeKraftVersion(i),
         }
     }
     fn from_form(f: ActionForm) -> Result<Action, String> {
@@ -619,6 +625,7 @@ impl Plain for Action {
             ActionForm::TakeSnapshot(i) => Action::TakeSnapshot(i),
             ActionForm::AdvanceLogStart(i) => Action::AdvanceLogStart(i),
             ActionForm::FetchSnapshot(replica, leader) => Action::FetchSnapshot { replica, leader },
+            ActionForm::UpgradeKraftVersion(i) => Action::UpgradeKraftVersion(i),
         })
     }
 }

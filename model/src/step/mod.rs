@@ -14,6 +14,7 @@ use crate::types::{
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod kraft_version;
 mod network;
 mod replication;
 mod roles;
@@ -147,7 +148,7 @@ impl KraftModel {
         let fresh = self.fresh_state();
         match self.cfg.start {
             Start::Fresh => fresh,
-            Start::Elected => {
+            Start::Elected | Start::Static => {
                 let sync = KraftModel::unchecked(ModelConfig {
                     fetch: FetchMode::Sync,
                     gc: false,
@@ -172,8 +173,10 @@ impl KraftModel {
     }
 
     /// Size of the start-of-epoch batch server `s` would write as leader.
-    fn start_batch_len(s: &Server) -> u8 {
-        if latest_voters_offset(&s.log).is_none() {
+    fn start_batch_len(&self, s: &Server) -> u8 {
+        if latest_voters_offset(&s.log).is_none()
+            && crate::kraft_version::kraft_version(&self.cfg, &s.log) == 1
+        {
             3
         } else {
             1
@@ -184,7 +187,7 @@ impl KraftModel {
     fn may_stand(&self, s: &Server, i: Id) -> bool {
         self.is_voter(s, i)
             && s.epoch < self.cfg.max_epoch
-            && s.log.len() + Self::start_batch_len(s) <= self.cfg.max_log
+            && s.log.len() + self.start_batch_len(s) <= self.cfg.max_log
     }
 
     /// True if `replica` may fetch from `leader` now. Followers fetch from their leader; an
@@ -237,7 +240,7 @@ impl KraftModel {
             ChangeOp::Add(j) | ChangeOp::Update(j) | ChangeOp::Swap { add: j, .. } => {
                 st.servers.get(j as usize).map_or(0, |s| s.dir)
             }
-            ChangeOp::Remove(_) => 0,
+            ChangeOp::Remove(_) | ChangeOp::KraftVersionUpgrade => 0,
         }
     }
 
@@ -246,7 +249,7 @@ impl KraftModel {
         let n = self.cfg.servers();
         let mut ops: Vec<ChangeOp> = (0..n).map(ChangeOp::Add).collect();
         ops.extend((0..n).map(ChangeOp::Remove));
-        if self.cfg.updates {
+        if self.cfg.updates || self.cfg.start == Start::Static {
             ops.extend((0..n).map(ChangeOp::Update));
         }
         if self.cfg.has(Bug::SwapVoter) {
@@ -266,6 +269,9 @@ impl KraftModel {
         let Ok(new_set) = check_change(&self.cfg, s, op, Self::op_dir(st, op)) else {
             return false;
         };
+        if self.volatile_update(s, op) {
+            return true;
+        }
         if let ChangeOp::Swap { .. } = op {
             // The swap bug only targets odd-sized sets, where one-out-one-in breaks overlap.
             if latest_voters(self.cfg.bootstrap(), &s.log).len() & 1 == 0 || new_set.is_empty() {
@@ -330,8 +336,14 @@ impl KraftModel {
             if st.history.crashes < cfg.max_crashes {
                 out.push(Action::Restart(i));
             }
-            if st.history.disk_losses < cfg.max_disk_losses && s.dir + 1 < MAX_DIRS {
+            if st.history.disk_losses < cfg.max_disk_losses
+                && s.dir + 1 < MAX_DIRS
+                && crate::kraft_version::disk_loss_allowed(cfg, st)
+            {
                 out.push(Action::DiskLoss(i));
+            }
+            if self.upgrade_enabled(st, i) && !self.resign_due(s, i) {
+                out.push(Action::UpgradeKraftVersion(i));
             }
             for &op in &ops {
                 if self.resign_due(s, i) {
@@ -339,7 +351,7 @@ impl KraftModel {
                 }
                 // A voter sends UpdateRaftVoter to its leader; a leader rewrites its own entry in
                 // its start-of-epoch batch instead.
-                if op == ChangeOp::Update(i) {
+                if op == ChangeOp::Update(i) || !self.update_sent(st, i, op) {
                     continue;
                 }
                 if cfg.refusal_steps || self.change_allowed(st, s, op) {
@@ -488,7 +500,10 @@ impl KraftModel {
             }
             Action::DiskLoss(i) if i < n => {
                 let dir = st.servers[i as usize].dir;
-                if st.history.disk_losses >= cfg.max_disk_losses || dir + 1 >= MAX_DIRS {
+                if st.history.disk_losses >= cfg.max_disk_losses
+                    || dir + 1 >= MAX_DIRS
+                    || !crate::kraft_version::disk_loss_allowed(cfg, st)
+                {
                     return None;
                 }
                 tx.s.history.disk_losses += 1;
@@ -514,10 +529,15 @@ impl KraftModel {
                 if server < n
                     && op_in_range(op, n)
                     && op != ChangeOp::Update(server)
+                    && op != ChangeOp::KraftVersionUpgrade
+                    && self.update_sent(st, server, op)
                     && !self.resign_due(&st.servers[server as usize], server) =>
             {
                 let s = &st.servers[server as usize];
                 match check_change(cfg, s, op, Self::op_dir(st, op)) {
+                    Ok(new_set) if self.volatile_update(s, op) => {
+                        tx.store_volatile(server, op, new_set);
+                    }
                     Ok(new_set) => {
                         if !self.change_allowed(st, s, op) {
                             return None;
@@ -594,6 +614,11 @@ impl KraftModel {
                 }
                 tx.fetch_snapshot(replica, leader);
             }
+            Action::UpgradeKraftVersion(i)
+                if i < n && !self.resign_due(&st.servers[i as usize], i) =>
+            {
+                tx.upgrade(i)?;
+            }
             _ => return None,
         }
         if cfg.gc {
@@ -614,6 +639,7 @@ fn op_in_range(op: ChangeOp, n: u8) -> bool {
     match op {
         ChangeOp::Add(j) | ChangeOp::Remove(j) | ChangeOp::Update(j) => j < n,
         ChangeOp::Swap { out, add } => out < n && add < n,
+        ChangeOp::KraftVersionUpgrade => true,
     }
 }
 

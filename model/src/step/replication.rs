@@ -139,7 +139,7 @@ impl Tx<'_> {
     /// removed records it). The `fetch-ignores-directory-id` bug records it as the voter's.
     fn record_fetch(&mut self, l: Id, f: Id, key: FetchKey) {
         let voters = latest_voters(self.cfg.bootstrap(), &self.s.servers[l as usize].log);
-        let other_key = voters.dir(f).is_some_and(|d| d != key.replica_dir);
+        let other_key = voters.has_id(f) && !voters.is_voter(f, key.replica_dir);
         if other_key {
             if !self.cfg.has(Bug::FetchIgnoresDirectoryId) {
                 return;

@@ -3,9 +3,11 @@
 
 use super::Tx;
 use crate::config::Bug;
+use crate::kraft_version::kraft_version;
 use crate::spec::{is_majority, latest_voters, latest_voters_offset, log_up_to_date};
 use crate::types::{
-    bit, event, ids, violation, ErrorCode, Id, Kind, Msg, Reply, Role, Server, MAX_SERVERS,
+    bit, event, ids, violation, ChangeOp, ErrorCode, Id, Kind, Msg, Reply, Role, Server, VoterSet,
+    MAX_SERVERS, NO_DIR,
 };
 
 impl Tx<'_> {
@@ -13,10 +15,15 @@ impl Tx<'_> {
     pub(super) fn leave_leadership(&mut self, i: Id) {
         let s = self.server(i);
         if let Some(p) = s.pending.take() {
+            // Kafka's controller fails a pending UpdateFeatures with NOT_CONTROLLER.
+            let error = match p.op {
+                ChangeOp::KraftVersionUpgrade => ErrorCode::NotController,
+                _ => ErrorCode::NotLeaderOrFollower,
+            };
             self.replies.push(Reply {
                 server: i,
                 op: p.op,
-                error: ErrorCode::NotLeaderOrFollower,
+                error,
             });
         }
     }
@@ -30,6 +37,7 @@ impl Tx<'_> {
         s.caught_up = 0;
         s.peer_dirs = 0;
         s.pending = None;
+        s.volatile_voters = VoterSet::default();
         s.fetching = None;
         s.fetched = false;
         s.pre_votes = 0;
@@ -145,6 +153,7 @@ impl Tx<'_> {
         let epoch = self.server(i).epoch;
         self.enter(i, epoch, Role::Leader);
         let bootstrap = self.cfg.bootstrap();
+        let cfg = self.cfg;
         let s = self.server(i);
         s.leader = Some(i);
         s.hw = None;
@@ -153,7 +162,13 @@ impl Tx<'_> {
         let voters = latest_voters(bootstrap, &s.log);
         // Kafka writes them while the voter set comes from the bootstrap checkpoint: a log that starts
         // at a snapshot has its set at offset `start − 1` (the snapshot's).
-        let needs_voters_record = latest_voters_offset(&s.log).is_none() && s.log.start() == 0;
+        let needs_voters_record = latest_voters_offset(&s.log).is_none()
+            && s.log.start() == 0
+            && kraft_version(cfg, &s.log) == 1;
+        if !needs_voters_record && kraft_version(cfg, &s.log) == 0 {
+            // Kafka's `LeaderState`: the volatile voter set starts with the leader's own key.
+            s.volatile_voters = VoterSet::of(0).with(i, s.dir);
+        }
         self.s.history.leaders[epoch as usize] |= bit(i);
         self.append(i, Kind::LeaderChange);
         if needs_voters_record {
@@ -188,7 +203,7 @@ impl Tx<'_> {
     fn tell_voters(&mut self, i: Id, msg: impl Fn(u8) -> Msg) {
         let voters = latest_voters(self.cfg.bootstrap(), &self.server(i).log);
         for v in ids(voters.ids()).filter(|&v| v != i) {
-            self.send(i, v, msg(voters.dir(v).unwrap_or(0)));
+            self.send(i, v, msg(voters.request_dir(v)));
         }
     }
 
@@ -257,7 +272,8 @@ impl Tx<'_> {
     /// (answered here, true). The `vote-ignores-directory-id` bug skips it.
     fn refuse_other_key(&mut self, r: Id, c: Id, voter_dir: u8) -> bool {
         let s = &self.s.servers[r as usize];
-        if voter_dir == s.dir || self.cfg.has(Bug::VoteIgnoresDirectoryId) {
+        // A request naming no directory id (a voter whose key is not known) is valid for any.
+        if voter_dir == s.dir || voter_dir == NO_DIR || self.cfg.has(Bug::VoteIgnoresDirectoryId) {
             return false;
         }
         let msg = Msg::VoteResponse {
