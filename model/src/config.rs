@@ -114,11 +114,18 @@ pub enum Bug {
     /// directory id (Kafka's `ReplicaState.matchesKey` by id only): a replaced replica's fetches
     /// count toward the HW as the old voter's.
     FetchIgnoresDirectoryId,
+    /// Auto-join adds the replica's new key while its id is a voter under a stale key: the observer
+    /// skips the RemoveRaftVoter of the stale key, and the leader's AddRaftVoter check refuses an
+    /// id only when the exact key is a voter (it replaces the stale key in one VotersRecord).
+    AutoJoinKeepsStale,
+    /// The leader takes its acknowledgement of an auto-join at append for the commit: it moves its
+    /// HW past the VotersRecord it just appended.
+    AutoJoinAckCommits,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 14] = [
+    pub const ALL: [Bug; 16] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -133,6 +140,8 @@ impl Bug {
         Bug::InstallKeepsSuffix,
         Bug::VoteIgnoresDirectoryId,
         Bug::FetchIgnoresDirectoryId,
+        Bug::AutoJoinKeepsStale,
+        Bug::AutoJoinAckCommits,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -151,6 +160,8 @@ impl Bug {
             Bug::InstallKeepsSuffix => "install-keeps-suffix",
             Bug::VoteIgnoresDirectoryId => "vote-ignores-directory-id",
             Bug::FetchIgnoresDirectoryId => "fetch-ignores-directory-id",
+            Bug::AutoJoinKeepsStale => "auto-join-keeps-stale",
+            Bug::AutoJoinAckCommits => "auto-join-ack-commits",
         }
     }
     /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
@@ -167,6 +178,11 @@ impl Bug {
             && !matches!(self, Bug::PrevoteBumpsEpoch)
             && !self.snapshots()
             && !self.disk_losses()
+            && !self.auto_join()
+    }
+    /// True for the variants that break an auto-join rule (they need `auto_join`).
+    pub fn auto_join(self) -> bool {
+        matches!(self, Bug::AutoJoinKeepsStale | Bug::AutoJoinAckCommits)
     }
     /// True for the variants that break a directory-id rule (they need `max_disk_losses` > 0).
     pub fn disk_losses(self) -> bool {
@@ -254,6 +270,10 @@ pub struct ModelConfig {
     /// membership change within `max_changes`. Absent in older trace files, which had none.
     #[serde(default)]
     pub updates: bool,
+    /// Auto-join (KIP-1186) on the replicas that lost a disk and on the joiners: an observer removes
+    /// the stale key of its id, then adds itself, acknowledged at append (`src/step/auto_join.rs`).
+    #[serde(default)]
+    pub auto_join: bool,
 }
 
 impl Default for ModelConfig {
@@ -282,6 +302,7 @@ impl Default for ModelConfig {
             refusal_steps: false,
             gc: true,
             updates: false,
+            auto_join: false,
         }
     }
 }
@@ -368,6 +389,9 @@ impl fmt::Display for ModelConfig {
         )?;
         if self.updates {
             f.write_str(" updates=true")?;
+        }
+        if self.auto_join {
+            f.write_str(" auto_join=true")?;
         }
         if self.max_disk_losses > 0 {
             write!(f, " disk_losses={}", self.max_disk_losses)?;

@@ -22,6 +22,8 @@ fn expected(bug: Bug) -> &'static str {
         Bug::SnapshotLatestVoters => "SnapshotVotersCommitted",
         Bug::InstallKeepsSuffix => "LogMatching",
         Bug::VoteIgnoresDirectoryId | Bug::FetchIgnoresDirectoryId => "MajorityOnlyOfHeldKeys",
+        Bug::AutoJoinKeepsStale => "SingleUncommittedChange",
+        Bug::AutoJoinAckCommits => "HighWatermarkMajority",
     }
 }
 
@@ -104,7 +106,7 @@ fn without_the_bug_the_same_bounds_hold_for_the_same_depth() {
             r.violated()
         );
     }
-    assert_eq!(properties::ALWAYS.len(), 18);
+    assert_eq!(properties::ALWAYS.len(), 20);
 }
 
 #[test]

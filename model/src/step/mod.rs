@@ -14,6 +14,7 @@ use crate::types::{
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod auto_join;
 mod network;
 mod replication;
 mod roles;
@@ -354,6 +355,7 @@ impl KraftModel {
                     });
                 }
             }
+            self.auto_join_actions(st, i, out);
             if cfg.max_snapshots > 0 {
                 if self.snapshot_point(st, s).is_some() {
                     out.push(Action::TakeSnapshot(i));
@@ -594,6 +596,9 @@ impl KraftModel {
                 }
                 tx.fetch_snapshot(replica, leader);
             }
+            Action::AutoJoin { replica, leader } if replica < n && leader < n => {
+                self.step_auto_join(&mut tx, st, replica, leader)?
+            }
             _ => return None,
         }
         if cfg.gc {
@@ -710,6 +715,8 @@ impl Tx<'_> {
     }
 }
 
+#[cfg(test)]
+mod auto_join_tests;
 #[cfg(test)]
 mod disk_loss_tests;
 #[cfg(test)]

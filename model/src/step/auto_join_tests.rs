@@ -1,0 +1,215 @@
+//! Auto-join (KIP-1186): a replaced voter removes its stale key, then adds its new one, acknowledged
+//! at append; a joiner adds itself; the leader checks a removal's whole key.
+
+use super::*;
+use crate::spec::{committed_voters, describe_quorum, latest_voters};
+use crate::types::{AutoJoinRequest, VoterSet};
+
+fn model(cfg: ModelConfig) -> KraftModel {
+    KraftModel::new(cfg).unwrap()
+}
+
+fn bounds() -> ModelConfig {
+    crate::check::auto_join_bounds()
+}
+
+fn step(m: &KraftModel, s: &State, a: Action) -> Step {
+    m.step(s, a).unwrap_or_else(|| panic!("{a:?} not enabled"))
+}
+
+fn fetch(r: Id) -> Action {
+    Action::Fetch {
+        replica: r,
+        leader: 0,
+    }
+}
+
+fn join(r: Id) -> Action {
+    Action::AutoJoin {
+        replica: r,
+        leader: 0,
+    }
+}
+
+/// Takes `a` if it changes anything.
+fn settle(m: &KraftModel, s: State, a: Action) -> State {
+    m.step(&s, a).map_or(s, |st| st.state)
+}
+
+fn enabled(m: &KraftModel, s: &State) -> Vec<Action> {
+    let mut acts = Vec::new();
+    m.enabled_actions(s, &mut acts);
+    acts
+}
+
+/// Server 1 loses its disk and catches up with leader 0 as an observer.
+fn replaced(m: &KraftModel) -> State {
+    let s = step(m, &m.initial_state(), Action::DiskLoss(1)).state;
+    (0..3).fold(s, |s, _| settle(m, s, fetch(1)))
+}
+
+#[test]
+fn a_replaced_voter_removes_its_stale_key_then_adds_itself_acknowledged_at_append() {
+    let m = model(bounds());
+    let s = replaced(&m);
+    assert_eq!(
+        m.auto_join_request(&s.servers[1], 1),
+        Some(AutoJoinRequest::RemoveStale { dir: 0 })
+    );
+    // The removal is answered at commit, as an operator's.
+    let st = step(&m, &s, join(1));
+    assert!(st.replies.is_empty());
+    let s = st.state;
+    assert_eq!(latest_voters(0b111, &s.servers[0].log), VoterSet::of(0b101));
+    assert!(s.servers[0].pending.is_some());
+    let st = step(&m, &s, fetch(2));
+    let st = step(&m, &st.state, fetch(2));
+    assert_eq!(
+        st.replies,
+        vec![Reply {
+            server: 0,
+            op: ChangeOp::Remove(1),
+            error: ErrorCode::None
+        }]
+    );
+    // The observer reads the removal, then asks to be added (it has caught up with the new key).
+    let s = (0..2).fold(st.state, |s, _| settle(&m, s, fetch(1)));
+    assert_eq!(
+        m.auto_join_request(&s.servers[1], 1),
+        Some(AutoJoinRequest::Add)
+    );
+    let st = step(&m, &s, join(1));
+    let l = &st.state.servers[0];
+    let offset = l.log.len() - 1;
+    assert_eq!(
+        st.replies,
+        vec![Reply {
+            server: 0,
+            op: ChangeOp::Add(1),
+            error: ErrorCode::None
+        }],
+        "acknowledged at append"
+    );
+    assert_eq!(
+        l.pending, None,
+        "nothing pending after an acknowledgement at append"
+    );
+    assert!(l.hw.unwrap() <= offset, "not committed yet");
+    assert_eq!(&*st.state.history.append_acks, &[(offset, 1)]);
+    // DescribeQuorum: CurrentVoters has the new key, CommittedVoters not until the HW passes it.
+    let view = describe_quorum(&m.cfg, 0, l).unwrap();
+    let rows = |r: &[crate::spec::ReplicaState]| r.iter().map(|x| x.replica_id).collect::<Vec<_>>();
+    assert_eq!(rows(&view.current_voters), vec![0, 1, 2]);
+    assert_eq!(rows(&view.committed_voters), vec![0, 2]);
+    // The next change waits for the record's commit (REQUEST_TIMED_OUT, uncommitted VotersRecord).
+    assert_eq!(
+        check_change(&m.cfg, l, ChangeOp::Remove(2), 0),
+        Err(crate::spec::Refusal::UncommittedVoters)
+    );
+    let s = settle(&m, settle(&m, st.state, fetch(2)), fetch(2));
+    let l = &s.servers[0];
+    assert_eq!(
+        committed_voters(0b111, &l.log, l.hw),
+        Some(VoterSet::of(0b101).with(1, 1))
+    );
+    assert!(crate::properties::auto_join_committed(&m, &s));
+    assert!(crate::properties::replaced_voter_rejoined(&m, &s));
+    // A voter under its new key: auto-join has nothing more to ask once it reads the record.
+    let s = settle(&m, s, fetch(1));
+    assert_eq!(m.auto_join_request(&s.servers[1], 1), None);
+    assert!(!enabled(&m, &s).contains(&join(1)));
+}
+
+#[test]
+fn a_removal_names_the_stale_key_and_never_removes_the_new_one() {
+    let m = model(bounds());
+    let s = replaced(&m);
+    let s = step(&m, &s, join(1)).state;
+    let s = (0..2).fold(s, |s, _| settle(&m, s, fetch(2)));
+    let s = (0..2).fold(s, |s, _| settle(&m, s, fetch(1)));
+    let s = step(&m, &s, join(1)).state;
+    // Once the add commits, the leader's latest set holds (1, 1). A RemoveRaftVoter of the stale key (1, 0), as a replica
+    // still reading an older set would send it, is VOTER_NOT_FOUND, not a removal of (1, 1).
+    let stale = AutoJoinRequest::RemoveStale { dir: 0 };
+    let s = (0..2).fold(s, |s, _| settle(&m, s, fetch(2)));
+    assert_eq!(
+        m.auto_join_change(&s, 1, 0, stale),
+        Err(crate::spec::Refusal::VoterNotFound)
+    );
+    // An operator's removal of id 1 names the key the set holds: it would remove the new key.
+    assert!(check_change(&m.cfg, &s.servers[0], ChangeOp::Remove(1), 0).is_ok());
+}
+
+#[test]
+fn a_joiner_adds_itself_and_voters_with_their_first_disk_do_not_auto_join() {
+    let m = model(ModelConfig {
+        auto_join: true,
+        ..ModelConfig::default()
+    });
+    let s = m.initial_state();
+    let acts = enabled(&m, &s);
+    assert!(acts.contains(&join(3)), "{acts:?}");
+    assert!(!acts
+        .iter()
+        .any(|a| matches!(a, Action::AutoJoin { replica, .. } if *replica < 3)));
+    let st = step(&m, &s, join(3));
+    assert_eq!(st.replies[0].op, ChangeOp::Add(3));
+    assert_eq!(st.replies[0].error, ErrorCode::None);
+    // Without --auto-join nothing auto-joins.
+    let off = model(ModelConfig::default());
+    assert!(!enabled(&off, &s)
+        .iter()
+        .any(|a| matches!(a, Action::AutoJoin { .. })));
+    assert!(off.step(&s, join(3)).is_none());
+}
+
+#[test]
+fn keeps_stale_adds_over_the_stale_key_in_one_record() {
+    let m = model(ModelConfig {
+        bug: Some(Bug::AutoJoinKeepsStale),
+        ..bounds()
+    });
+    let s = replaced(&m);
+    assert_eq!(
+        m.auto_join_request(&s.servers[1], 1),
+        Some(AutoJoinRequest::Add)
+    );
+    let s = step(&m, &s, join(1)).state;
+    // One record swaps the keys of id 1: (1, 0) out, (1, 1) in.
+    assert_eq!(
+        latest_voters(0b111, &s.servers[0].log),
+        VoterSet::of(0b111).with(1, 1)
+    );
+}
+
+#[test]
+fn ack_commits_moves_the_high_watermark_past_the_acknowledged_record() {
+    let cfg = crate::check::bug_bounds(Bug::AutoJoinAckCommits, FetchMode::Sync);
+    let s = model(cfg).initial_state();
+    let bugged = step(&model(cfg), &s, join(3)).state;
+    let l = &bugged.servers[0];
+    assert_eq!(l.hw, Some(l.log.len()));
+    let fixed = model(ModelConfig { bug: None, ..cfg });
+    let l = &step(&fixed, &s, join(3)).state.servers[0];
+    assert!(l.hw < Some(l.log.len()));
+}
+
+#[test]
+fn every_property_holds_with_auto_join_at_small_bounds() {
+    // The joiner's auto-join beside one operator change, exhaustively.
+    let cfg = ModelConfig {
+        auto_join: true,
+        max_changes: 1,
+        max_crashes: 0,
+        ..ModelConfig::default()
+    };
+    let r = crate::check::run(
+        model(cfg),
+        crate::check::CheckOptions {
+            threads: 1,
+            ..crate::check::CheckOptions::default()
+        },
+    );
+    assert!(r.exhaustive);
+    assert!(r.violated().is_empty(), "{:?}", r.violated());
+}
