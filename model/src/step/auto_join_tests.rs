@@ -196,11 +196,11 @@ fn ack_commits_moves_the_high_watermark_past_the_acknowledged_record() {
 
 #[test]
 fn every_property_holds_with_auto_join_at_small_bounds() {
-    // The joiner's auto-join beside one operator change, exhaustively.
+    // The joiner's auto-join, exhaustively (log ≤ 4 leaves room for its record only), including a
+    // new leader truncating an add that was acknowledged at append.
     let cfg = ModelConfig {
         auto_join: true,
-        max_changes: 1,
-        max_crashes: 0,
+        max_log: 4,
         ..ModelConfig::default()
     };
     let r = crate::check::run(
@@ -212,4 +212,54 @@ fn every_property_holds_with_auto_join_at_small_bounds() {
     );
     assert!(r.exhaustive);
     assert!(r.violated().is_empty(), "{:?}", r.violated());
+    let found = |name: &str| {
+        r.properties
+            .iter()
+            .any(|p| p.name == name && p.status == crate::check::Status::ExampleFound)
+    };
+    assert!(found("AutoJoinCommitted") && found("AutoJoinAckTruncated"));
+}
+
+/// The shortest path to a state where only `property` fails, at `cfg`.
+fn caught(cfg: ModelConfig, property: &'static [&'static str]) -> Option<usize> {
+    let mut m = model(cfg);
+    m.only = Some(property);
+    let r = crate::check::run(
+        m,
+        crate::check::CheckOptions {
+            strategy: crate::check::Strategy::Bfs,
+            threads: 1,
+            symmetry: false,
+            stop_at_first_violation: true,
+            ..crate::check::CheckOptions::default()
+        },
+    );
+    r.counterexample.map(|c| c.actions.len())
+}
+
+#[test]
+fn an_acknowledgement_reported_committed_before_the_high_watermark_is_caught() {
+    // The leader reports its latest set as CommittedVoters: right after the acknowledgement.
+    let cfg = ModelConfig {
+        auto_join: true,
+        max_log: 4,
+        bug: Some(Bug::CommittedFromLatest),
+        ..ModelConfig::default()
+    };
+    let only: &[&str] = &["AppendAckCommittedOnlyPastHighWatermark"];
+    assert_eq!(caught(cfg, only), Some(1));
+    assert_eq!(caught(ModelConfig { bug: None, ..cfg }, only), None);
+}
+
+#[test]
+fn a_truncated_acknowledgement_shown_committed_is_caught() {
+    // The leader takes its acknowledgement for the commit; voters 1 and 2 elect a leader without
+    // the record, and every copy is truncated.
+    let cfg = ModelConfig {
+        max_log: 4,
+        ..crate::check::bug_bounds(Bug::AutoJoinAckCommits, FetchMode::Sync)
+    };
+    let only: &[&str] = &["TruncatedAutoJoinNeverCommitted"];
+    assert!(caught(cfg, only).is_some());
+    assert_eq!(caught(ModelConfig { bug: None, ..cfg }, only), None);
 }
