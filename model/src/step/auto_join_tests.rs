@@ -263,3 +263,56 @@ fn a_truncated_acknowledgement_shown_committed_is_caught() {
     assert!(caught(cfg, only).is_some());
     assert_eq!(caught(ModelConfig { bug: None, ..cfg }, only), None);
 }
+
+/// Delivers the first message in flight from `src` to `dst` that `pick` accepts.
+fn deliver(m: &KraftModel, s: &State, src: Id, dst: Id, pick: fn(&Msg) -> bool) -> State {
+    let env = *s
+        .network
+        .iter()
+        .find(|e| e.src == src && e.dst == dst && pick(&e.msg))
+        .unwrap_or_else(|| panic!("no message {src} -> {dst} in {:?}", s.network));
+    step(m, s, Action::Deliver(env)).state
+}
+
+/// The harm search's path for `auto-join-keeps-stale` (`check --bug auto-join-keeps-stale --harm`):
+/// voter 2 grants its epoch-2 vote to 1, then loses its disk; the key swap commits with the new
+/// key's fetches; the old key's vote, still in flight, elects 1, whose log lacks the committed set.
+fn stale_vote_in_flight(m: &KraftModel) -> State {
+    let s = step(m, &m.initial_state(), Action::FetchTimeout(1)).state;
+    let s = step(m, &s, Action::FetchTimeout(2)).state;
+    let s = deliver(m, &s, 1, 2, |x| matches!(x, Msg::PreVoteRequest { .. }));
+    let s = deliver(m, &s, 2, 1, |x| matches!(x, Msg::VoteResponse { .. }));
+    let s = deliver(m, &s, 1, 2, |x| matches!(x, Msg::VoteRequest { .. }));
+    let s = step(m, &s, Action::DiskLoss(2)).state;
+    let s = (0..2).fold(s, |s, _| settle(m, s, fetch(2)));
+    let s = step(m, &s, join(2)).state;
+    (0..2).fold(s, |s, _| settle(m, s, fetch(2)))
+}
+
+#[test]
+fn keeping_the_stale_key_lets_its_vote_in_flight_roll_back_a_committed_voter_set() {
+    let bug = model(ModelConfig {
+        bug: Some(Bug::AutoJoinKeepsStale),
+        ..bounds()
+    });
+    let s = stale_vote_in_flight(&bug);
+    let swapped = VoterSet::of(0b111).with(2, 1);
+    let l = &s.servers[0];
+    assert_eq!(committed_voters(0b111, &l.log, l.hw), Some(swapped));
+    let s = deliver(&bug, &s, 2, 1, |x| matches!(x, Msg::VoteResponse { .. }));
+    assert_eq!((s.servers[1].role, s.servers[1].epoch), (Role::Leader, 2));
+    assert!(!crate::properties::committed_voter_set_durable(&bug, &s));
+    // Remove-then-add: the removal of (2, 0) needs 1's fetch to commit (the set {0, 1}), which the
+    // candidate never sends, so 1's election truncates nothing committed.
+    let m = model(bounds());
+    let s = stale_vote_in_flight(&m);
+    let l = &s.servers[0];
+    assert_eq!(latest_voters(0b111, &l.log), VoterSet::of(0b011));
+    assert_eq!(
+        committed_voters(0b111, &l.log, l.hw),
+        Some(VoterSet::of(0b111))
+    );
+    let s = deliver(&m, &s, 2, 1, |x| matches!(x, Msg::VoteResponse { .. }));
+    assert_eq!(s.servers[1].role, Role::Leader);
+    assert!(crate::properties::committed_voter_set_durable(&m, &s));
+}
