@@ -465,6 +465,13 @@ impl Cluster {
                 // (the replay compares after this action, see `mapping`).
                 check(i)?;
             }
+            Action::AutoJoin { replica, leader } => {
+                check(replica)?;
+                check(leader)?;
+                return Err(format!(
+                    "server {replica}: an auto-join request to {leader} is not mapped to the implementation"
+                ));
+            }
             Action::DiskLoss(i) => {
                 check(i)?;
                 return Err(format!(

@@ -448,6 +448,21 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
             max_crashes: 0,
             ..upgrade_bounds()
         },
+        // The replaced voter auto-joins: its stale key is replaced in one record.
+        Bug::AutoJoinKeepsStale => ModelConfig {
+            bug: Some(bug),
+            fetch,
+            ..auto_join_bounds()
+        },
+        // The joiner auto-joins; voters 1 and 2 elect a leader without its record.
+        Bug::AutoJoinAckCommits => ModelConfig {
+            max_disk_losses: 0,
+            max_changes: 1,
+            max_data: 0,
+            max_log: 5,
+            auto_join: true,
+            ..base
+        },
         // A second election (epoch 2) is all either needs.
         Bug::PrevoteBumpsEpoch | Bug::NoCheckQuorum => ModelConfig {
             joiners: 0,
@@ -587,6 +602,16 @@ pub fn upgrade_bounds() -> ModelConfig {
         max_data: 1,
         max_log: 5,
         ..ModelConfig::default()
+    }
+}
+
+/// `check --preset auto-join`: KIP-1186 auto-join on the joiner and on a replica that lost its disk
+/// (one disk loss; two changes: the stale key's removal and the new key's add, or the joiner's add
+/// beside operator changes), no crash (model/README.md, "Auto-join").
+pub fn auto_join_bounds() -> ModelConfig {
+    ModelConfig {
+        auto_join: true,
+        ..disk_loss_bounds()
     }
 }
 

@@ -123,11 +123,18 @@ pub enum Bug {
     /// UpdateRaftVoter: an unreported voter is written with no directory id (Kafka's static entry),
     /// which matches every directory id of its id.
     UpgradeBeforeDirectoryIds,
+    /// Auto-join adds the replica's new key while its id is a voter under a stale key: the observer
+    /// skips the RemoveRaftVoter of the stale key, and the leader's AddRaftVoter check refuses an
+    /// id only when the exact key is a voter (it replaces the stale key in one VotersRecord).
+    AutoJoinKeepsStale,
+    /// The leader takes its acknowledgement of an auto-join at append for the commit: it moves its
+    /// HW past the VotersRecord it just appended.
+    AutoJoinAckCommits,
 }
 
 impl Bug {
     /// Every variant.
-    pub const ALL: [Bug; 15] = [
+    pub const ALL: [Bug; 17] = [
         Bug::ConcurrentChanges,
         Bug::NoEpochCommit,
         Bug::CommittedFromLatest,
@@ -143,6 +150,8 @@ impl Bug {
         Bug::VoteIgnoresDirectoryId,
         Bug::FetchIgnoresDirectoryId,
         Bug::UpgradeBeforeDirectoryIds,
+        Bug::AutoJoinKeepsStale,
+        Bug::AutoJoinAckCommits,
     ];
     /// The CLI name.
     pub fn name(self) -> &'static str {
@@ -162,6 +171,8 @@ impl Bug {
             Bug::VoteIgnoresDirectoryId => "vote-ignores-directory-id",
             Bug::FetchIgnoresDirectoryId => "fetch-ignores-directory-id",
             Bug::UpgradeBeforeDirectoryIds => "upgrade-before-directory-ids",
+            Bug::AutoJoinKeepsStale => "auto-join-keeps-stale",
+            Bug::AutoJoinAckCommits => "auto-join-ack-commits",
         }
     }
     /// True if the bug is caught by an `always` property with a finite counterexample; false if it is
@@ -179,10 +190,15 @@ impl Bug {
             && !self.snapshots()
             && !self.disk_losses()
             && !self.upgrade()
+            && !self.auto_join()
     }
     /// True for the variants that break a `kraft.version` upgrade rule (they need `--start static`).
     pub fn upgrade(self) -> bool {
         matches!(self, Bug::UpgradeBeforeDirectoryIds)
+    }
+    /// True for the variants that break an auto-join rule (they need `auto_join`).
+    pub fn auto_join(self) -> bool {
+        matches!(self, Bug::AutoJoinKeepsStale | Bug::AutoJoinAckCommits)
     }
     /// True for the variants that break a directory-id rule (they need `max_disk_losses` > 0).
     pub fn disk_losses(self) -> bool {
@@ -270,6 +286,10 @@ pub struct ModelConfig {
     /// membership change within `max_changes`. Absent in older trace files, which had none.
     #[serde(default)]
     pub updates: bool,
+    /// Auto-join (KIP-1186) on the replicas that lost a disk and on the joiners: an observer removes
+    /// the stale key of its id, then adds itself, acknowledged at append (`src/step/auto_join.rs`).
+    #[serde(default)]
+    pub auto_join: bool,
 }
 
 impl Default for ModelConfig {
@@ -298,6 +318,7 @@ impl Default for ModelConfig {
             refusal_steps: false,
             gc: true,
             updates: false,
+            auto_join: false,
         }
     }
 }
@@ -400,6 +421,9 @@ impl fmt::Display for ModelConfig {
         )?;
         if self.updates {
             f.write_str(" updates=true")?;
+        }
+        if self.auto_join {
+            f.write_str(" auto_join=true")?;
         }
         if self.max_disk_losses > 0 {
             write!(f, " disk_losses={}", self.max_disk_losses)?;

@@ -45,6 +45,7 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
         Action::Restart(i) => (*i, "crash + restart".into()),
         Action::DiskLoss(i) => (*i, "disk lost".into()),
         Action::ClientAppend(i) => (*i, "client append".into()),
+        Action::AutoJoin { replica, leader } => (*replica, format!("auto-join via {leader}")),
         Action::Change { server, op } => (
             *server,
             match op {

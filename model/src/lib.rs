@@ -7,6 +7,7 @@
 //! membership preconditions) are small pure functions in [`spec`]; properties (kip-1204 §6 names) are
 //! in [`properties`]. This crate never imports the implementation.
 
+pub mod auto_join;
 pub mod check;
 pub mod config;
 pub mod dfs;

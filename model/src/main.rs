@@ -168,8 +168,8 @@ struct CheckArgs {
     /// Start from a named set of bounds (flags still override): `default`, `deep` (the default
     /// at epoch 3; minutes, not seconds: model/README.md), or `snapshots` (snapshots, log-start
     /// moves and installs), or `updates` (UpdateRaftVoter requests), or `disk-loss` (disk losses:
-    /// directory ids, a replaced voter rejoining under its new key), or `upgrade` (the kraft.version
-    /// 0 -> 1 upgrade from static voters).
+    /// directory ids, a replaced voter rejoining under its new key), `upgrade` (the kraft.version
+    /// 0 -> 1 upgrade from static voters) or `auto-join` (KIP-1186).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
     /// With --bug: search only for the user-visible safety failures (two leaders in one epoch, a
@@ -198,6 +198,8 @@ enum Preset {
     DiskLoss,
     /// The kraft.version upgrade from static voters (model/README.md, "The kraft.version upgrade").
     Upgrade,
+    /// Auto-join of a replaced voter and a joiner (model/README.md, "Auto-join").
+    AutoJoin,
 }
 
 /// Bounds and knobs shared by every subcommand; unset values come from the subcommand's defaults.
@@ -258,6 +260,10 @@ struct Bounds {
     /// (default: off).
     #[arg(long)]
     updates: Option<bool>,
+    /// KIP-1186 auto-join on the joiners and the replicas that lost a disk: remove the stale key of
+    /// the id, then add the own key, acknowledged at append (default: off).
+    #[arg(long)]
+    auto_join: Option<bool>,
 }
 
 impl Bounds {
@@ -281,6 +287,7 @@ impl Bounds {
             check_quorum: self.check_quorum.unwrap_or(base.check_quorum),
             pre_vote: self.pre_vote.unwrap_or(base.pre_vote),
             updates: self.updates.unwrap_or(base.updates),
+            auto_join: self.auto_join.unwrap_or(base.auto_join),
             ..base
         }
     }
@@ -339,6 +346,9 @@ fn explore_command(cfg: &ModelConfig) -> String {
     }
     if cfg.max_disk_losses > 0 {
         cmd += &format!(" --disk-losses {}", cfg.max_disk_losses);
+    }
+    if cfg.auto_join {
+        cmd += " --auto-join true";
     }
     cmd
 }
@@ -443,6 +453,7 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (None, Some(Preset::Updates)) => check::update_bounds(),
         (None, Some(Preset::DiskLoss)) => check::disk_loss_bounds(),
         (None, Some(Preset::Upgrade)) => check::upgrade_bounds(),
+        (None, Some(Preset::AutoJoin)) => check::auto_join_bounds(),
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);

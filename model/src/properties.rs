@@ -8,9 +8,20 @@ use crate::spec::{
 };
 use crate::step::KraftModel;
 use crate::types::{
-    bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, Snapshot, State, VoterSet,
+    bit, ids, violation, ChangeOp, Entry, Id, Kind, Mask, Role, Server, State, VoterSet,
 };
 use stateright::{Expectation, Property};
+
+mod auto_join;
+mod snapshots;
+pub use auto_join::{
+    append_ack_committed_only_past_hw, auto_join_ack_truncated, auto_join_committed,
+    truncated_auto_join_never_committed,
+};
+pub use snapshots::{
+    change_committed_across_snapshot, crash_during_install, install_matches_leader,
+    log_start_moved, snapshot_installed, snapshot_voters_committed, snapshot_within_high_watermark,
+};
 
 /// At most one leader per epoch, ever.
 pub fn election_safety(_: &KraftModel, s: &State) -> bool {
@@ -48,61 +59,6 @@ pub fn log_matching(_: &KraftModel, s: &State) -> bool {
         }
     }
     true
-}
-
-/// True if the snapshot `snap` is a prefix of the committed log: the committed log reaches its end
-/// offset, has the snapshot's epoch at its last offset, and the snapshot's voter set is the
-/// committed voter set there.
-fn snapshot_committed(m: &KraftModel, s: &State, snap: Snapshot) -> bool {
-    let end = snap.id.end;
-    let c = &s.history.committed;
-    c.len() >= end as usize
-        && end > 0
-        && c[end as usize - 1].0.epoch == snap.id.epoch
-        && spec_committed_set(m.cfg.bootstrap(), c, end) == Some(snap.voters)
-}
-
-/// Every snapshot a replica holds (its latest, and the one its log starts at) covers committed
-/// records only (no offset at or above its writer's HW when written), and every replica's HW is at
-/// least its log start.
-pub fn snapshot_within_high_watermark(_: &KraftModel, s: &State) -> bool {
-    let c = s.history.committed.len();
-    s.history.violations & violation::SNAPSHOT_ABOVE_HW == 0
-        && s.servers.iter().all(|v| {
-            [v.snapshot, v.log.base()]
-                .into_iter()
-                .flatten()
-                .all(|snap| snap.id.end as usize <= c)
-                && v.hw.is_none_or(|h| h >= v.log.start())
-        })
-}
-
-/// A snapshot's voter set is the committed voter set at its last offset (and its epoch the committed
-/// record's there), for every snapshot a replica holds.
-pub fn snapshot_voters_committed(m: &KraftModel, s: &State) -> bool {
-    s.servers.iter().all(|v| {
-        [v.snapshot, v.log.base()]
-            .into_iter()
-            .flatten()
-            .all(|snap| snapshot_committed(m, s, snap))
-    })
-}
-
-/// After an install the follower's committed voter set is the leader's voter set at the same HW
-/// (the snapshot's end offset), and every replica's committed voter set is the spec's committed set
-/// at its HW (the last VotersRecord of the committed log below it).
-pub fn install_matches_leader(m: &KraftModel, s: &State) -> bool {
-    let bootstrap = m.cfg.bootstrap();
-    s.history.violations & violation::INSTALL_VOTERS_DIFFER == 0
-        // With the log starting at 0 this follows from `CommittedEntriesNeverLost`; checked where a
-        // snapshot begins the history.
-        && s.servers.iter().all(|v| match v.hw {
-            Some(h) if v.log.start() > 0 && h as usize <= s.history.committed.len() => {
-                committed_voters(bootstrap, &v.log, v.hw)
-                    == spec_committed_set(bootstrap, &s.history.committed, h)
-            }
-            _ => true,
-        })
 }
 
 /// Leaders of the current epoch (helper).
@@ -480,36 +436,6 @@ pub fn leader_change_during_uncommitted_change(m: &KraftModel, s: &State) -> boo
     })
 }
 
-/// A follower installed a snapshot from its leader.
-pub fn snapshot_installed(_: &KraftModel, s: &State) -> bool {
-    s.history.events & crate::types::event::SNAPSHOT_INSTALLED != 0
-}
-
-/// A replica's log start moved up to a snapshot.
-pub fn log_start_moved(_: &KraftModel, s: &State) -> bool {
-    s.history.events & crate::types::event::LOG_START_MOVED != 0
-}
-
-/// A replica restarted in the middle of downloading a snapshot.
-pub fn crash_during_install(_: &KraftModel, s: &State) -> bool {
-    s.history.events & crate::types::event::CRASH_DURING_INSTALL != 0
-}
-
-/// A membership change committed across a snapshot: a replica whose log starts at a snapshot
-/// carrying a changed voter set (its committed set comes from the snapshot, not from a record in its
-/// log), or whose log holds a committed change it has above its log start.
-pub fn change_committed_across_snapshot(m: &KraftModel, s: &State) -> bool {
-    let bootstrap = m.cfg.bootstrap();
-    s.servers.iter().any(|v| {
-        v.log.base().is_some_and(|b| {
-            b.voters != VoterSet::of(bootstrap)
-                && v.hw.is_some()
-                && crate::spec::committed_voters_offset(&v.log, v.hw)
-                    == Some(v.log.start() as i8 - 1)
-        })
-    })
-}
-
 /// A replica whose disk was replaced is a voter again under its new key in a committed voter set
 /// (the operator removed its stale key and added the new one).
 pub fn replaced_voter_rejoined(m: &KraftModel, s: &State) -> bool {
@@ -586,7 +512,7 @@ fn upgrade_committed(m: &KraftModel, s: &State) -> bool {
 }
 
 /// Names of the safety (`always`) properties, as in `specs/invariants.md`.
-pub const ALWAYS: [&str; 21] = [
+pub const ALWAYS: [&str; 23] = [
     "ElectionSafety",
     "LogMatching",
     "LeaderCompleteness",
@@ -608,6 +534,8 @@ pub const ALWAYS: [&str; 21] = [
     "StaticVotersBeforeUpgrade",
     "UpgradeKeepsVoters",
     "UpgradeVotersKeyed",
+    "AppendAckCommittedOnlyPastHighWatermark",
+    "TruncatedAutoJoinNeverCommitted",
 ];
 
 /// The user-visible safety failures a bug variant's harm search looks for (model/README.md): two
@@ -641,6 +569,10 @@ pub enum Needs {
     DiskLossAndRejoin,
     /// `--start static`: the `kraft.version` upgrade.
     Upgrade,
+    /// Auto-join and membership changes.
+    AutoJoin,
+    /// Auto-join, a joiner (whose add a new leader can truncate) and membership changes.
+    AutoJoinJoiner,
 }
 
 /// A property's condition.
@@ -648,7 +580,7 @@ pub type Condition = fn(&KraftModel, &State) -> bool;
 
 /// `sometimes` properties: name, condition (wrapped by [`KraftModel::example_once`]) and what the
 /// bounds must allow for an example to exist.
-pub const SOMETIMES: [(&str, Condition, Needs); 25] = [
+pub const SOMETIMES: [(&str, Condition, Needs); 27] = [
     ("LeaderElected", leader_elected, Needs::Nothing),
     ("RefusedNotLeader", refused_not_leader, Needs::Nothing),
     (
@@ -738,6 +670,12 @@ pub const SOMETIMES: [(&str, Condition, Needs); 25] = [
         refused_unsupported_version,
         Needs::Upgrade,
     ),
+    ("AutoJoinCommitted", auto_join_committed, Needs::AutoJoin),
+    (
+        "AutoJoinAckTruncated",
+        auto_join_ack_truncated,
+        Needs::AutoJoinJoiner,
+    ),
 ];
 
 const USED_SOMETIMES: usize = SOMETIMES.len();
@@ -775,7 +713,9 @@ once!(
     o21 = 21,
     o22 = 22,
     o23 = 23,
-    o24 = 24
+    o24 = 24,
+    o25 = 25,
+    o26 = 26
 );
 
 /// Every property of the model, `always` first. A `sometimes` property is included only when the
@@ -813,6 +753,14 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
         Property::always("StaticVotersBeforeUpgrade", static_voters_before_upgrade),
         Property::always("UpgradeKeepsVoters", upgrade_keeps_voters),
         Property::always("UpgradeVotersKeyed", upgrade_voters_keyed),
+        Property::always(
+            "AppendAckCommittedOnlyPastHighWatermark",
+            append_ack_committed_only_past_hw,
+        ),
+        Property::always(
+            "TruncatedAutoJoinNeverCommitted",
+            truncated_auto_join_never_committed,
+        ),
     ];
     for (i, wrapped) in ONCE.iter().enumerate() {
         let reachable = match SOMETIMES[i].2 {
@@ -826,6 +774,8 @@ pub fn all(cfg: &ModelConfig) -> Vec<Property<KraftModel>> {
             Needs::Updates => cfg.updates && cfg.max_changes > 0,
             Needs::DiskLossAndRejoin => cfg.max_disk_losses > 0 && cfg.max_changes > 1,
             Needs::Upgrade => cfg.start == crate::config::Start::Static,
+            Needs::AutoJoin => cfg.auto_join && cfg.max_changes > 0,
+            Needs::AutoJoinJoiner => cfg.auto_join && cfg.joiners > 0 && cfg.max_changes > 0,
         };
         if reachable {
             v.push(Property::sometimes(SOMETIMES[i].0, *wrapped));

@@ -277,7 +277,14 @@ pub fn check_change(
     match op {
         // Kafka's `VoterSet.addVoter`: refused if the id is a voter, whatever its directory id.
         ChangeOp::Add(id) => {
-            if set.has_id(id) {
+            // The `auto-join-keeps-stale` bug checks the key, not the id: the add then replaces a
+            // stale key of the id in one record.
+            let duplicate = if cfg.has(Bug::AutoJoinKeepsStale) {
+                set.is_voter(id, dir)
+            } else {
+                set.has_id(id)
+            };
+            if duplicate {
                 Err(Refusal::DuplicateVoter)
             } else if !caught_up(id) {
                 Err(Refusal::NotCaughtUp)

@@ -176,6 +176,9 @@ pub fn action(a: &Action) -> String {
             format!("server {i}: disk replaced, restarts empty with a new directory id")
         }
         Action::ClientAppend(i) => format!("server {i}: client append"),
+        Action::AutoJoin { replica, leader } => {
+            format!("server {replica}: auto-join request to {leader}")
+        }
         Action::Change { server, op: o } => format!("server {server}: operator {}", op(o)),
         Action::UpgradeKraftVersion(i) => {
             format!("server {i}: operator UpdateFeatures(kraft.version=1)")

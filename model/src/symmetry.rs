@@ -15,6 +15,9 @@
 //! other (key equality), never with ids, and the bootstrap set's keys all have directory id 0, so
 //! the permutations above still map the bootstrap set, every run and every property onto
 //! themselves. The summary that orders ids includes a server's directory id (id-free).
+//!
+//! Auto-join (KIP-1186) runs on a server by its id class (joiner or initial voter) and its directory
+//! id, both kept by these permutations; its ghost acknowledgements are offsets and epochs, no ids.
 
 use crate::types::{
     bit, ids, ChangeOp, Entry, Envelope, History, Id, Kind, Mask, Msg, Server, State, VoterSet,

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
+pub use crate::auto_join::{AppendAcks, AutoJoinRequest, MAX_ACKS};
 pub use crate::voter_set::{VoterSet, MAX_DIRS, NO_DIR};
 
 /// A server id, `0..voters` are the initial voters, `voters..voters+joiners` the joiners.
@@ -844,6 +845,15 @@ pub enum Action {
     /// An operator's UpdateFeatures `kraft.version` = 1 sent to server `i` (`--start static`): the
     /// leader appends KRaftVersion(1) and the VotersRecord in one batch (`crate::kraft_version`).
     UpgradeKraftVersion(Id),
+    /// An observer with auto-join (`--auto-join`) sends its leader the request
+    /// [`crate::step::KraftModel::auto_join_request`] names, and the leader handles it, in one
+    /// step (`src/step/auto_join.rs`).
+    AutoJoin {
+        /// The observer.
+        replica: Id,
+        /// The leader it follows.
+        leader: Id,
+    },
 }
 
 /// An answer to an operator request, produced by a step (not part of the state).
@@ -930,6 +940,9 @@ pub struct History {
     /// `0..=max epoch`, a function of the servers' epochs, so hashing it adds no state.
     #[serde(default, skip_serializing_if = "is_zero16")]
     pub opened: u16,
+    /// Auto-join: the VotersRecords acknowledged at append.
+    #[serde(default, skip_serializing_if = "AppendAcks::is_empty")]
+    pub append_acks: AppendAcks,
 }
 
 fn is_zero16(m: &u16) -> bool {
@@ -938,7 +951,7 @@ fn is_zero16(m: &u16) -> bool {
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 5 * (MAX_LOG + 1)];
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 5 * (MAX_LOG + 1) + 1 + 2 * MAX_ACKS];
         buf[..16].copy_from_slice(&self.leaders);
         let mut n = 16;
         buf[n] = self.committed.len;
@@ -986,6 +999,10 @@ impl Hash for History {
                     n += 2;
                 }
             }
+        }
+        // Only once an auto-join was acknowledged (states without one hash as they did).
+        if !self.append_acks.is_empty() {
+            n += self.append_acks.pack(&mut buf[n..]);
         }
         h.write(&buf[..n]);
     }

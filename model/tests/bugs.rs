@@ -23,6 +23,8 @@ fn expected(bug: Bug) -> &'static str {
         Bug::InstallKeepsSuffix => "LogMatching",
         Bug::VoteIgnoresDirectoryId | Bug::FetchIgnoresDirectoryId => "MajorityOnlyOfHeldKeys",
         Bug::UpgradeBeforeDirectoryIds => "UpgradeVotersKeyed",
+        Bug::AutoJoinKeepsStale => "SingleUncommittedChange",
+        Bug::AutoJoinAckCommits => "HighWatermarkMajority",
     }
 }
 
@@ -105,7 +107,7 @@ fn without_the_bug_the_same_bounds_hold_for_the_same_depth() {
             r.violated()
         );
     }
-    assert_eq!(properties::ALWAYS.len(), 21);
+    assert_eq!(properties::ALWAYS.len(), 23);
 }
 
 #[test]

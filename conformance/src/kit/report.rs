@@ -95,6 +95,9 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
         Action::Restart(i) => format!("Restart at {}", who(i)),
         Action::DiskLoss(i) => format!("DiskLoss at {}", who(i)),
         Action::ClientAppend(i) => format!("ClientAppend at {}", who(i)),
+        Action::AutoJoin { replica, leader } => {
+            format!("AutoJoin from {} to {}", who(replica), who(leader))
+        }
         Action::Change { server, op } => {
             let op = match op {
                 ChangeOp::Add(_) => "Add",

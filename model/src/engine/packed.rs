@@ -9,6 +9,7 @@
 //! mirrors destructure their originals in full, so a field added to a state type breaks the build
 //! here until it travels too.
 
+use crate::types::AppendAcks;
 use crate::types::{
     Action, ChangeOp, Entry, Envelope, ErrorCode, FetchKey, FetchResponse, History, Id, Kind, Log,
     Mask, Msg, PendingChange, Role, Server, Snapshot, SnapshotId, State, MAX_LOG, MAX_SERVERS,
@@ -467,6 +468,7 @@ pub struct HistoryForm {
     violations: u16,
     events: u8,
     opened: u16,
+    append_acks: AppendAcks,
 }
 
 impl From<&History> for HistoryForm {
@@ -483,6 +485,7 @@ impl From<&History> for HistoryForm {
             violations,
             events,
             opened,
+            append_acks,
         } = *h;
         HistoryForm {
             leaders,
@@ -496,6 +499,7 @@ impl From<&History> for HistoryForm {
             violations,
             events,
             opened,
+            append_acks,
         }
     }
 }
@@ -520,6 +524,7 @@ impl TryFrom<HistoryForm> for History {
             violations: f.violations,
             events: f.events,
             opened: f.opened,
+            append_acks: f.append_acks,
         })
     }
 }
@@ -584,6 +589,7 @@ pub enum ActionForm {
     AdvanceLogStart(Id),
     FetchSnapshot(Id, Id),
     UpgradeKraftVersion(Id),
+    AutoJoin(Id, Id),
 }
 
 impl Plain for Action {
@@ -606,6 +612,7 @@ impl Plain for Action {
             Action::AdvanceLogStart(i) => ActionForm::AdvanceLogStart(i),
             Action::FetchSnapshot { replica, leader } => ActionForm::FetchSnapshot(replica, leader),
             Action::UpgradeKraftVersion(i) => ActionForm::UpgradeKraftVersion(i),
+            Action::AutoJoin { replica, leader } => ActionForm::AutoJoin(replica, leader),
         }
     }
     fn from_form(f: ActionForm) -> Result<Action, String> {
@@ -626,6 +633,7 @@ impl Plain for Action {
             ActionForm::AdvanceLogStart(i) => Action::AdvanceLogStart(i),
             ActionForm::FetchSnapshot(replica, leader) => Action::FetchSnapshot { replica, leader },
             ActionForm::UpgradeKraftVersion(i) => Action::UpgradeKraftVersion(i),
+            ActionForm::AutoJoin(replica, leader) => Action::AutoJoin { replica, leader },
         })
     }
 }

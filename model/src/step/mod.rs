@@ -14,6 +14,7 @@ use crate::types::{
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod auto_join;
 mod kraft_version;
 mod network;
 mod replication;
@@ -366,6 +367,7 @@ impl KraftModel {
                     });
                 }
             }
+            self.auto_join_actions(st, i, out);
             if cfg.max_snapshots > 0 {
                 if self.snapshot_point(st, s).is_some() {
                     out.push(Action::TakeSnapshot(i));
@@ -619,6 +621,9 @@ impl KraftModel {
             {
                 tx.upgrade(i)?;
             }
+            Action::AutoJoin { replica, leader } if replica < n && leader < n => {
+                self.step_auto_join(&mut tx, st, replica, leader)?
+            }
             _ => return None,
         }
         if cfg.gc {
@@ -736,6 +741,8 @@ impl Tx<'_> {
     }
 }
 
+#[cfg(test)]
+mod auto_join_tests;
 #[cfg(test)]
 mod disk_loss_tests;
 #[cfg(test)]

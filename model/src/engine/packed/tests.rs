@@ -1,11 +1,15 @@
 use super::*;
-use crate::check::{default_bounds, disk_loss_bounds, snapshot_bounds};
+use crate::check::{
+    auto_join_bounds, default_bounds, disk_loss_bounds, snapshot_bounds, upgrade_bounds,
+};
 use crate::config::{FetchMode, ModelConfig};
 use crate::step::KraftModel;
 use crate::trace::{random_walk, replay, SplitMix64};
 
 /// Configurations whose runs reach every kind of field: snapshots and log starts, directory ids,
-/// fetch requests and responses in flight (async fetch), pre-votes and crashes (the default).
+/// fetch requests and responses in flight (async fetch), pre-votes and crashes (the default),
+/// acknowledgements at append (auto-join), volatile voter sets and voters without a directory id (the
+/// kraft.version upgrade).
 fn configs() -> Vec<ModelConfig> {
     let async_fetch = ModelConfig {
         fetch: FetchMode::Async,
@@ -16,6 +20,8 @@ fn configs() -> Vec<ModelConfig> {
         snapshot_bounds(),
         disk_loss_bounds(),
         async_fetch,
+        auto_join_bounds(),
+        upgrade_bounds(),
     ]
 }
 
@@ -35,7 +41,7 @@ proptest::proptest! {
     /// Every state and action of a random run comes back equal from its plain form, in fewer bytes
     /// than its named MessagePack form.
     #[test]
-    fn reachable_states_and_actions_round_trip(cfg in 0usize..4, seed: u64, depth in 1usize..80) {
+    fn reachable_states_and_actions_round_trip(cfg in 0usize..6, seed: u64, depth in 1usize..80) {
         let model = KraftModel::new(configs()[cfg]).expect("valid");
         let path = random_walk(&model, &mut SplitMix64(seed), depth);
         let trace = replay(&model, &path).expect("replays");
