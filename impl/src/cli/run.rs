@@ -121,6 +121,7 @@ pub async fn start_node(
         directory_id = %format_directory_id(meta.directory_id),
         listener = %settings.listener,
         tls = settings.tls.is_some(),
+        sasl = settings.sasl.is_some(),
         "node starting"
     );
     let broker = BrokerInfo {
@@ -138,9 +139,11 @@ pub async fn start_node(
         settings.limits.clone(),
         LinkConfig {
             forward_describe_quorum: settings.describe_quorum_forwarding,
+            sasl: settings.sasl.as_ref().map(|s| s.links.clone()),
             ..LinkConfig::default()
         },
         settings.tls.clone(),
+        settings.sasl.clone(),
         shutdown,
     )
     .await
