@@ -105,6 +105,8 @@ impl Default for LinkConfig {
 /// A running node's handles.
 pub struct Running {
     pub status: watch::Receiver<Status>,
+    /// The node task's idle time, for `poll-idle-ratio-avg` (`crate::metrics`).
+    pub poll_idle: crate::metrics::stats::PollIdle,
     pub local_addr: std::net::SocketAddr,
     pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
@@ -170,6 +172,7 @@ pub async fn serve(
         tls: acceptor,
         sasl,
     });
+    let poll_idle = driver.poll_idle();
     let node_task = tokio::spawn(driver.run());
     let connections = Arc::new(tokio::sync::Semaphore::new(ctx.limits.max_connections));
     let accept = tokio::spawn(async move {
@@ -215,6 +218,7 @@ pub async fn serve(
     });
     Ok(Running {
         status: status_rx,
+        poll_idle,
         local_addr,
         task,
     })
