@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cluster_support::*;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
+use kraft::cli::certs::write_cluster_tls;
 use kraft::server::client::Client;
 use kraft::server::codec::request_frame;
 
@@ -29,10 +30,21 @@ const PLAIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 /// A controller's properties: the listener requires SASL_PLAINTEXT PLAIN; the node authenticates to
 /// the others as `controller` with `password`.
 fn controller_properties(dir: &Path, id: i32, password: &str) -> PathBuf {
+    controller_properties_with(dir, id, password, "SASL_PLAINTEXT", "")
+}
+
+/// The same with another security protocol and `extra` lines (e.g. the TLS keys).
+fn controller_properties_with(
+    dir: &Path,
+    id: i32,
+    password: &str,
+    protocol: &str,
+    extra: &str,
+) -> PathBuf {
     let text = format!(
         "process.roles=controller\n\
          controller.listener.names=CONTROLLER\n\
-         listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT\n\
+         listener.security.protocol.map=CONTROLLER:{protocol}\n{extra}\
          sasl.enabled.mechanisms=PLAIN\n\
          sasl.mechanism.controller.protocol=PLAIN\n\
          listener.name.controller.plain.sasl.jaas.config={PLAIN} required username=\"controller\" \
@@ -194,4 +206,51 @@ fn scram_between_controllers_is_refused_at_start() {
             && err.contains("KAFKA-15513"),
         "{err}"
     );
+}
+
+#[test]
+fn two_nodes_over_sasl_ssl() {
+    let root = tempfile::tempdir().unwrap();
+    let tls = write_cluster_tls(&root.path().join("tls"), &[1, 2]).unwrap();
+    let (ca, dir) = (tls.ca(), root.path().to_path_buf());
+    let keystores: Vec<PathBuf> = (1..=2).map(|id| tls.keystore(id)).collect();
+    let ssl = move |keystore: Option<&PathBuf>| {
+        let mut text = format!(
+            "ssl.truststore.type=PEM\nssl.truststore.location={}\n",
+            ca.display()
+        );
+        if let Some(k) = keystore {
+            text.push_str(&format!(
+                "ssl.keystore.type=PEM\nssl.keystore.location={}\n",
+                k.display()
+            ));
+        }
+        text
+    };
+    let client_ssl = ssl(None);
+    let mut c = Cluster::start_with(2, 0, 14, TIMING, root, move |id| {
+        let extra = ssl(Some(&keystores[(id - 1) as usize]));
+        let config = controller_properties_with(&dir, id, "controller-secret", "SASL_SSL", &extra);
+        vec!["--config".into(), config.to_str().unwrap().into()]
+    });
+    let admin = c.root.path().join("admin-ssl.properties");
+    let plain = client_properties(c.root.path(), "admin", "admin", "admin-secret");
+    let text = std::fs::read_to_string(&plain)
+        .unwrap()
+        .replace("SASL_PLAINTEXT", "SASL_SSL");
+    std::fs::write(&admin, format!("{text}{client_ssl}")).unwrap();
+    c.command_config = Some(admin);
+    // The two nodes elect over TLS links that authenticate with SASL, and the CLI reads them so.
+    let d = c.wait_for_leader(Duration::from_secs(30));
+    assert_eq!(ids(&d).0, vec![1, 2]);
+    // SASL without TLS is refused: the listener speaks TLS first.
+    let out = c.cli(&[
+        "describe",
+        "--bootstrap-controller",
+        &c.addr(1),
+        "--status",
+        "--command-config",
+        plain.to_str().unwrap(),
+    ]);
+    assert_ne!(out.status.code(), Some(0));
 }
