@@ -454,6 +454,12 @@ impl From<crate::server::sasl::SaslConfigError> for Failure {
     }
 }
 
+impl From<crate::server::sasl::listener::ListenerSaslError> for Failure {
+    fn from(e: crate::server::sasl::listener::ListenerSaslError) -> Self {
+        Failure::new(EXIT_STORAGE, e.to_string())
+    }
+}
+
 impl From<properties::PropertiesError> for Failure {
     fn from(e: properties::PropertiesError) -> Self {
         Failure::new(EXIT_STORAGE, e.to_string())

@@ -45,6 +45,12 @@ pub struct QuorumSample {
     pub state: Option<&'static str>,
     /// `current-vote`: the local id when leader or candidate, else the id voted for, else −1.
     pub vote: Option<i32>,
+    /// `current-vote-directory-id`: the directory id that goes with `vote` (the local one when leader or
+    /// candidate), the zero UUID when there is none.
+    pub vote_directory_id: Option<uuid::Uuid>,
+    /// `number-unknown-voter-connections`: voters of the latest set, other than this node, with no endpoint
+    /// this node could reach them at.
+    pub unknown_voter_connections: Option<usize>,
     /// `log-end-offset`, `log-end-epoch`.
     pub log_end: Option<(i64, i32)>,
     /// `number-of-voters`: the latest voter set's size.
@@ -84,10 +90,11 @@ impl QuorumSample {
     /// A replica's own view, read from the core after a step (`kraft node`).
     pub fn of_node(node: &Node) -> QuorumSample {
         let role = node.role();
-        let vote = match role {
-            Role::Leader | Role::Candidate => Some(node.node_id()),
-            _ => node.election_state().voted.map(|k| k.id),
+        let vote_key = match role {
+            Role::Leader | Role::Candidate => Some(node.local_key()),
+            _ => node.election_state().voted,
         };
+        let vote = vote_key.map(|k| k.id);
         let leader = node.leader_state();
         let log = node.log();
         QuorumSample {
@@ -100,6 +107,17 @@ impl QuorumSample {
                 node.is_voter(),
             )),
             vote: Some(vote.unwrap_or(-1)),
+            vote_directory_id: Some(
+                vote_key
+                    .and_then(|k| k.directory_id)
+                    .unwrap_or(uuid::Uuid::nil()),
+            ),
+            unknown_voter_connections: Some(
+                node.latest_voters()
+                    .ids()
+                    .filter(|&id| id != node.node_id() && node.endpoint_of(id).is_none())
+                    .count(),
+            ),
             log_end: Some((
                 crate::log::RaftLog::end_offset(log),
                 crate::log::RaftLog::last_epoch(log),
@@ -136,11 +154,19 @@ struct State {
 #[derive(Clone, Debug, Default)]
 pub struct Exporter {
     state: Arc<Mutex<State>>,
+    /// The node task's idle time (`poll-idle-ratio-avg`); `None` where there is no node task.
+    poll_idle: Option<stats::PollIdle>,
 }
 
 impl Exporter {
     pub fn new() -> Exporter {
         Exporter::default()
+    }
+
+    /// Also exports `poll-idle-ratio-avg` from what the node task records in `poll_idle`.
+    pub fn with_poll_idle(mut self, poll_idle: stats::PollIdle) -> Exporter {
+        self.poll_idle = Some(poll_idle);
+        self
     }
 
     /// Takes a new sample, seen at `now`: the uncommitted-change clock starts when a VotersRecord is first
@@ -264,6 +290,38 @@ impl Collector for Exporter {
                 "The current voted id; -1 indicates not voted for anyone (Kafka: current-vote)",
                 None,
                 vote as i64,
+            )?;
+        }
+        if let Some(directory_id) = s.vote_directory_id {
+            family(
+                e,
+                &name("current_vote_directory_id"),
+                "The current voted directory id, as a label; AAAAAAAAAAAAAAAAAAAAAA (the zero UUID) indicates not voted for a directory id (Kafka: current-vote-directory-id)",
+                "directory_id",
+                [(crate::storage::format_directory_id(directory_id), 1)],
+            )?;
+        }
+        if let Some(n) = s.unknown_voter_connections {
+            gauge(
+                e,
+                &name("number_unknown_voter_connections"),
+                "Number of unknown voters whose connection information is not cached; would never be larger than quorum-size (Kafka: number-unknown-voter-connections)",
+                None,
+                n as i64,
+            )?;
+        }
+        // Each scrape reads (and restarts) the ratio, as each read of Kafka's metric does.
+        let poll_idle = self
+            .poll_idle
+            .as_ref()
+            .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()).measure());
+        if let Some(ratio) = poll_idle {
+            gauge(
+                e,
+                &name("poll_idle_ratio_avg"),
+                "The ratio of time the Raft IO thread is idle as opposed to doing work (e.g. handling requests or replicating from the leader) (Kafka: poll-idle-ratio-avg)",
+                None,
+                ratio,
             )?;
         }
         if let Some((offset, epoch)) = s.log_end {
@@ -427,8 +485,32 @@ mod tests {
         let mut s = sample(10, 10);
         s.state = Some("leader");
         s.observers = Some(1);
-        x.update(s, Instant::now());
+        x.update(s.clone(), Instant::now());
         let text = x.encode();
+        assert!(!text.contains("poll_idle"), "{text}");
+        // A node's exporter: its vote's directory id, unknown voter connections, the poll idle ratio.
+        let poll_idle = stats::PollIdle::default();
+        let node = Exporter::new().with_poll_idle(poll_idle.clone());
+        s.vote_directory_id = Some(uuid::Uuid::nil());
+        s.unknown_voter_connections = Some(0);
+        node.update(s, Instant::now());
+        let t0 = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        for (idle, at) in [(0, 0), (30, 100), (45, 200)] {
+            poll_idle.lock().unwrap().record(ms(idle), t0 + ms(at));
+        }
+        let node_text = node.encode();
+        for line in [
+            "kafka_server_raft_metrics_current_vote_directory_id{directory_id=\"AAAAAAAAAAAAAAAAAAAAAA\"} 1\n",
+            "kafka_server_raft_metrics_number_unknown_voter_connections 0\n",
+            "kafka_server_raft_metrics_poll_idle_ratio_avg 0.375\n",
+        ] {
+            assert!(node_text.contains(line), "{line:?} missing from\n{node_text}");
+        }
+        // Each scrape reads and restarts the ratio.
+        assert!(node
+            .encode()
+            .contains("kafka_server_raft_metrics_poll_idle_ratio_avg 1.0\n"));
         for line in [
             "# TYPE kafka_server_raft_metrics_current_leader gauge",
             "kafka_server_raft_metrics_current_leader 1\n",

@@ -86,6 +86,8 @@ pub struct LinkConfig {
     /// A non-leader sends a client's DescribeQuorum on to the leader ([`forward`]), as a Kafka broker
     /// does; off, it answers NOT_LEADER_OR_FOLLOWER itself, as a Kafka controller does.
     pub forward_describe_quorum: bool,
+    /// SASL credentials the links (and forwards) authenticate with after ApiVersions; `None`: none.
+    pub sasl: Option<sasl::SaslConfig>,
 }
 
 impl Default for LinkConfig {
@@ -95,6 +97,7 @@ impl Default for LinkConfig {
             io_timeout: Duration::from_secs(5),
             max_frame_bytes: 64 << 20,
             forward_describe_quorum: true,
+            sasl: None,
         }
     }
 }
@@ -102,13 +105,16 @@ impl Default for LinkConfig {
 /// A running node's handles.
 pub struct Running {
     pub status: watch::Receiver<Status>,
+    /// The node task's idle time, for `poll-idle-ratio-avg` (`crate::metrics`).
+    pub poll_idle: crate::metrics::stats::PollIdle,
     pub local_addr: std::net::SocketAddr,
     pub task: tokio::task::JoinHandle<Result<(), ServerError>>,
 }
 
 /// Serves `node` on `listener` until `shutdown` resolves or the node task fails. `log` is the durable log
 /// `node`'s view was loaded from (see [`MetadataLog::load_view`](crate::storage::MetadataLog::load_view)). With `tls`, the listener and the peer links
-/// speak TLS (see [`tls`]) and requests are checked by [`auth`].
+/// speak TLS (see [`tls`]) and requests are checked by [`auth`]. With `sasl`, every connection to the
+/// listener authenticates first ([`sasl::server`]); the links authenticate with `links.sasl`.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve(
     node: Node,
@@ -119,6 +125,7 @@ pub async fn serve(
     limits: Limits,
     links: LinkConfig,
     tls: Option<Arc<tls::Tls>>,
+    sasl: Option<Arc<sasl::listener::ListenerSasl>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<Running, ServerError> {
     let local_addr = listener
@@ -163,7 +170,9 @@ pub async fn serve(
         limits,
         broker,
         tls: acceptor,
+        sasl,
     });
+    let poll_idle = driver.poll_idle();
     let node_task = tokio::spawn(driver.run());
     let connections = Arc::new(tokio::sync::Semaphore::new(ctx.limits.max_connections));
     let accept = tokio::spawn(async move {
@@ -209,6 +218,7 @@ pub async fn serve(
     });
     Ok(Running {
         status: status_rx,
+        poll_idle,
         local_addr,
         task,
     })

@@ -89,6 +89,18 @@ fn node_metrics_match_describe_through_an_uncommitted_add() {
     assert_eq!(metric(&m, "number_of_voters"), Some(3.0));
     assert_eq!(metric(&m, "committed_voters"), Some(3.0));
     assert_eq!(metric(&m, "current_vote"), Some(leader as f64));
+    // The leader voted for itself: its own directory id (the cluster's formatting gives 0x1000 + id).
+    let own = kraft::storage::format_directory_id(uuid::Uuid::from_u128(0x1000 + leader as u128));
+    assert_eq!(
+        m.get(&format!(
+            "kafka_server_raft_metrics_current_vote_directory_id{{directory_id=\"{own}\"}}"
+        )),
+        Some(&1.0)
+    );
+    assert_eq!(metric(&m, "number_unknown_voter_connections"), Some(0.0));
+    let idle = metric(&m, "poll_idle_ratio_avg").unwrap();
+    // Every poll has some work after its wait: strictly below 1 (1.0 is the default with no polls).
+    assert!(idle > 0.0 && idle < 1.0, "poll_idle_ratio_avg {idle}");
     assert_eq!(
         m.get("kafka_server_raft_metrics_current_state{state=\"leader\"}"),
         Some(&1.0)
@@ -119,6 +131,11 @@ fn node_metrics_match_describe_through_an_uncommitted_add() {
     let om = scrape(port(4)).unwrap();
     assert_eq!(
         om.get("kafka_server_raft_metrics_current_state{state=\"observer\"}"),
+        Some(&1.0)
+    );
+    // An observer never votes: the zero UUID, as Kafka's.
+    assert_eq!(
+        om.get("kafka_server_raft_metrics_current_vote_directory_id{directory_id=\"AAAAAAAAAAAAAAAAAAAAAA\"}"),
         Some(&1.0)
     );
 

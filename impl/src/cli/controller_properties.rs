@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::server::sasl;
 use crate::server::tls::{self, Properties};
 
 use super::{snapshot_settings, static_voters, Failure, EXIT_STORAGE};
@@ -108,6 +109,9 @@ pub struct ControllerProperties {
     pub tls: Properties,
     /// The snapshot and retention keys.
     pub snapshots: Properties,
+    /// The SASL keys (`sasl.*`, and the listener's `listener.name.<listener>.` ones as written), read by
+    /// `server::sasl::listener`.
+    pub sasl: Properties,
     /// Keys this node does not read, sorted.
     pub unused: Vec<String>,
 }
@@ -180,7 +184,7 @@ fn boolean(props: &Properties, key: &'static str) -> Result<Option<bool>, Contro
 
 /// The security protocol of listener `name`: its entry in `listener.security.protocol.map`, else the
 /// name itself when it is a protocol, else PLAINTEXT (Kafka's rule for controller listeners when the map is
-/// not set); only PLAINTEXT and SSL are served.
+/// not set).
 fn security_protocol(props: &Properties, name: &str) -> Result<String, ControllerConfigError> {
     let protocol = match props.get(SECURITY_PROTOCOL_MAP) {
         Some(map) => list(map)
@@ -195,12 +199,7 @@ fn security_protocol(props: &Properties, name: &str) -> Result<String, Controlle
         None => "PLAINTEXT".to_string(),
     };
     match protocol.as_str() {
-        "PLAINTEXT" | "SSL" => Ok(protocol),
-        "SASL_PLAINTEXT" | "SASL_SSL" => Err(bad(
-            SECURITY_PROTOCOL_MAP,
-            props.get(SECURITY_PROTOCOL_MAP).map_or(name, |s| s),
-            format!("{name} uses {protocol}; this node serves PLAINTEXT or SSL only"),
-        )),
+        "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL" => Ok(protocol),
         _ => Err(bad(
             SECURITY_PROTOCOL_MAP,
             props.get(SECURITY_PROTOCOL_MAP).map_or(name, |s| s),
@@ -359,8 +358,14 @@ impl ControllerProperties {
             .filter(|(k, _)| snapshot_settings::KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let sasl: Properties = props
+            .iter()
+            .filter(|(k, _)| sasl::listener::is_sasl_key(k, &listener_name))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let used = |key: &str| {
-            IDENTITY_KEYS.contains(&key)
+            sasl.contains_key(key)
+                || IDENTITY_KEYS.contains(&key)
                 || TIMEOUT_KEYS.contains(&key)
                 || key == AUTO_JOIN_ENABLE
                 || key == METRICS_LISTENER
@@ -388,6 +393,7 @@ impl ControllerProperties {
             metrics_listener: props.get(METRICS_LISTENER).map(|v| v.trim().to_string()),
             tls: tls_props,
             snapshots,
+            sasl,
             unused,
         })
     }
@@ -535,7 +541,7 @@ mod tests {
             AUTO_JOIN_ENABLE
         );
         assert_eq!(
-            key_of(err("listener.security.protocol.map=CONTROLLER:SASL_SSL\n")),
+            key_of(err("listener.security.protocol.map=CONTROLLER:SASL_SSH\n")),
             SECURITY_PROTOCOL_MAP
         );
         let e = ControllerProperties::parse(

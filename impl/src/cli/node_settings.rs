@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::format::{parse_bootstrap_servers_on, parse_host_port, usage, LISTENER_NAME};
 use super::snapshot_settings::{self, SnapshotSettings};
 use super::{Failure, NodeArgs, EXIT_STORAGE};
+use crate::server::sasl::listener::ListenerSasl;
 use crate::server::tls::{Properties, Tls};
 use crate::server::Limits;
 use crate::voter_set::{Endpoint, VoterSet};
@@ -38,6 +39,9 @@ pub struct NodeSettings {
     /// TLS on the listener and peer links (`security.protocol = "SSL"` and `ssl.*` keys, see
     /// `server::tls`); `None`: plaintext.
     pub tls: Option<std::sync::Arc<Tls>>,
+    /// SASL on the listener and the links (`SASL_PLAINTEXT`/`SASL_SSL`, from a Kafka controller
+    /// properties file, see `server::sasl::listener`); `None`: no SASL.
+    pub sasl: Option<std::sync::Arc<ListenerSasl>>,
     /// Kafka's snapshot and retention properties.
     pub snapshots: SnapshotSettings,
     /// Kafka's `controller.quorum.auto.join.enable` (KIP-1186): as an observer, add itself as a voter.
@@ -85,6 +89,9 @@ struct FileConfig {
     /// Snapshot keys of a Kafka controller properties file.
     #[serde(skip)]
     kafka_snapshots: Properties,
+    /// SASL keys of a Kafka controller properties file.
+    #[serde(skip)]
+    kafka_sasl: Properties,
 }
 
 impl FileConfig {
@@ -193,6 +200,7 @@ impl NodeSettings {
                     metrics_listener: k.metrics_listener.clone(),
                     kafka_tls: k.tls.clone(),
                     kafka_snapshots: k.snapshots.clone(),
+                    kafka_sasl: k.sasl.clone(),
                     ..FileConfig::default()
                 };
                 kafka = Some(k);
@@ -206,7 +214,8 @@ impl NodeSettings {
             }
             None => FileConfig::default(),
         };
-        let tls = Tls::for_node(&file.tls_properties(&args))?;
+        let tls_properties = file.tls_properties(&args);
+        let tls = Tls::for_node(&tls_properties)?;
         let snapshots = file.snapshot_settings(&args)?;
         if let Some(t) = &tls {
             if t.client_auth == crate::server::tls::ClientAuth::Required
@@ -235,7 +244,13 @@ impl NodeSettings {
             ),
             None => kafka.as_ref().and_then(|k| k.static_voters.clone()),
         };
+        let mut sasl_properties = file.kafka_sasl.clone();
+        if let Some(p) = tls_properties.get("security.protocol") {
+            sasl_properties.insert("security.protocol".into(), p.clone());
+        }
+        let sasl = ListenerSasl::for_node(&sasl_properties, &listener_name)?;
         let settings = NodeSettings {
+            sasl: sasl.map(std::sync::Arc::new),
             advertised,
             static_voters,
             data_dir: args

@@ -121,6 +121,7 @@ pub async fn start_node(
         directory_id = %format_directory_id(meta.directory_id),
         listener = %settings.listener,
         tls = settings.tls.is_some(),
+        sasl = settings.sasl.is_some(),
         "node starting"
     );
     let broker = BrokerInfo {
@@ -138,9 +139,11 @@ pub async fn start_node(
         settings.limits.clone(),
         LinkConfig {
             forward_describe_quorum: settings.describe_quorum_forwarding,
+            sasl: settings.sasl.as_ref().map(|s| s.links.clone()),
             ..LinkConfig::default()
         },
         settings.tls.clone(),
+        settings.sasl.clone(),
         shutdown,
     )
     .await
@@ -187,7 +190,7 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
     runtime()?.block_on(async {
         let running = start_node(&settings, stop_signal()).await?;
         if let Some(addr) = &settings.metrics_listener {
-            export_metrics(addr, running.status.clone())?;
+            export_metrics(addr, running.status.clone(), running.poll_idle.clone())?;
         }
         let result = wait(running).await;
         tracing::info!("node stopped");
@@ -200,8 +203,9 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
 fn export_metrics(
     addr: &str,
     mut status: tokio::sync::watch::Receiver<server::Status>,
+    poll_idle: crate::metrics::stats::PollIdle,
 ) -> Result<(), Failure> {
-    let exporter = crate::metrics::Exporter::new();
+    let exporter = crate::metrics::Exporter::new().with_poll_idle(poll_idle);
     crate::metrics::http::spawn(addr, exporter.clone())
         .map_err(|e| Failure::new(EXIT_NODE_FAILED, e.to_string()))?;
     tokio::spawn(async move {

@@ -33,6 +33,48 @@ impl Sample {
     }
 }
 
+/// Kafka raft's `TimeRatio` (`poll-idle-ratio-avg`, default 1.0): the idle time recorded since the last
+/// read over the time between the last recordings before the two reads; each read starts a new interval,
+/// the first recording only opens the first one.
+#[derive(Clone, Debug, Default)]
+pub struct TimeRatio {
+    interval_start: Option<Instant>,
+    last_recorded: Option<Instant>,
+    recorded: Duration,
+}
+
+impl TimeRatio {
+    /// One poll of the node task: `idle` spent waiting for work, ending at `now`.
+    pub fn record(&mut self, idle: Duration, now: Instant) {
+        if self.interval_start.is_none() {
+            self.interval_start = Some(now);
+        } else {
+            self.recorded += idle;
+            self.last_recorded = Some(now);
+        }
+    }
+
+    /// The ratio of the interval ending now, which then restarts.
+    pub fn measure(&mut self) -> f64 {
+        let (Some(start), Some(last)) = (self.interval_start, self.last_recorded) else {
+            return 1.0;
+        };
+        let interval = last.saturating_duration_since(start);
+        // An empty interval reads as the default; more idle than elapsed (clock granularity) as 1.
+        let ratio = if interval.is_zero() || self.recorded > interval {
+            1.0
+        } else {
+            self.recorded.as_nanos() as f64 / interval.as_nanos() as f64
+        };
+        self.interval_start = Some(last);
+        self.recorded = Duration::ZERO;
+        ratio
+    }
+}
+
+/// The node task's [`TimeRatio`], shared with the exporter that reads it.
+pub type PollIdle = std::sync::Arc<std::sync::Mutex<TimeRatio>>;
+
 /// One sensor: Kafka's `SampledStat` feeding `Avg`, `Max` and `Rate(WindowedSum)` at once.
 #[derive(Clone, Debug, Default)]
 pub struct Windowed {
@@ -179,6 +221,29 @@ impl RaftStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_ratio_as_kafkas() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut r = TimeRatio::default();
+        // Nothing recorded: Kafka's default.
+        assert_eq!(r.measure(), 1.0);
+        // The first recording opens the interval; its own duration is not counted.
+        r.record(ms(500), t0);
+        assert_eq!(r.measure(), 1.0);
+        r.record(ms(30), t0 + ms(100));
+        r.record(ms(45), t0 + ms(200));
+        assert!((r.measure() - 0.375).abs() < 1e-9);
+        // The next interval starts at the last recording: 10 ms idle of 100 ms.
+        r.record(ms(10), t0 + ms(300));
+        assert!((r.measure() - 0.1).abs() < 1e-9);
+        // No recording since the last read: an empty interval reads as the default.
+        assert_eq!(r.measure(), 1.0);
+        // More idle than elapsed (clock granularity) is capped at 1.
+        r.record(ms(500), t0 + ms(400));
+        assert_eq!(r.measure(), 1.0);
+    }
 
     fn at(t0: Instant, ms: u64) -> Instant {
         t0 + Duration::from_millis(ms)

@@ -60,6 +60,14 @@ impl PeerVersions {
         }
     }
 
+    /// The range the peer listed for `api`, if it lists it.
+    pub fn range(&self, api: ApiKey) -> Option<(i16, i16)> {
+        self.apis
+            .iter()
+            .find(|(k, _, _)| *k == api as i16)
+            .map(|&(_, min, max)| (min, max))
+    }
+
     /// The version to send `api` at: the highest both sides serve (Kafka's `NetworkClient` rule).
     pub fn version(&self, api: ApiKey) -> Result<i16, VersionError> {
         let key = api as i16;

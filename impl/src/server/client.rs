@@ -184,7 +184,7 @@ impl Client {
     /// Kafka's `SaslClientAuthenticator`: ApiVersions, SaslHandshake v1 naming the mechanism, then each
     /// token in a SaslAuthenticate request at the highest version both serve (0–2).
     pub fn authenticate(&mut self, config: &super::sasl::SaslConfig) -> Result<(), ClientError> {
-        use super::sasl::{Exchange, SaslFailure};
+        use super::sasl::Exchange;
         use kafka_protocol::messages::{
             SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
             SaslHandshakeResponse,
@@ -202,21 +202,11 @@ impl Client {
                 .map(|k| (k.min_version, k.max_version))
         };
         let mechanism = config.mechanism.name();
-        let (handshake_v, authenticate_v) = match (
+        let (handshake_v, authenticate_v) = super::sasl::exchange_versions(
             served(ApiKey::SaslHandshake),
             served(ApiKey::SaslAuthenticate),
-        ) {
-            (Some((_, h)), Some((_, a))) if h >= 1 => (1, a.min(2)),
-            _ => {
-                return Err(fail(
-                    &self.addr,
-                    SaslFailure::Exchange(
-                        "the server serves no SaslHandshake v1 / SaslAuthenticate (not a SASL listener?)"
-                            .into(),
-                    ),
-                ))
-            }
-        };
+        )
+        .map_err(|f| fail(&self.addr, f))?;
         let key = ApiKey::SaslHandshake as i16;
         let corr = self.next_correlation();
         let req =
@@ -228,23 +218,7 @@ impl Client {
         )?;
         let hs =
             SaslHandshakeResponse::decode(&mut body, handshake_v).map_err(|e| self.protocol(e))?;
-        match hs.error_code {
-            0 => {}
-            crate::wire::error_codes::UNSUPPORTED_SASL_MECHANISM => {
-                let enabled = hs.mechanisms.iter().map(|m| m.to_string()).collect();
-                return Err(fail(
-                    &self.addr,
-                    SaslFailure::Mechanism { mechanism, enabled },
-                ));
-            }
-            code => {
-                let e = SaslFailure::Exchange(format!(
-                    "SaslHandshake: {}",
-                    crate::cli::kafka_error(code, None)
-                ));
-                return Err(fail(&self.addr, e));
-            }
-        }
+        super::sasl::handshake_outcome(&hs, mechanism).map_err(|f| fail(&self.addr, f))?;
         let mut exchange = Exchange::new(config);
         let mut server: Option<Bytes> = None;
         loop {
@@ -264,18 +238,7 @@ impl Client {
             )?;
             let r = SaslAuthenticateResponse::decode(&mut body, authenticate_v)
                 .map_err(|e| self.protocol(e))?;
-            match r.error_code {
-                0 => server = Some(r.auth_bytes),
-                code => {
-                    let text = crate::cli::kafka_error(code, r.error_message.as_deref());
-                    let failure = if code == crate::wire::error_codes::SASL_AUTHENTICATION_FAILED {
-                        SaslFailure::Authentication(text)
-                    } else {
-                        SaslFailure::Exchange(text)
-                    };
-                    return Err(fail(&self.addr, failure));
-                }
-            }
+            server = Some(super::sasl::authenticate_outcome(r).map_err(|f| fail(&self.addr, f))?);
         }
     }
 

@@ -240,6 +240,45 @@ fn encode_body<M: Encodable>(
     })
 }
 
+/// A response frame of any message (the SASL exchange's answers, written by the shell).
+pub fn message_response<M: Encodable>(
+    reply: &Reply,
+    what: &'static str,
+    message: &M,
+) -> Result<Bytes, CodecError> {
+    frame(reply, |buf| {
+        encode_body(what, message, reply.api_version, buf)
+    })
+}
+
+/// Decodes the body of a request frame whose key and version the caller checked. Header and body are
+/// walked by their embedded schemas first, so kafka-protocol reserves only for bytes that are there.
+pub fn decode_request_as<M: Decodable>(
+    payload: Bytes,
+    what: &'static str,
+) -> Result<M, CodecError> {
+    if payload.len() < 8 {
+        return Err(CodecError::ShortHeader(payload.len()));
+    }
+    let key = i16::from_be_bytes([payload[0], payload[1]]);
+    let version = i16::from_be_bytes([payload[2], payload[3]]);
+    let api = ApiKey::try_from(key).map_err(|_| malformed(what, format!("api key {key}")))?;
+    let used = walk_named(
+        "RequestHeader",
+        api.request_header_version(version),
+        &payload,
+        SIZE_PREFIX,
+    )?;
+    let body = schema::schema_for(key, false).ok_or(CodecError::Malformed {
+        what: "schema",
+        reason: format!("{what} is not embedded"),
+    })?;
+    schema::walk(body, version, &payload[used..], SIZE_PREFIX + used)?;
+    let mut buf = payload;
+    decode_request_header_from_buffer(&mut buf).map_err(|e| malformed("request header", e))?;
+    M::decode(&mut buf, version).map_err(|e| malformed(what, e))
+}
+
 /// Kafka's answer to an unknown api key or version: ApiVersionsResponse v0 (header v0) with
 /// UNSUPPORTED_VERSION and the supported ranges, so the client can pick a version and retry.
 pub fn unsupported_response(

@@ -14,6 +14,8 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use super::auth::{self, Identity};
 use super::codec::{self, BrokerInfo, Incoming, Reply};
 use super::event::Event;
+use super::sasl::listener::ListenerSasl;
+use super::sasl::server::{self as sasl_server, Authenticator, Step};
 use super::tls::{self, Tls};
 use super::Limits;
 use crate::node::{ClientRequest, ClientResponse};
@@ -28,6 +30,9 @@ pub struct ConnContext {
     pub broker: BrokerInfo,
     /// TLS on this listener: its acceptor and the access rules (`auth`). `None`: plaintext.
     pub tls: Option<(tokio_rustls::TlsAcceptor, Arc<Tls>)>,
+    /// SASL on this listener (`SASL_PLAINTEXT`, or `SASL_SSL` with `tls`): every connection
+    /// authenticates before its first other request. `None`: no SASL.
+    pub sasl: Option<Arc<ListenerSasl>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +120,16 @@ async fn serve_stream<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let identity = match &ctx.sasl {
+        None => identity,
+        Some(sasl) => match authenticate(&mut read, &mut write, sasl, &ctx, peer_addr).await {
+            Some(user) => {
+                tracing::debug!(peer = ?peer_addr, user, "SASL authenticated");
+                Identity::Principal(user)
+            }
+            None => return,
+        },
+    };
     // A permit per request, held from before its frame is read until its response is written.
     let permits = Arc::new(Semaphore::new(ctx.limits.max_in_flight.max(1)));
     let (queue, mut responses) = mpsc::unbounded_channel::<(Pending, OwnedSemaphorePermit)>();
@@ -151,6 +166,19 @@ async fn serve_stream<R, W>(
                 break;
             }
         };
+        if ctx.sasl.is_some() && is_sasl_request(&payload) {
+            // Kafka's controller answers the SASL requests after authentication so.
+            let reply = reply_of(&payload);
+            match sasl_server::illegal_state(&reply) {
+                Some(frame) => {
+                    if queue.send((ready(frame), permit)).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                None => break,
+            }
+        }
         let pending = match codec::decode_request(payload) {
             Ok((reply, incoming)) => {
                 let tls = ctx.tls.as_ref().map(|(_, t)| t.as_ref());
@@ -173,6 +201,123 @@ async fn serve_stream<R, W>(
     }
     drop(queue);
     let _ = writer.await;
+}
+
+/// Whether a frame (at least a header's fixed part) is SaslHandshake or SaslAuthenticate.
+fn is_sasl_request(payload: &[u8]) -> bool {
+    use kafka_protocol::messages::ApiKey;
+    payload.len() >= 8
+        && [
+            ApiKey::SaslHandshake as i16,
+            ApiKey::SaslAuthenticate as i16,
+        ]
+        .contains(&i16::from_be_bytes([payload[0], payload[1]]))
+}
+
+/// The reply address of a frame of at least 8 bytes.
+fn reply_of(payload: &[u8]) -> Reply {
+    Reply {
+        api_key: i16::from_be_bytes([payload[0], payload[1]]),
+        api_version: i16::from_be_bytes([payload[2], payload[3]]),
+        correlation_id: i32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]),
+    }
+}
+
+/// The SASL exchange that opens a connection on a SASL listener ([`sasl_server`]); the authenticated
+/// user, or `None` once the connection is to be closed (the reason is logged).
+async fn authenticate<R, W>(
+    read: &mut R,
+    write: &mut W,
+    sasl: &ListenerSasl,
+    ctx: &ConnContext,
+    peer_addr: Option<std::net::SocketAddr>,
+) -> Option<String>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let limits = Limits {
+        max_frame_bytes: ctx.limits.max_frame_bytes.min(sasl_server::MAX_RECEIVE),
+        ..ctx.limits.clone()
+    };
+    let mut authenticator = Authenticator::new(sasl);
+    loop {
+        let payload = match read_frame(read, &limits).await {
+            Ok(payload) => payload,
+            Err(ReadError::Closed) => return None,
+            Err(e) => {
+                tracing::info!(peer = ?peer_addr, "closing connection during SASL authentication: {e}");
+                return None;
+            }
+        };
+        let (frame, user) = match authenticator.on_request(payload) {
+            Step::ApiVersions { reply, served } => {
+                let versions = sasl_server::sasl_apis(core_api_versions(ctx).await?);
+                let frame = if served {
+                    codec::client_response(&reply, &ClientResponse::ApiVersions(versions))
+                } else {
+                    codec::unsupported_response(&reply, versions)
+                };
+                match frame {
+                    Ok(frame) => (frame, None),
+                    Err(e) => {
+                        tracing::error!("cannot encode response: {e}");
+                        return None;
+                    }
+                }
+            }
+            Step::Continue(frame) => (frame, None),
+            Step::Authenticated { frame, user } => (frame, Some(user)),
+            Step::Close { frame, error } => {
+                tracing::warn!(peer = ?peer_addr, "SASL: closing connection: {error}");
+                if let Some(frame) = frame {
+                    // Kafka delays the answer and the close of a failed authentication.
+                    tokio::time::sleep(sasl_server::FAILED_AUTHENTICATION_DELAY).await;
+                    let _ = send(write, frame, limits.frame_timeout).await;
+                }
+                let _ = write.shutdown().await;
+                return None;
+            }
+        };
+        if send(write, frame, limits.frame_timeout).await.is_err() {
+            return None;
+        }
+        if user.is_some() {
+            return user;
+        }
+    }
+}
+
+/// Writes one frame within `timeout`.
+async fn send<W: AsyncWrite + Unpin>(
+    write: &mut W,
+    frame: Bytes,
+    timeout: std::time::Duration,
+) -> Result<(), ()> {
+    let sent = async {
+        write.write_all(&frame).await?;
+        write.flush().await
+    };
+    match tokio::time::timeout(timeout, sent).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// The core's ApiVersions answer (the served ranges), or `None` once the node stopped.
+async fn core_api_versions(
+    ctx: &ConnContext,
+) -> Option<kafka_protocol::messages::ApiVersionsResponse> {
+    let request = ClientRequest::ApiVersions(Default::default());
+    let (tx, rx) = oneshot::channel();
+    ctx.events
+        .send(Event::Client { request, reply: tx })
+        .await
+        .ok()?;
+    match rx.await {
+        Ok(ClientResponse::ApiVersions(versions)) => Some(versions),
+        _ => None,
+    }
 }
 
 /// The CLUSTER_AUTHORIZATION_FAILED answer to a refused request.
@@ -227,9 +372,15 @@ async fn dispatch(ctx: &ConnContext, reply: Reply, incoming: Incoming) -> Pendin
                     reason: "node stopped".into(),
                 }));
             }
+            let sasl = ctx.sasl.is_some();
             respond_later(async move {
                 match rx.await {
                     Ok(ClientResponse::ApiVersions(versions)) => {
+                        let versions = if sasl {
+                            sasl_server::sasl_apis(versions)
+                        } else {
+                            versions
+                        };
                         codec::unsupported_response(&reply, versions).ok()
                     }
                     _ => None,
@@ -249,8 +400,14 @@ async fn dispatch(ctx: &ConnContext, reply: Reply, incoming: Incoming) -> Pendin
                     reason: "node stopped".into(),
                 }));
             }
+            let sasl = ctx.sasl.is_some();
             respond_later(async move {
-                let response = rx.await.ok()?;
+                let response = match rx.await.ok()? {
+                    ClientResponse::ApiVersions(v) if sasl => {
+                        ClientResponse::ApiVersions(sasl_server::sasl_apis(v))
+                    }
+                    response => response,
+                };
                 codec::client_response(&reply, &response)
                     .map_err(|e| tracing::error!("cannot encode response: {e}"))
                     .ok()

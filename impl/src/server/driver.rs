@@ -56,6 +56,8 @@ pub struct Driver {
     reply_waiters: HashMap<(i32, ApiKey), VecDeque<oneshot::Sender<Message>>>,
     /// The metadata log directory: FetchSnapshot chunks are read from its snapshot files.
     snapshot_dir: std::path::PathBuf,
+    /// Time spent waiting for an event, per poll (`poll-idle-ratio-avg`, `crate::metrics`).
+    poll_idle: crate::metrics::stats::PollIdle,
 }
 
 /// Shifts the core's monotonic timestamps (−1 stays "unknown") to wall-clock epoch milliseconds.
@@ -117,7 +119,22 @@ impl Driver {
             last_state: None,
             reply_waiters: HashMap::new(),
             snapshot_dir,
+            poll_idle: Default::default(),
         }
+    }
+
+    /// What this task records of its idle time, for the metrics exporter.
+    pub fn poll_idle(&self) -> crate::metrics::stats::PollIdle {
+        self.poll_idle.clone()
+    }
+
+    /// Records one wait for work that began at `since` and ended now.
+    fn polled(&self, since: std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.poll_idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(now.saturating_duration_since(since), now);
     }
 
     /// The monotonic time of the input about to be handed to the core, which is told the wall clock at it.
@@ -142,16 +159,24 @@ impl Driver {
                 .next_deadline()
                 .map(|d| self.start + Duration::from_millis(d))
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let idle_since = std::time::Instant::now();
             let event = tokio::select! {
-                event = self.events.recv() => match event {
-                    Some(event) => Some(event),
-                    None => return Ok(()),
-                },
+                event = self.events.recv() => {
+                    self.polled(idle_since);
+                    match event {
+                        Some(event) => Some(event),
+                        None => return Ok(()),
+                    }
+                }
                 stored = self.stored.recv() => {
+                    self.polled(idle_since);
                     self.on_stored(stored, &mut clients)?;
                     continue;
                 }
-                _ = tokio::time::sleep_until(deadline) => None,
+                _ = tokio::time::sleep_until(deadline) => {
+                    self.polled(idle_since);
+                    None
+                }
             };
             let now = self.now();
             match event {

@@ -128,6 +128,19 @@ impl Forwarder {
         )
         .await
         .map_err(|e| ForwardError::Handshake(e.to_string()))?;
+        if let Some(sasl) = &self.config.sasl {
+            super::sasl::link::authenticate(
+                &mut read,
+                &mut write,
+                &versions,
+                sasl,
+                &self.client_id,
+                self.config.io_timeout,
+                max_frame,
+            )
+            .await
+            .map_err(|e| ForwardError::Handshake(e.to_string()))?;
+        }
         let common = versions
             .version(ApiKey::DescribeQuorum)
             .map_err(ForwardError::Version)?;

@@ -343,6 +343,21 @@ impl PeerTask {
                 return None;
             }
         };
+        if let Some(sasl) = &self.config.sasl {
+            let authenticated = super::sasl::link::authenticate(
+                &mut read,
+                &mut writer,
+                &versions,
+                sasl,
+                &self.client_id,
+                self.config.io_timeout,
+                self.config.max_frame_bytes,
+            );
+            if let Err(e) = authenticated.await {
+                self.refusals.refused(endpoint, format_args!("{e}"));
+                return None;
+            }
+        }
         let inflight: Inflight = Arc::default();
         let queue = inflight.clone();
         let events = self.events.clone();

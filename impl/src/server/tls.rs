@@ -184,27 +184,20 @@ fn value_error(key: &str, value: &str, reason: impl Into<String>) -> TlsError {
 
 /// Whether client properties ask for TLS: `SSL` or `SASL_SSL` (SASL itself is `server::sasl`'s).
 pub fn client_wants_tls(props: &Properties) -> Result<bool, TlsError> {
-    match get(props, "security.protocol") {
-        Some(p) if p.eq_ignore_ascii_case("SASL_SSL") => Ok(true),
-        Some(p) if p.eq_ignore_ascii_case("SASL_PLAINTEXT") => Ok(false),
-        _ => wants_tls(props),
-    }
+    wants_tls(props)
 }
 
-/// Whether a node's properties ask for TLS (`security.protocol=SSL`); refuses other protocols.
+/// Whether a node's properties ask for TLS (`security.protocol` `SSL` or `SASL_SSL`; SASL itself is
+/// `server::sasl::listener`'s); refuses other protocols.
 pub fn wants_tls(props: &Properties) -> Result<bool, TlsError> {
-    match get(props, "security.protocol") {
+    match get(props, "security.protocol").map(str::to_ascii_uppercase) {
         None => Ok(false),
-        Some(p) if p.eq_ignore_ascii_case("PLAINTEXT") => Ok(false),
-        Some(p) if p.eq_ignore_ascii_case("SSL") => Ok(true),
-        Some(p) if p.to_ascii_uppercase().starts_with("SASL") => Err(TlsError::Unsupported {
-            key: format!("security.protocol={p}"),
-            reason: "SASL is not implemented; use SSL with client certificates",
-        }),
-        Some(p) => Err(value_error(
+        Some(p) if p == "PLAINTEXT" || p == "SASL_PLAINTEXT" => Ok(false),
+        Some(p) if p == "SSL" || p == "SASL_SSL" => Ok(true),
+        Some(_) => Err(value_error(
             "security.protocol",
-            p,
-            "expected PLAINTEXT or SSL",
+            &props["security.protocol"],
+            "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
         )),
     }
 }
@@ -671,11 +664,18 @@ mod tests {
         let p = props(&[("ssl.keystore.location", "/x")]);
         assert!(Tls::for_node(&p).is_err());
         assert!(Tls::for_node(&Properties::new()).unwrap().is_none());
+        // SASL_SSL is TLS with SASL over it: the key store is required as for SSL.
         let p = props(&[("security.protocol", "SASL_SSL")]);
-        assert!(matches!(
-            Tls::for_node(&p),
-            Err(TlsError::Unsupported { .. })
-        ));
+        assert!(matches!(Tls::for_node(&p), Err(TlsError::Missing(_))));
+        let p = props(&[("security.protocol", "SASL_PLAINTEXT")]);
+        assert!(Tls::for_node(&p).unwrap().is_none());
+        let p = props(&[
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("ssl.keystore.location", "/x"),
+        ]);
+        assert!(Tls::for_node(&p).is_err());
+        let p = props(&[("security.protocol", "TLS")]);
+        assert!(matches!(Tls::for_node(&p), Err(TlsError::Value { .. })));
     }
 
     #[test]

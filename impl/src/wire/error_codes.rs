@@ -55,3 +55,5 @@ pub fn error_message(code: i16) -> Option<&'static str> {
 pub const UNSUPPORTED_SASL_MECHANISM: i16 = ResponseError::UnsupportedSaslMechanism.code();
 /// SaslAuthenticate: wrong credentials.
 pub const SASL_AUTHENTICATION_FAILED: i16 = ResponseError::SaslAuthenticationFailed.code();
+/// A SASL request out of turn (mid-exchange, or after authentication).
+pub const ILLEGAL_SASL_STATE: i16 = ResponseError::IllegalSaslState.code();

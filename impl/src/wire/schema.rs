@@ -141,6 +141,9 @@ const SOURCES: &[&str] = &[
     include_str!("../../../specs/messages/DescribeClusterResponse.json"),
     include_str!("../../../specs/messages/UpdateFeaturesRequest.json"),
     include_str!("../../../specs/messages/UpdateFeaturesResponse.json"),
+    // The SASL exchange's requests (`server::sasl::server`).
+    include_str!("../../../specs/messages/SaslHandshakeRequest.json"),
+    include_str!("../../../specs/messages/SaslAuthenticateRequest.json"),
 ];
 
 /// All embedded schemas by name, parsed on first use. The files are part of the build, so a parse

@@ -8,7 +8,10 @@
 //! endpoint and their own login machinery (see `impl/KAFKA-DIFFERENCES.md`).
 
 pub mod jaas;
+pub mod link;
+pub mod listener;
 pub mod scram;
+pub mod server;
 
 use crate::server::tls::Properties;
 
@@ -152,6 +155,61 @@ pub enum SaslFailure {
     /// Anything else: an unexpected error code, a broken exchange.
     #[error("SASL exchange failed: {0}")]
     Exchange(String),
+}
+
+/// The SaslHandshake and SaslAuthenticate versions a client sends at, given the ranges the server's
+/// ApiVersions answer lists: handshake v1 (v0's raw tokens are not spoken), authenticate the highest
+/// both serve (0–2), as Kafka's `SaslClientAuthenticator` picks them.
+pub fn exchange_versions(
+    handshake: Option<(i16, i16)>,
+    authenticate: Option<(i16, i16)>,
+) -> Result<(i16, i16), SaslFailure> {
+    match (handshake, authenticate) {
+        (Some((hmin, hmax)), Some((amin, amax))) if hmin <= 1 && hmax >= 1 && amin <= 2 => {
+            Ok((1, amax.min(2)))
+        }
+        _ => Err(SaslFailure::Exchange(
+            "the server serves no SaslHandshake v1 / SaslAuthenticate (not a SASL listener?)"
+                .into(),
+        )),
+    }
+}
+
+/// What a SaslHandshake answer means for the client that asked for `mechanism`.
+pub fn handshake_outcome(
+    answer: &kafka_protocol::messages::SaslHandshakeResponse,
+    mechanism: &'static str,
+) -> Result<(), SaslFailure> {
+    match answer.error_code {
+        0 => Ok(()),
+        crate::wire::error_codes::UNSUPPORTED_SASL_MECHANISM => Err(SaslFailure::Mechanism {
+            mechanism,
+            enabled: answer.mechanisms.iter().map(|m| m.to_string()).collect(),
+        }),
+        code => Err(SaslFailure::Exchange(format!(
+            "SaslHandshake: {}",
+            crate::cli::kafka_error(code, None)
+        ))),
+    }
+}
+
+/// What a SaslAuthenticate answer means: the server's token, or why the exchange failed.
+pub fn authenticate_outcome(
+    answer: kafka_protocol::messages::SaslAuthenticateResponse,
+) -> Result<bytes::Bytes, SaslFailure> {
+    match answer.error_code {
+        0 => Ok(answer.auth_bytes),
+        code => {
+            let text = crate::cli::kafka_error(code, answer.error_message.as_deref());
+            Err(
+                if code == crate::wire::error_codes::SASL_AUTHENTICATION_FAILED {
+                    SaslFailure::Authentication(text)
+                } else {
+                    SaslFailure::Exchange(text)
+                },
+            )
+        }
+    }
 }
 
 /// The client's half of one exchange: the tokens to send, fed the server's answers.

@@ -38,6 +38,8 @@ final class MixedQuorum implements AutoCloseable {
     final List<Sample> samples = new ArrayList<>();
     /** The static voters (kraft.version 0) the quorum started with, or null: its voter set before any VotersRecord. */
     List<Integer> staticVoters;
+    /** {@code kraft describe}'s {@code --command-config} (e.g. SASL credentials); null: none. */
+    Path commandConfig;
     /** Replicas stopped with SIGSTOP now: not asked anything (they cannot answer). */
     final java.util.Set<Integer> paused = new java.util.TreeSet<>();
 
@@ -167,6 +169,7 @@ final class MixedQuorum implements AutoCloseable {
         for (String a : tries) {
             List<String> cmd = new ArrayList<>(List.of("describe", "--bootstrap-controller", a));
             cmd.addAll(List.of(args));
+            if (commandConfig != null) cmd.addAll(List.of("--command-config", commandConfig.toString()));
             cmd.addAll(List.of("--timeout-ms", "3000"));
             Procs.Result r = tools.kraft(cmd.toArray(String[]::new));
             if (r.code() == 0) return r;

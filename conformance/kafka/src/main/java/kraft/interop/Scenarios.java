@@ -25,7 +25,8 @@ import org.apache.kafka.common.Uuid;
  * ({@link MovedVoterScenario}), (t) kafka-python and Kafka's Admin asking any one node ({@link AnyNodeScenario}), (u)
  * Kafka's {@code kafka-features} against our quorum, (w, x) auto-join both ways ({@link AutoJoinScenario}), (y, z)
  * static quorums upgraded to kraft.version 1 and reconfigured ({@link StaticQuorumScenario}), (pm) Prometheus
- * scraping the metrics listeners ({@link PrometheusScenario}). One
+ * scraping the metrics listeners ({@link PrometheusScenario}), (sm) a mixed quorum over SASL
+ * ({@link SaslMixedScenario}). One
  * Kafka quorum serves
  * (c) and (d); (g) and later have their own.
  */
@@ -206,6 +207,16 @@ final class Scenarios {
                 + " against an Apache Kafka controller with SASL listeners and StandardAuthorizer; refusals by exit code");
             try {
                 new SaslScenario(report, tools, work.resolve("sasl")).run();
+            } catch (Exception e) {
+                report.aborted(e);
+            }
+        }
+        if (wants("sm")) {
+            report.scenario("sm: mixed quorum over SASL_PLAINTEXT PLAIN: a kraft node configured as a Kafka controller"
+                + " joins an Apache Kafka controller whose listener requires SASL, is added with add-controller,"
+                + " replicates; a wrong password is refused as Kafka refuses it");
+            try {
+                new SaslMixedScenario(report, tools, work.resolve("sasl-mixed"), kraft).run();
             } catch (Exception e) {
                 report.aborted(e);
             }
