@@ -163,10 +163,7 @@ impl Bug {
     /// shared election prefix (step 1) rather than after it, and `no-check-quorum` has no counterexample.
     /// The snapshot variants' counterexamples take snapshot steps, which the replay does not map yet.
     pub fn impl_comparable(self) -> bool {
-        self.has_counterexample()
-            && !matches!(self, Bug::PrevoteBumpsEpoch)
-            && !self.snapshots()
-            && !self.disk_losses()
+        self.has_counterexample() && !matches!(self, Bug::PrevoteBumpsEpoch) && !self.snapshots()
     }
     /// True for the variants that break a directory-id rule (they need `max_disk_losses` > 0).
     pub fn disk_losses(self) -> bool {

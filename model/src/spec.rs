@@ -264,7 +264,9 @@ pub fn check_change(
     let set = latest_voters(cfg.bootstrap(), &s.log);
     // Caught up: the leader saw the key itself fetch at its LEO (Kafka keys replica states by
     // (id, directory id)).
-    let caught_up = |id: Id| s.caught_up & bit(id) != 0 && s.peer_dir(id) == dir;
+    let caught_up = |id: Id| {
+        s.caught_up & bit(id) != 0 && s.peer_dir(id) == dir || other_caught_up(s, id) == Some(dir)
+    };
     let sole = |id: Id| set.ids() == bit(id);
     match op {
         // Kafka's `VoterSet.addVoter`: refused if the id is a voter, whatever its directory id.
@@ -305,6 +307,19 @@ pub fn check_change(
             }
         }
     }
+}
+
+/// Leader `s`: the directory id of the second key of id `f` that caught up (`Server::other_caught_up`).
+pub(crate) fn other_caught_up(s: &Server, f: Id) -> Option<u8> {
+    match (s.other_caught_up >> (3 * f)) & 7 {
+        0 => None,
+        d => Some(d as u8 - 1),
+    }
+}
+
+pub(crate) fn set_other_caught_up(s: &mut Server, f: Id, dir: Option<u8>) {
+    let v = dir.map_or(0, |d| u32::from(d & 3) + 1);
+    s.other_caught_up = (s.other_caught_up & !(7 << (3 * f))) | (v << (3 * f));
 }
 
 /// A `ReplicaState` row of DescribeQuorum (timestamps are not modelled).
@@ -365,7 +380,8 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
     if s.role != Role::Leader {
         return None;
     }
-    let current = latest_voters(cfg.bootstrap(), &s.log).ids();
+    let latest = latest_voters(cfg.bootstrap(), &s.log);
+    let current = latest.ids();
     let row = |id: Id| ReplicaState {
         replica_id: id,
         log_end_offset: known_end(me, s, id).map_or(-1, i64::from),
@@ -375,9 +391,18 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
         .filter(|&id| current & bit(id) == 0 && known_end(me, s, id).is_some())
         .map(row)
         .collect();
-    let committed = reported_committed_voters(cfg, s).map_or(0, VoterSet::ids);
-    // A committed voter that is neither a current voter nor tracked gets the sentinel via `row`.
-    let committed_voters = ids(committed).map(row).collect();
+    let committed = reported_committed_voters(cfg, s).unwrap_or_default();
+    // A committed voter's row is its key's state (Kafka keys replica states by (id, directory id)):
+    // the sentinel when the leader records another key of its id (a replaced disk), or none.
+    let committed_voters = ids(committed.ids())
+        .map(|id| match committed.dir(id) {
+            Some(d) if id != me && d != s.peer_dir(id) => ReplicaState {
+                replica_id: id,
+                log_end_offset: -1,
+            },
+            _ => row(id),
+        })
+        .collect();
     Some(DescribeQuorumView {
         leader_id: me,
         leader_epoch: s.epoch,
