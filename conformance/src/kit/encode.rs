@@ -411,6 +411,8 @@ pub fn abstract_message(
             match mapping::abstract_message(&Message::FetchResponse(r), src)? {
                 Msg::FetchResponse(mut f) => {
                     f.records = records.unwrap_or_default();
+                    // The answer to the kit's request on its connection: that request's key.
+                    f.request.replica_dir = k.replica_dir;
                     Ok(Msg::FetchResponse(f))
                 }
                 other => Err(format!("FetchResponse read as {other:?}")),
