@@ -380,8 +380,7 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
     if s.role != Role::Leader {
         return None;
     }
-    let latest = latest_voters(cfg.bootstrap(), &s.log);
-    let current = latest.ids();
+    let current = latest_voters(cfg.bootstrap(), &s.log).ids();
     let row = |id: Id| ReplicaState {
         replica_id: id,
         log_end_offset: known_end(me, s, id).map_or(-1, i64::from),
@@ -391,18 +390,9 @@ pub fn describe_quorum(cfg: &ModelConfig, me: Id, s: &Server) -> Option<Describe
         .filter(|&id| current & bit(id) == 0 && known_end(me, s, id).is_some())
         .map(row)
         .collect();
-    let committed = reported_committed_voters(cfg, s).unwrap_or_default();
-    // A committed voter's row is its key's state (Kafka keys replica states by (id, directory id)):
-    // the sentinel when the leader records another key of its id (a replaced disk), or none.
-    let committed_voters = ids(committed.ids())
-        .map(|id| match committed.dir(id) {
-            Some(d) if id != me && d != s.peer_dir(id) => ReplicaState {
-                replica_id: id,
-                log_end_offset: -1,
-            },
-            _ => row(id),
-        })
-        .collect();
+    let committed = reported_committed_voters(cfg, s).map_or(0, VoterSet::ids);
+    // A committed voter that is neither a current voter nor tracked gets the sentinel via `row`.
+    let committed_voters = ids(committed).map(row).collect();
     Some(DescribeQuorumView {
         leader_id: me,
         leader_epoch: s.epoch,
