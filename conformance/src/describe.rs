@@ -3,8 +3,8 @@
 
 use kraft::wire::describe_quorum as dq;
 use model::spec;
-use model::types::{Id, State};
-use model::KraftModel;
+use model::types::{bit, Id, Mask, Server, State, VoterSet, MAX_SERVERS};
+use model::{KraftModel, ModelConfig};
 
 use crate::harness::Cluster;
 use crate::mapping;
@@ -32,9 +32,44 @@ pub(crate) fn check_describe(
     let resp = node.describe_quorum(now, version, &describe_request());
     let s = &state.servers[id as usize];
     let view = spec::describe_quorum(&model.cfg, id, s);
+    let keys = Keys::of(&model.cfg, state, id);
     wire.check_with(&resp, version, &view, |value| {
-        check_content(value, view.as_ref(), version)
+        check_content(value, view.as_ref(), &keys, version)
     })
+}
+
+/// The voter keys behind a model DescribeQuorum view, which names replicas by id: the directory id
+/// of each current and committed voter, and of the key whose progress the leader records for each id
+/// (`Server::peer_dir`). A leader also tracks other keys of an id (a replaced disk's old and new
+/// key, one a voter and one an observer); the model forgets those, so their rows are not compared.
+#[derive(Clone, Copy, Debug)]
+pub struct Keys {
+    pub latest: VoterSet,
+    pub committed: Option<VoterSet>,
+    pub peer: [u8; MAX_SERVERS],
+    /// Ids that have had more than one disk: below v2 (no directory ids) their observer rows cannot
+    /// be told apart, and are not compared.
+    pub replaced: Mask,
+}
+
+impl Keys {
+    /// The keys at server `me` of `state`.
+    pub fn of(cfg: &ModelConfig, state: &State, me: Id) -> Keys {
+        let s: &Server = &state.servers[usize::from(me)];
+        let mut peer = [0; MAX_SERVERS];
+        for (j, d) in peer.iter_mut().enumerate() {
+            *d = s.peer_dir(j as Id);
+        }
+        let replaced = (0..state.servers.len())
+            .filter(|&j| state.servers[j].dir > 0)
+            .fold(0, |m, j| m | bit(j as Id));
+        Keys {
+            latest: spec::latest_voters(cfg.bootstrap(), &s.log),
+            committed: spec::reported_committed_voters(cfg, s),
+            peer,
+            replaced,
+        }
+    }
 }
 
 fn int(v: &StructValue, field: &str) -> Result<i64, String> {
@@ -68,6 +103,7 @@ fn rows(p: &StructValue, field: &str) -> Result<Vec<Row>, String> {
 pub fn check_content(
     value: &StructValue,
     view: Option<&spec::DescribeQuorumView>,
+    keys: &Keys,
     version: i16,
 ) -> Result<(), String> {
     let parts = partitions(value);
@@ -118,8 +154,49 @@ pub fn check_content(
         ));
     }
     let current = rows(p, "CurrentVoters")?;
-    let observers = rows(p, "Observers")?;
+    let all_observers = rows(p, "Observers")?;
     let committed = rows(p, "CommittedVoters")?;
+    let dir_at = |r: &Row, d: u8| {
+        if version >= 2 {
+            mapping::directory_id_at(r.0 as Id, d)
+        } else {
+            uuid::Uuid::nil()
+        }
+    };
+    // Directory ids from v2 on: the mapping's identity of each replica, a voter's its set's key.
+    for (field, rows, set) in [
+        ("CurrentVoters", &current, Some(keys.latest)),
+        ("CommittedVoters", &committed, keys.committed),
+        ("Observers", &all_observers, None),
+    ] {
+        for r in rows {
+            let id = Id::try_from(r.0).map_err(|_| format!("{field} replica id {}", r.0))?;
+            let ok = match (set.and_then(|s| s.dir(id)), r.4) {
+                (Some(d), got) => got == Some(dir_at(r, d)),
+                (None, _) if set.is_some() => false,
+                (None, Some(u)) if version >= 2 => mapping::model_dir(u, id, field).is_ok(),
+                (None, got) => got == Some(uuid::Uuid::nil()),
+            };
+            if !ok {
+                return Err(format!(
+                    "{field} replica {id} has directory id {:?} at v{version}, not its key's",
+                    r.4
+                ));
+            }
+        }
+    }
+    // The observer rows the model's view has: not of a current voter's id, and of the key the
+    // leader records for the id; below v2 (no directory ids) none of an id with several disks.
+    let compared =
+        |id: Id| !keys.latest.has_id(id) && (version >= 2 || keys.replaced & bit(id) == 0);
+    let observers: Vec<Row> = all_observers
+        .iter()
+        .filter(|r| {
+            let id = r.0 as Id;
+            compared(id) && (version < 2 || r.4 == Some(dir_at(r, keys.peer[usize::from(id)])))
+        })
+        .copied()
+        .collect();
     let model_rows = |v: &[spec::ReplicaState]| {
         let mut r: Vec<(i64, i64)> = v
             .iter()
@@ -131,7 +208,14 @@ pub fn check_content(
     let id_leo = |r: &[Row]| r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>();
     for (field, got, want) in [
         ("CurrentVoters", &current, model_rows(&view.current_voters)),
-        ("Observers", &observers, model_rows(&view.observers)),
+        (
+            "Observers",
+            &observers,
+            model_rows(&view.observers)
+                .into_iter()
+                .filter(|r| compared(r.0 as Id))
+                .collect(),
+        ),
     ] {
         if id_leo(got) != want {
             return Err(format!(
@@ -150,23 +234,21 @@ pub fn check_content(
             ));
         }
     }
-    // Directory ids from v2 on: the mapping's identity of each replica.
-    for r in current.iter().chain(&observers).chain(&committed) {
-        let want = if version >= 2 {
-            mapping::directory_id(r.0 as Id)
-        } else {
-            uuid::Uuid::nil()
-        };
-        if r.4 != Some(want) {
-            return Err(format!(
-                "replica {} has directory id {:?} at v{version}, expected {want}",
-                r.0, r.4
-            ));
-        }
-    }
     if version >= 3 {
-        let want = model_rows(&view.committed_voters);
-        if id_leo(&committed) != want {
+        // A committed voter whose key is not the one the leader's model records for its id: the
+        // model forgot that key's state (its row is the sentinel); the LogEndOffset is not compared.
+        let forgotten = |id: i64| {
+            let id = id as Id;
+            id != view.leader_id
+                && keys.committed.and_then(|c| c.dir(id)) != Some(keys.peer[usize::from(id)])
+        };
+        let blind = |rows: Vec<(i64, i64)>| -> Vec<(i64, i64)> {
+            rows.into_iter()
+                .map(|(id, leo)| (id, if forgotten(id) { i64::MIN } else { leo }))
+                .collect()
+        };
+        let want = blind(model_rows(&view.committed_voters));
+        if blind(id_leo(&committed)) != want {
             return Err(format!(
                 "CommittedVoters (id, LogEndOffset) = {:?}, model {want:?}",
                 id_leo(&committed)
@@ -177,7 +259,10 @@ pub fn check_content(
         }
         // The same state as in CurrentVoters/Observers where the leader has one, else the sentinels.
         for c in &committed {
-            let tracked = current.iter().chain(&observers).find(|r| r.0 == c.0);
+            let tracked = current
+                .iter()
+                .chain(&all_observers)
+                .find(|r| (r.0, r.4) == (c.0, c.4));
             match tracked {
                 Some(r) if r != c => {
                     return Err(format!(

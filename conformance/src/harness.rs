@@ -9,15 +9,17 @@ use kafka_protocol::messages::ApiKey;
 use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
     ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Harness,
-    Message, Millis, Node, Output, Role as KRole, SnapshotId, SnapshotMeta, Timer,
+    Message, Millis, Node, Output, SnapshotId, SnapshotMeta, Timer,
 };
 use kraft::records::SnapshotFileKind;
 use kraft::storage::kept_at_start;
-use model::types::{Action, ChangeOp, Envelope, Id, Mask, Reply};
+use model::types::{Action, ChangeOp, Envelope, Id, Mask, Msg, Reply};
 use model::{FetchMode, NetworkKind};
 
 use crate::mapping::{self, ChangeRequest};
 use crate::refusal::{self, Refused};
+
+mod download;
 
 /// Called on every node the harness builds (also after a restart): the mutation check uses it to switch
 /// on `kraft`'s test-only faults, which only exist when `kraft/faults` is enabled (a dev-dependency
@@ -98,6 +100,8 @@ pub struct Cluster {
     /// Each node's `.checkpoint.part`: the download in progress, written chunk by chunk; durable.
     parts: Vec<Option<(SnapshotId, Bytes)>>,
     clocks: Vec<Millis>,
+    /// Each node's model directory id: its disk (one more after each disk loss), durable.
+    dirs: Vec<u8>,
     pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
     next_client: u64,
@@ -123,6 +127,7 @@ impl Cluster {
             files: vec![Arc::default(); servers],
             parts: vec![None; servers],
             clocks: vec![0; servers],
+            dirs: vec![0; servers],
             network: Vec::new(),
             clients: BTreeMap::new(),
             next_client: 1,
@@ -139,7 +144,8 @@ impl Cluster {
     }
 
     fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
-        let cfg = mapping::node_config(i, self.bootstrap, self.seed)?;
+        let dir = self.dirs.get(i as usize).copied().unwrap_or(0);
+        let cfg = mapping::node_config(i, dir, self.bootstrap, self.seed)?;
         let files = self.files.get(i as usize).map(|f| f.as_ref());
         // Start-up loads what the storage's rule keeps: a kept `.checkpoint.part` would be read as a
         // snapshot, as `MetadataLog::open` reads every file it keeps.
@@ -383,11 +389,17 @@ impl Cluster {
             return Err(format!("node {src} sent a message to an unknown node"));
         };
         let (msg, digest) = mapping::through_wire_digest(&msg)?;
-        let envelope = Envelope {
+        let mut envelope = Envelope {
             src,
             dst,
             msg: mapping::abstract_message(&msg, src)?,
         };
+        // A Fetch response echoes the request's key, whose directory id Kafka's response does not
+        // carry: the requester's current one (a response to an earlier disk's request would be the
+        // model's with the old one; the named graphs with disk losses fetch in sync mode).
+        if let model::types::Msg::FetchResponse(r) = &mut envelope.msg {
+            r.request.replica_dir = self.dirs[dst as usize];
+        }
         if self.network_kind.duplicating() && self.network.iter().any(|m| m.envelope == envelope) {
             return Ok(()); // a set, as in the model
         }
@@ -474,9 +486,7 @@ impl Cluster {
             }
             Action::DiskLoss(i) => {
                 check(i)?;
-                return Err(format!(
-                    "server {i}: a disk loss (a fresh data directory under a new directory id) is not mapped to the implementation"
-                ));
+                self.lose_disk(i, &mut applied)?;
             }
             Action::Restart(i) => {
                 check(i)?;
@@ -522,7 +532,17 @@ impl Cluster {
             }
             Action::Change { server, op } => {
                 check(server)?;
-                let req = mapping::change_request(op).ok_or_else(|| {
+                // The key the request names: the replica's current one for an add or update, the
+                // one the receiver's latest set holds for a removal (the model's `op_dir`).
+                let dir = match op {
+                    ChangeOp::Remove(j) => self.voter_dir(server, j),
+                    ChangeOp::Add(j) | ChangeOp::Update(j) | ChangeOp::Swap { add: j, .. } => {
+                        self.dirs.get(j as usize).copied().unwrap_or(0)
+                    }
+                    // The upgrade's pending kind, never an operator's Change (no request below).
+                    ChangeOp::KraftVersionUpgrade => 0,
+                };
+                let req = mapping::change_request(op, dir).ok_or_else(|| {
                     format!(
                         "{op:?} has no Kafka request (only the swap-voter bug variant does this)"
                     )
@@ -638,165 +658,46 @@ impl Cluster {
         Ok(applied)
     }
 
-    /// The model's `FetchSnapshot{replica, leader}`: FetchSnapshot round trips ([`Self::snapshot_round`])
-    /// until the download is installed (`Effect::CompleteSnapshot`, `Node::snapshot_loaded`, within the
-    /// step) or ends otherwise (the leader no longer holds it). The model's step is atomic: after every
-    /// chunk but the last, the abstract state of both nodes must still be the one before the step.
-    fn fetch_snapshot(
-        &mut self,
-        replica: Id,
-        leader: Id,
-        applied: &mut Applied,
-    ) -> Result<(), String> {
-        let before = [self.abstract_of(replica)?, self.abstract_of(leader)?];
-        let (mut chunks, installs) = (0u64, applied.downloads.installs);
-        loop {
-            let Some((id, written)) = self.nodes[replica as usize].snapshot_download() else {
-                return Err(format!("{replica} downloads no snapshot"));
-            };
-            chunks += self.snapshot_round(replica, leader, applied)?;
-            match self.nodes[replica as usize].snapshot_download() {
-                Some((now_id, now_written)) if now_id == id && now_written > written => {
-                    let after = [self.abstract_of(replica)?, self.abstract_of(leader)?];
-                    if after != before {
-                        return Err(format!(
-                            "a chunk of {id} changed the abstract state mid-download: {after:?}, was {before:?}"
-                        ));
-                    }
-                }
-                // Installed, dropped, or stuck (the comparison after the step tells which).
-                _ => break,
+    /// A replaced disk: node `i` starts again from a freshly formatted data directory under its node
+    /// id and the next directory id (`mapping::directory_id_at`): no log, no snapshot, no download,
+    /// the default election state, the bootstrap checkpoint. Its clock goes on (the shell's clock is
+    /// the machine's). The node's first poll fires as after a restart.
+    fn lose_disk(&mut self, i: Id, applied: &mut Applied) -> Result<(), String> {
+        let k = i as usize;
+        self.dirs[k] += 1;
+        self.persisted[k] = ElectionState::default();
+        self.storage[k] = Arc::new(MemoryLog::new());
+        self.files[k] = Arc::default();
+        self.parts[k] = None;
+        self.nodes[k] = Arc::new(self.build(i, MemoryLog::new(), ElectionState::default())?);
+        // The old process's Vote and Fetch exchanges die with its connections (the model's
+        // `forget_exchanges`): its requests in flight and the answers on their way to it.
+        self.network.retain(|m| match m.envelope.msg {
+            Msg::VoteResponse { .. } | Msg::FetchResponse(_) => m.envelope.dst != i,
+            Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => {
+                m.envelope.src != i
             }
-        }
-        if applied.downloads.installs > installs {
-            let d = &mut applied.downloads;
-            d.min_chunks = if d.min_chunks == 0 {
-                chunks
-            } else {
-                d.min_chunks.min(chunks)
-            };
+            _ => true,
+        });
+        if self.nodes[k].timers().get(Timer::FirstPoll).is_some() {
+            self.fire(i, Timer::FirstPoll, applied)?;
         }
         Ok(())
     }
 
-    /// Restart of a follower mid-download: one chunk of the snapshot it downloads, which must not
-    /// complete it (the `.checkpoint.part` the restart finds) nor change its abstract state.
-    fn cut_download_short(
-        &mut self,
-        replica: Id,
-        leader: Id,
-        applied: &mut Applied,
-    ) -> Result<(), String> {
-        let before = self.abstract_of(replica)?;
-        self.snapshot_round(replica, leader, applied)?;
-        match (&self.parts[replica as usize], self.nodes[replica as usize].snapshot_download()) {
-            (Some((id, bytes)), Some((downloading, written)))
-                if *id == downloading && bytes.len() as u64 == written && written > 0 => {}
-            other => {
-                return Err(format!(
-                    "one chunk at {replica} left {other:?}, expected a partial download (chunks of {} bytes)",
-                    mapping::SNAPSHOT_CHUNK_BYTES
-                ))
-            }
-        }
-        let after = self.abstract_of(replica)?;
-        if after != before {
-            return Err(format!(
-                "a chunk changed the abstract state of {replica} mid-download: {after:?}, was {before:?}"
-            ));
-        }
-        applied.downloads.part_restarts += 1;
-        Ok(())
+    /// The model directory id of node `j` (its current disk).
+    pub fn dir(&self, j: Id) -> u8 {
+        self.dirs[j as usize]
     }
 
-    /// The leader that would serve `replica`'s download now: `replica` follows it in its epoch, has
-    /// written nothing yet (between model steps a download has no bytes), and it holds the file.
-    fn serving_leader(&self, replica: Id) -> Option<Id> {
-        let r = &self.nodes[replica as usize];
-        let (id, 0) = r.snapshot_download()? else {
-            return None;
-        };
-        let leader = Id::try_from(r.leader_id()?).ok()?;
-        let l = self.nodes.get(leader as usize)?;
-        (r.role() == KRole::Follower
-            && l.role() == KRole::Leader
-            && l.epoch() == r.epoch()
-            && self.files[leader as usize].contains_key(&id))
-        .then_some(leader)
-    }
-
-    /// One FetchSnapshot round trip: the replica's fetch (`fetch_from`) must be one FetchSnapshotRequest to
-    /// `leader` for the snapshot it downloads, at the position it has written; the leader's answer (its
-    /// chunk filled from its file, as a shell does) goes back at once. Both cross the wire codec
-    /// ([`mapping::through_wire`]). Returns 1 if the answer carried bytes.
-    fn snapshot_round(
-        &mut self,
-        replica: Id,
-        leader: Id,
-        applied: &mut Applied,
-    ) -> Result<u64, String> {
-        let downloading = self.nodes[replica as usize].snapshot_download();
-        let now = self.tick_clock(replica);
-        let mut out =
-            Arc::make_mut(&mut self.nodes[replica as usize]).fetch_from(now, i32::from(leader));
-        let sent = std::mem::take(&mut out.requests);
-        self.absorb(replica, out, None, applied)?;
-        let req = match sent.as_slice() {
-            [(to, Message::FetchSnapshotRequest(r))] if *to == i32::from(leader) => r.clone(),
-            other => {
-                return Err(format!(
-                    "the fetch of {replica} sent {other:?}, expected one FetchSnapshotRequest to {leader}"
-                ))
-            }
-        };
-        let p = req
-            .topics
-            .first()
-            .and_then(|t| t.partitions.first())
-            .ok_or("FetchSnapshotRequest without a partition")?;
-        let asked = SnapshotId {
-            end_offset: p.snapshot_id.end_offset,
-            epoch: p.snapshot_id.epoch,
-        };
-        if downloading.map(|(id, written)| (id, written as i64)) != Some((asked, p.position)) {
-            return Err(format!(
-                "FetchSnapshot of {asked} at {} from {replica}, which downloads {downloading:?}",
-                p.position
-            ));
-        }
-        let req = mapping::through_wire(&Message::FetchSnapshotRequest(req))?;
-        let now = self.tick_clock(leader);
-        let mut out =
-            Arc::make_mut(&mut self.nodes[leader as usize]).handle(now, i32::from(replica), req);
-        let replies = std::mem::take(&mut out.replies);
-        self.absorb(leader, out, None, applied)?;
-        let mut resp = match replies.as_slice() {
-            [(to, Message::FetchSnapshotResponse(r))] if *to == i32::from(replica) => r.clone(),
-            other => {
-                return Err(format!(
-                    "leader {leader} answered {other:?}, expected one FetchSnapshotResponse to {replica}"
-                ))
-            }
-        };
-        let mut carried = 0;
-        if let Some(chunk) = kraft::node::snapshot_chunk(&resp) {
-            let file = self.files[leader as usize]
-                .get(&chunk.id)
-                .ok_or_else(|| format!("leader {leader} serves {} without its file", chunk.id))?;
-            let (start, len) = (chunk.position as usize, chunk.len as usize);
-            if start + len > file.len() {
-                return Err(format!("leader {leader} serves {} past its end", chunk.id));
-            }
-            kraft::node::fill_snapshot_chunk(&mut resp, file.slice(start..start + len));
-            carried = u64::from(len > 0);
-        }
-        applied.downloads.chunks += carried;
-        let resp = mapping::through_wire(&Message::FetchSnapshotResponse(resp))?;
-        let now = self.tick_clock(replica);
-        let out =
-            Arc::make_mut(&mut self.nodes[replica as usize]).handle(now, i32::from(leader), resp);
-        self.absorb(replica, out, None, applied)?;
-        Ok(carried)
+    /// The model directory id of voter `j` in node `i`'s latest voter set (0 if `j` is no voter there).
+    fn voter_dir(&self, i: Id, j: Id) -> u8 {
+        self.nodes[i as usize]
+            .latest_voters()
+            .nodes()
+            .find(|n| n.key.id == i32::from(j))
+            .and_then(|n| mapping::key_dir(&n.key, j, "voter directory id").ok())
+            .unwrap_or(0)
     }
 
     /// Node `i`'s abstract state (`mapping::abstract_view`).
@@ -808,6 +709,8 @@ impl Cluster {
             &node.view(),
             node.leader_state().map(|l| l.epoch_start_offset),
             self.nodes.len(),
+            // Before and after a chunk: the same keys (the ones the voter set names).
+            &|j| self.voter_dir(i, j),
         )
     }
 

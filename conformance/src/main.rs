@@ -35,7 +35,8 @@ enum Engine {
 )]
 struct Cli {
     /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `snapshot-crash`,
-    /// `updates`; beyond the gate, the model check's bounds: `model-default`, `model-snapshots`).
+    /// `updates`, `disk-loss`; beyond the gate, the model check's bounds: `model-default`,
+    /// `model-snapshots`).
     #[arg(long, default_values_t = sources::GRAPH_BOUNDS.map(String::from))]
     graph: Vec<String>,
     /// (a) Override the messages-in-flight bound of every `--graph` (larger graphs than the gate's; see

@@ -382,7 +382,7 @@ pub fn compare(
             id,
             s,
             cfg.bootstrap(),
-            spec::reported_committed_voters(cfg, s).map(mapping::model_ids),
+            spec::reported_committed_voters(cfg, s),
             n,
         );
         let node = &cluster.nodes[id as usize];
@@ -394,6 +394,7 @@ pub fn compare(
             &view,
             node.leader_state().map(|l| l.epoch_start_offset),
             n,
+            &|j| s.peer_dir(j),
         );
         if got.as_ref() != Ok(&want) {
             return Err(DivergenceKind::State {

@@ -73,6 +73,19 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             updates: true,
             ..graph_config("membership")?
         },
+        // A voter loses its disk (a fresh data directory under a new directory id) and the two
+        // changes that bring it back under its new key (remove the stale key, add the new one):
+        // INVALID_VOTER_KEY answers, the replaced replica's fetches kept apart from the voter's.
+        // One message in flight (a (pre-)vote to the replaced replica is still delivered and
+        // compared; 2 in flight is 394,004 model states, beyond the CI budget).
+        "disk-loss" => ModelConfig {
+            joiners: 0,
+            max_changes: 2,
+            max_disk_losses: 1,
+            max_in_flight: 1,
+            fetch: FetchMode::Sync,
+            ..graph_config("membership")?
+        },
         // The model check's bounds (`cargo run -p model -- check`, and `--preset snapshots`) as graphs:
         // stale messages kept, refusals as steps, no symmetry, like the gate's. Far larger than the
         // gate's (conformance/README.md, "Beyond one machine"); not in its default.
@@ -99,6 +112,9 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     if cfg.max_crashes > 0 {
         snapshots += &format!(" max_crashes={}", cfg.max_crashes);
     }
+    if cfg.max_disk_losses > 0 {
+        snapshots += &format!(" max_disk_losses={}", cfg.max_disk_losses);
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -109,12 +125,13 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 pub const LARGE_GRAPH_BOUNDS: [&str; 2] = ["model-default", "model-snapshots"];
 
 /// The gate's named graphs, accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 5] = [
+pub const GRAPH_BOUNDS: [&str; 6] = [
     "first-election",
     "membership",
     "snapshots",
     "snapshot-crash",
     "updates",
+    "disk-loss",
 ];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.

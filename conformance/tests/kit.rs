@@ -31,6 +31,19 @@ fn run_against_kraft(extra: &[&str]) -> kit::Outcome {
     o
 }
 
+/// Voter 1 loses its disk: its new key fetches as an observer, the operator removes the stale key and
+/// adds the new one, and `kraft` answers every step as the model says.
+#[test]
+fn kraft_leader_replaces_a_voter_that_lost_its_disk() {
+    let o = run_against_kraft(&["--scenario", "disk-loss"]);
+    let names: Vec<&str> = o.scenarios.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["first-election", "disk-loss"]);
+    let t = &o.report.transitions;
+    for key in ["DiskLoss at kit", "Fetch by kit from node"] {
+        assert!(t.contains_key(key), "missing {key}: {t:?}");
+    }
+}
+
 #[test]
 fn kraft_node_follows_the_model_over_the_wire() {
     let o = run_against_kraft(&[]);

@@ -188,7 +188,6 @@ impl Bug {
         self.has_counterexample()
             && !matches!(self, Bug::PrevoteBumpsEpoch)
             && !self.snapshots()
-            && !self.disk_losses()
             && !self.upgrade()
             && !self.auto_join()
     }

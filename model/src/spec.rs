@@ -272,7 +272,9 @@ pub fn check_change(
     let set = latest_voters(cfg.bootstrap(), &s.log);
     // Caught up: the leader saw the key itself fetch at its LEO (Kafka keys replica states by
     // (id, directory id)).
-    let caught_up = |id: Id| s.caught_up & bit(id) != 0 && s.peer_dir(id) == dir;
+    let caught_up = |id: Id| {
+        s.caught_up & bit(id) != 0 && s.peer_dir(id) == dir || other_caught_up(s, id) == Some(dir)
+    };
     let sole = |id: Id| set.ids() == bit(id);
     match op {
         // Kafka's `VoterSet.addVoter`: refused if the id is a voter, whatever its directory id.
@@ -322,6 +324,19 @@ pub fn check_change(
             }
         }
     }
+}
+
+/// Leader `s`: the directory id of the second key of id `f` that caught up (`Server::other_caught_up`).
+pub(crate) fn other_caught_up(s: &Server, f: Id) -> Option<u8> {
+    match (s.other_caught_up >> (3 * f)) & 7 {
+        0 => None,
+        d => Some(d as u8 - 1),
+    }
+}
+
+pub(crate) fn set_other_caught_up(s: &mut Server, f: Id, dir: Option<u8>) {
+    let v = dir.map_or(0, |d| u32::from(d & 3) + 1);
+    s.other_caught_up = (s.other_caught_up & !(7 << (3 * f))) | (v << (3 * f));
 }
 
 /// A `ReplicaState` row of DescribeQuorum (timestamps are not modelled).

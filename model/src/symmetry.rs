@@ -75,9 +75,11 @@ fn map_server(perm: &[Id], s: &Server) -> Server {
     t.caught_up = map_mask(perm, s.caught_up);
     t.end = [None; MAX_SERVERS];
     t.peer_dirs = 0;
+    t.other_caught_up = 0;
     for (old, &new) in perm.iter().enumerate() {
         t.end[new as usize] = s.end[old];
         t.set_peer_dir(new, s.peer_dir(old as Id));
+        t.other_caught_up |= ((s.other_caught_up >> (3 * old)) & 7) << (3 * new);
     }
     t.pending = s.pending.map(|mut pc| {
         pc.op = map_op(perm, pc.op);

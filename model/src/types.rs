@@ -458,6 +458,11 @@ pub struct Server {
     /// (two bits per id; Kafka keys its replica states by (id, directory id)).
     #[serde(default, skip_serializing_if = "is_zero16")]
     pub peer_dirs: u16,
+    /// Leader: per id, another key than `peer_dir`'s that caught up in this epoch (three bits per id:
+    /// 0 none, else its directory id + 1). Kafka keeps a state per key; the model keeps the
+    /// caught-up flag of a second key, which AddVoter reads once that key is the recorded one.
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub other_caught_up: u32,
     /// Leader: the add/remove awaiting commit.
     pub pending: Option<PendingChange>,
     /// Leader at `kraft.version` 0: the volatile voter set, the static voters that reported their key
@@ -509,7 +514,7 @@ fn opt(v: Option<u8>) -> u8 {
 
 impl Hash for Server {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6 + 6 + 3];
+        let mut buf = [0u8; PACKED_LOG + 18 + MAX_SERVERS + 6 + 6 + 4 + 3];
         let mut n = self.log.pack(&mut buf);
         let (op, a, b) = match self.pending.map(|p| p.op) {
             None => (0, 0, 0),
@@ -563,6 +568,7 @@ impl Hash for Server {
         let snap_dirs = self.snapshot.map_or(0, |s| s.voters.dirs());
         if self.dir != 0
             || self.peer_dirs != 0
+            || self.other_caught_up != 0
             || snap_dirs != 0
             || f.is_some_and(|k| k.replica_dir != 0)
         {
@@ -571,6 +577,8 @@ impl Hash for Server {
             let fd = opt(f.map(|k| k.replica_dir));
             buf[n..n + 6].copy_from_slice(&[self.dir, p0, p1, s0, s1, fd]);
             n += 6;
+            buf[n..n + 4].copy_from_slice(&self.other_caught_up.to_le_bytes());
+            n += 4;
         }
         // The volatile voter set only at `kraft.version` 0 (`--start static`).
         let v = self.volatile_voters;
@@ -946,6 +954,10 @@ pub struct History {
 }
 
 fn is_zero16(m: &u16) -> bool {
+    *m == 0
+}
+
+fn is_zero32(m: &u32) -> bool {
     *m == 0
 }
 

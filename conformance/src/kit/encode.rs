@@ -58,19 +58,19 @@ impl Endpoints {
         }
     }
 
-    /// The voter node of `i` with its real endpoint.
-    pub fn voter_node(&self, i: Id) -> VoterNode {
+    /// The voter node of `i` under model directory id `dir`, with its real endpoint.
+    pub fn voter_node(&self, i: Id, dir: u8) -> VoterNode {
         VoterNode {
-            key: mapping::replica_key(i),
+            key: mapping::replica_key_at(i, dir),
             listeners: vec![self.endpoint(i)],
             supported: SupportedVersions::CURRENT,
         }
     }
 
-    /// A voter set with real endpoints (every key with the mapping's first directory id).
+    /// A voter set with real endpoints (each voter's key as the model's set names it).
     pub fn voter_set(&self, set: model::types::VoterSet) -> Result<VoterSet, String> {
-        let mask = mapping::model_ids(set);
-        VoterSet::new(ids(mask).map(|i| self.voter_node(i))).map_err(|e| e.to_string())
+        let nodes = ids(set.ids()).map(|i| self.voter_node(i, set.dir(i).unwrap_or(0)));
+        VoterSet::new(nodes).map_err(|e| e.to_string())
     }
 
     /// `--initial-controllers` for `kraft format` / `kafka-storage format`.
@@ -87,8 +87,14 @@ impl Endpoints {
             .join(",")
     }
 
-    /// The mask of a voter set the node sent, its endpoints translated to the mapping's first.
+    /// The mask of a voter set the node sent ([`Self::voters_of`] without the directory ids).
     pub fn mask_of(&self, set: &VoterSet) -> Result<Mask, String> {
+        self.voters_of(set).map(model::types::VoterSet::ids)
+    }
+
+    /// A voter set the node sent as the model's (its voter keys), its endpoints translated to the
+    /// mapping's.
+    pub fn voters_of(&self, set: &VoterSet) -> Result<model::types::VoterSet, String> {
         let nodes = set.nodes().map(|n| {
             let mut n = n.clone();
             if let Ok(i) = Id::try_from(n.key.id) {
@@ -99,7 +105,7 @@ impl Endpoints {
             n
         });
         let canonical = VoterSet::new(nodes).map_err(|e| e.to_string())?;
-        mapping::mask_of(&canonical)
+        mapping::voters_of(&canonical)
     }
 
     /// The records of a Fetch response as model entries.
@@ -118,9 +124,7 @@ impl Endpoints {
                     Record::LeaderChange { .. } => Kind::LeaderChange,
                     Record::KRaftVersion(1) => Kind::KRaftVersion,
                     Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
-                    Record::Voters(set) => {
-                        Kind::Voters(model::types::VoterSet::of(self.mask_of(set)?))
-                    }
+                    Record::Voters(set) => Kind::Voters(self.voters_of(set)?),
                 };
                 out.push(Entry { epoch, kind });
             }
@@ -407,6 +411,8 @@ pub fn abstract_message(
             match mapping::abstract_message(&Message::FetchResponse(r), src)? {
                 Msg::FetchResponse(mut f) => {
                     f.records = records.unwrap_or_default();
+                    // The answer to the kit's request on its connection: that request's key.
+                    f.request.replica_dir = k.replica_dir;
                     Ok(Msg::FetchResponse(f))
                 }
                 other => Err(format!("FetchResponse read as {other:?}")),

@@ -473,6 +473,9 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     if wanted.contains(&"leader-log-start") {
         runs.push(vec!["first-election", "leader-log-start"]);
     }
+    if wanted.contains(&"disk-loss") {
+        runs.push(vec!["first-election", "disk-loss"]);
+    }
     let mut report = Report::default();
     if let Some(p) = &args.report {
         let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -521,7 +524,13 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 (a, Some(p))
             }
         };
-        let model = KraftModel::new(model_config(args.node_appends)).map_err(|e| e.to_string())?;
+        let mut cfg = model_config(args.node_appends);
+        if run.contains(&"disk-loss") {
+            // Voter 1's disk loss and the two changes that bring it back under its new key.
+            cfg.max_disk_losses = 1;
+            cfg.max_changes = 2;
+        }
+        let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
         report.trace = run.join("+");
         let mut kit = Kit::new(
             model,
@@ -542,6 +551,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 "install-snapshot" => scenarios::install_snapshot(&mut kit),
                 "leader-snapshot" => scenarios::leader_snapshot(&mut kit),
                 "leader-log-start" => scenarios::leader_log_start(&mut kit),
+                "disk-loss" => scenarios::disk_loss(&mut kit, dq.clone()),
                 _ => scenarios::follow(&mut kit, dq.clone()),
             };
             if let Err(d) = &r {

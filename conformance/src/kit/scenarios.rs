@@ -9,19 +9,20 @@ use super::driver::{Divergence, Kit};
 type R<T> = Result<T, Box<Divergence>>;
 
 /// Scenario names, in the order `all` runs them.
-pub const ALL: [&str; 6] = [
+pub const ALL: [&str; 7] = [
     "first-election",
     "add-voter",
     "follow",
     "install-snapshot",
     "leader-snapshot",
     "leader-log-start",
+    "disk-loss",
 ];
 
 /// The scenarios `all` runs: every one but `leader-log-start`, which waits for the node's 60 s
-/// retention clock (run it by name).
+/// retention clock, and `disk-loss`, a run of its own with another model bound (run them by name).
 pub fn in_all(scenario: &str) -> bool {
-    scenario != "leader-log-start"
+    !matches!(scenario, "leader-log-start" | "disk-loss")
 }
 
 /// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
@@ -147,6 +148,50 @@ pub fn add_voter(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
     if committed != Some(model::types::VoterSet::of(0b1111)) {
         return Err(Box::new(Divergence::Kit(format!(
             "the model did not commit the addition ({committed:?})"
+        ))));
+    }
+    describe_all(k, dq)
+}
+
+/// After [`first_election`]: voter 1 loses its disk (the kit's replica 1 starts again empty under its
+/// next directory id) and fetches from the node as an observer; RemoveRaftVoter of its stale key is
+/// sent and committed by voter 2's fetches, then AddRaftVoter of its new key, committed with the new
+/// key's fetches. The node's Fetch answers (HW, records, epoch), replies and DescribeQuorum (from v2
+/// each row's directory id) are checked against the model throughout: the new key's fetches are not
+/// voter 1's.
+pub fn disk_loss(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
+    k.kit(Action::DiskLoss(1))?;
+    // Its epoch, then its records from offset 0: voter 1's row keeps the old key's offset.
+    for _ in 0..2 {
+        fetch_from_node(k, 1)?;
+    }
+    describe_all(k, dq.clone())?;
+    // A fetch at the node's log end.
+    fetch_from_node(k, 1)?;
+    describe_all(k, dq.clone())?;
+    k.change(ChangeOp::Remove(1))?;
+    for _round in 0..2 {
+        for r in [2, 1] {
+            fetch_from_node(k, r)?;
+        }
+    }
+    describe_all(k, dq.clone())?;
+    k.change(ChangeOp::Add(1))?;
+    for _round in 0..3 {
+        for r in [2, 1] {
+            fetch_from_node(k, r)?;
+        }
+    }
+    let me = k.nut as usize;
+    let committed = model::spec::committed_voters(
+        k.state.bootstrap,
+        &k.state.servers[me].log,
+        k.state.servers[me].hw,
+    );
+    let want = model::types::VoterSet::of(0b101).with(1, 1);
+    if committed != Some(want) {
+        return Err(Box::new(Divergence::Kit(format!(
+            "the model did not commit voter 1 under its new key ({committed:?})"
         ))));
     }
     describe_all(k, dq)

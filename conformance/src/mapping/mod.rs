@@ -27,7 +27,12 @@
 //!   survives. Messages in flight stay. A node that comes back Candidate or Resigned fires its
 //!   `FirstPoll` timer (due at once; the shell's first `tick`) in the same step: its Vote requests, or
 //!   its EndQuorumEpoch requests to the other voters, are part of the model's `Restart`.
-//! - `DiskLoss(i)` is not mapped yet: the replay refuses it (no graph or walk of the gate has one).
+//! - `DiskLoss(i)`: node `i` is rebuilt by `Node::new` from a freshly formatted data directory: the same
+//!   node id and bootstrap checkpoint, the next directory id ([`directory_id_at`]`(i, dir + 1)`), an
+//!   empty log, no snapshot, the default election state; its first poll fires as after a `Restart`.
+//!   Its Vote and Fetch exchanges in flight die with the old process's connections (the model's
+//!   `forget_exchanges`). An operator change names the key the model's does ([`request_dir`]: the
+//!   replica's current directory id for an add, the leader's latest set's for a removal).
 //! - Every `Effect::FlushLog` completes at once; it must cover the node's whole log (`up_to` = its end).
 //! - `Change{server, op}`: an AddRaftVoter/RemoveRaftVoter request for `op`'s replica key (its directory
 //!   id, its default listener) through `handle_client`. The model's `Swap` (bug variant) has no request.
@@ -71,9 +76,15 @@
 //!   jumps to a timer's deadline when the model fires that timer; timers are only fired on the model's
 //!   command, never by `tick`. Observer expiry is set beyond any run (the model never expires observers).
 //!   DescribeQuorum timestamps are not compared.
-//! - **Endpoints and directory ids**: the model knows ids only. A VotersRecord or voter set abstracts to
-//!   its ids; [`abstract_view`] also checks that every voter carries the directory id and listener of its
-//!   id, so nothing is lost silently.
+//! - **Endpoints**: the model knows none. A VotersRecord or voter set abstracts to its voter keys (ids
+//!   and model directory ids, [`voters_of`]), which also checks that every voter carries the one
+//!   listener of its id, so nothing is lost silently.
+//! - **Replica states of other keys**: a leader keeps a state per replica key (Kafka's
+//!   `LeaderState`); the model one per id, for the key it last recorded (`Server::peer_dir`), plus the
+//!   caught-up flag of a second key. [`abstract_view`] reads the leader's state of the model's key
+//!   for each id; DescribeQuorum rows of other keys are not compared (`describe::Keys`).
+//! - **Fetch responses** carry no directory id: in flight (async fetch) a response's echoed key takes
+//!   the requester's current directory id (the graphs with disk losses fetch in sync mode).
 //! - **Batch framing**: the model has records one-to-one with offsets; batches (and the record bytes
 //!   of a Fetch response) abstract to their records.
 //! - **Acknowledgements the model leaves out**: BeginQuorumEpoch and EndQuorumEpoch *responses* are not
@@ -97,14 +108,14 @@ mod snapshot;
 mod state;
 
 pub use fetch::records_of;
-pub use membership::{change_request, ChangeRequest};
+pub use membership::{change_request, request_dir, ChangeRequest};
 pub use messages::{abstract_message, left_out, through_wire, through_wire_digest, wire_version};
 pub use snapshot::{snapshot_config, SNAPSHOT_CHUNK_BYTES};
 pub use state::{abstract_model, abstract_view, Abstract};
 
 use kraft::node::{errors, Bootstrap, NodeConfig};
 use kraft::voter_set::{Endpoint, ReplicaKey, SupportedVersions, VoterNode, VoterSet};
-use model::types::{bit, ids, ErrorCode, Id, Mask};
+use model::types::{ids, ErrorCode, Id, Mask};
 use uuid::Uuid;
 
 /// Cluster id of every conformance node.
@@ -138,8 +149,7 @@ pub fn model_dir(u: Uuid, i: Id, what: &str) -> Result<u8, String> {
     }
 }
 
-/// The ids of a model voter set. The gate's runs keep every directory id at 0 (the mapping's
-/// [`directory_id`]), which [`mask_of`] checks on the implementation's side.
+/// The ids of a model voter set (the directory ids left out).
 pub fn model_ids(v: model::types::VoterSet) -> Mask {
     v.ids()
 }
@@ -160,9 +170,20 @@ fn is_endpoint(e: &Endpoint, i: Id) -> bool {
     *e == table[usize::from(i)]
 }
 
-/// The replica key of model server `i`.
+/// The replica key of model server `i` with its first disk.
 pub fn replica_key(i: Id) -> ReplicaKey {
-    ReplicaKey::new(i32::from(i), directory_id(i))
+    replica_key_at(i, 0)
+}
+
+/// The replica key of model server `i` at model directory id `dir`.
+pub fn replica_key_at(i: Id, dir: u8) -> ReplicaKey {
+    ReplicaKey::new(i32::from(i), directory_id_at(i, dir))
+}
+
+/// The model directory id of replica key `k` of server `i` (a key without a directory id is none of
+/// the mapping's).
+pub fn key_dir(k: &ReplicaKey, i: Id, what: &str) -> Result<u8, String> {
+    model_dir(k.directory_or_nil(), i, what)
 }
 
 /// The voter node of model server `i`, as a bootstrap checkpoint or an AddRaftVoter writes it.
@@ -186,12 +207,13 @@ pub const FETCH_INTERVAL_MS: u64 = 50;
 pub const CHECK_QUORUM_TIMEOUT_MS: u64 = 3000;
 pub const REQUEST_TIMEOUT_MS: u64 = 2000;
 
-/// Configuration of model server `i` in a cluster with bootstrap set `bootstrap`.
-pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
+/// Configuration of model server `i` at model directory id `dir` (its disk after `dir` disk losses,
+/// formatted like the first) in a cluster with bootstrap set `bootstrap`.
+pub fn node_config(i: Id, dir: u8, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
     Ok(NodeConfig {
         cluster_id: CLUSTER_ID.to_string(),
         node_id: i32::from(i),
-        directory_id: directory_id(i),
+        directory_id: directory_id_at(i, dir),
         listeners: vec![endpoint(i)],
         bootstrap: Bootstrap::Checkpoint(voter_set(bootstrap)?),
         bootstrap_servers: Vec::new(),
@@ -209,7 +231,7 @@ pub fn node_config(i: Id, bootstrap: Mask, seed: u64) -> Result<NodeConfig, Stri
 }
 
 /// The model's error codes and Kafka's: the one correspondence between them.
-const ERROR_CODES: [(ErrorCode, i16); 10] = [
+const ERROR_CODES: [(ErrorCode, i16); 11] = [
     (ErrorCode::None, errors::NONE),
     (
         ErrorCode::NotLeaderOrFollower,
@@ -226,6 +248,7 @@ const ERROR_CODES: [(ErrorCode, i16); 10] = [
         ErrorCode::InvalidUpdateVersion,
         errors::INVALID_UPDATE_VERSION,
     ),
+    (ErrorCode::InvalidVoterKey, errors::INVALID_VOTER_KEY),
 ];
 
 /// Kafka error code → the model's, `None` for a code the model does not know.
@@ -253,18 +276,20 @@ fn id_of(v: i32, what: &str) -> Result<Id, String> {
     small(v, what)
 }
 
-/// The ids of a voter set, checking every voter's identity against the mapping.
+/// The ids of a voter set, checking every voter's identity against the mapping ([`voters_of`]).
 pub fn mask_of(set: &VoterSet) -> Result<Mask, String> {
-    let mut m: Mask = 0;
+    voters_of(set).map(model::types::VoterSet::ids)
+}
+
+/// A voter set as the model's (its voter keys), checking every voter's identity against the mapping:
+/// a directory id the mapping gave its id, and its one listener.
+pub fn voters_of(set: &VoterSet) -> Result<model::types::VoterSet, String> {
+    let mut v = model::types::VoterSet::of(0);
     for n in set.nodes() {
         let i = id_of(n.key.id, "voter id")?;
-        if n.key != replica_key(i) {
-            return Err(format!(
-                "voter {} has key {:?}, expected {:?}",
-                i,
-                n.key,
-                replica_key(i)
-            ));
+        let dir = key_dir(&n.key, i, "voter directory id")?;
+        if dir >= model::voter_set::MAX_DIRS {
+            return Err(format!("voter {i} has model directory id {dir}"));
         }
         if !matches!(n.listeners.as_slice(), [e] if is_endpoint(e, i)) {
             return Err(format!(
@@ -273,9 +298,9 @@ pub fn mask_of(set: &VoterSet) -> Result<Mask, String> {
                 vec![endpoint(i)]
             ));
         }
-        m |= bit(i);
+        v = v.with(i, dir);
     }
-    Ok(m)
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -295,6 +320,25 @@ mod tests {
         }])
         .unwrap();
         assert!(mask_of(&wrong).is_err());
+        // A voter under a later directory id of its id is that key of the model.
+        let replaced = VoterSet::new([VoterNode {
+            key: replica_key_at(1, 2),
+            listeners: vec![endpoint(1)],
+            ..voter_node(1)
+        }])
+        .unwrap();
+        assert_eq!(
+            voters_of(&replaced).unwrap(),
+            model::types::VoterSet::of(0).with(1, 2)
+        );
+        assert!(voters_of(
+            &VoterSet::new([VoterNode {
+                key: replica_key_at(2, 1),
+                ..voter_node(1)
+            }])
+            .unwrap()
+        )
+        .is_err());
     }
 
     #[test]
@@ -308,6 +352,7 @@ mod tests {
             ErrorCode::UnknownLeaderEpoch,
             ErrorCode::DuplicateVoter,
             ErrorCode::VoterNotFound,
+            ErrorCode::InvalidVoterKey,
         ] {
             assert_eq!(error_code(kafka_code(c)), Some(c));
         }

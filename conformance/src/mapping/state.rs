@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use kraft::node::{EntryKind, Node, NodeView, Role as KRole, SnapshotId as KSnapshotId};
-use model::types::{bit, Entry, FetchKey, Id, Kind, Mask, PendingChange, Role};
+use model::types::{bit, Entry, FetchKey, Id, Kind, Mask, PendingChange, Role, VoterSet};
 
 use model::types::ChangeOp;
 
-use super::{id_of, mask_of, model_ids, replica_key, small};
+use super::{id_of, key_dir, replica_key_at, small, voters_of};
 
 fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
     Ok(match kind {
@@ -17,7 +17,7 @@ fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
         EntryKind::KRaftVersion(v) => {
             return Err(format!("KRaftVersionRecord level {v}, the model writes 1"))
         }
-        EntryKind::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
+        EntryKind::Voters(set) => Kind::Voters(voters_of(set)?),
     })
 }
 
@@ -27,7 +27,7 @@ pub(super) fn record_kind(r: &kraft::log::Record) -> Result<Kind, String> {
         kraft::log::Record::LeaderChange { .. } => Kind::LeaderChange,
         kraft::log::Record::KRaftVersion(1) => Kind::KRaftVersion,
         kraft::log::Record::KRaftVersion(v) => return Err(format!("KRaftVersionRecord level {v}")),
-        kraft::log::Record::Voters(set) => Kind::Voters(model::types::VoterSet::of(mask_of(set)?)),
+        kraft::log::Record::Voters(set) => Kind::Voters(voters_of(set)?),
     })
 }
 
@@ -45,17 +45,21 @@ fn role_of(r: KRole) -> Role {
 /// The comparable projection of one server: what both sides expose (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Abstract {
+    /// The model directory id of the server's disk (one more after each disk loss).
+    pub dir: u8,
     pub role: Role,
     pub epoch: u8,
     pub leader: Option<Id>,
     pub voted_for: Option<Id>,
     pub log: Vec<Entry>,
     pub hw: Option<u8>,
-    pub latest_voters: Mask,
-    pub committed_voters: Option<Mask>,
+    pub latest_voters: VoterSet,
+    pub committed_voters: Option<VoterSet>,
     /// Leader only.
     pub epoch_start: Option<u8>,
-    /// Leader only: other replicas' end offsets (`None` = unknown), by id.
+    /// Leader only: other replicas' end offsets (`None` = unknown), by id: the progress of the key
+    /// the model records for the id (`Server::peer_dir`); the leader's states of other keys of that
+    /// id are ones the model forgets.
     pub end: BTreeMap<Id, Option<u8>>,
     /// Leader only: other replicas that caught up in this epoch.
     pub caught_up: Mask,
@@ -65,7 +69,7 @@ pub struct Abstract {
     /// Log start offset (0 until a snapshot replaces the prefix).
     pub log_start: u8,
     /// The snapshots held other than the bootstrap one, ascending: (end offset, epoch, voter set).
-    pub snapshots: Vec<(u8, u8, Mask)>,
+    pub snapshots: Vec<(u8, u8, VoterSet)>,
     /// Follower: the snapshot being downloaded (end offset, epoch).
     pub fetching_snapshot: Option<(u8, u8)>,
 }
@@ -73,12 +77,12 @@ pub struct Abstract {
 impl Abstract {
     /// Field-by-field rendering, for side-by-side reports.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
-        use model::story::{entries, set};
+        use model::story::{entries, set, voters};
         let log = entries(&self.log);
         let snapshots = self
             .snapshots
             .iter()
-            .map(|(e, p, v)| format!("({e},{p}){}", set(*v)))
+            .map(|(e, p, v)| format!("({e},{p}){}", voters(*v)))
             .collect::<Vec<_>>()
             .join(" ");
         let end = self
@@ -88,16 +92,17 @@ impl Abstract {
             .collect::<Vec<_>>()
             .join(",");
         vec![
+            ("dir", self.dir.to_string()),
             ("role", format!("{:?}", self.role)),
             ("epoch", self.epoch.to_string()),
             ("leader", format!("{:?}", self.leader)),
             ("voted_for", format!("{:?}", self.voted_for)),
             ("log", format!("[{log}]")),
             ("hw", self.hw.map_or("unknown".into(), |h| h.to_string())),
-            ("latest_voters", set(self.latest_voters)),
+            ("latest_voters", voters(self.latest_voters)),
             (
                 "committed_voters",
-                self.committed_voters.map_or("none".into(), set),
+                self.committed_voters.map_or("none".into(), voters),
             ),
             ("epoch_start", format!("{:?}", self.epoch_start)),
             ("end_offsets", format!("{{{end}}}")),
@@ -117,18 +122,19 @@ pub fn abstract_model(
     me: Id,
     s: &model::types::Server,
     bootstrap: Mask,
-    committed: Option<Mask>,
+    committed: Option<VoterSet>,
     servers: usize,
 ) -> Abstract {
     let leading = s.role == Role::Leader;
     Abstract {
+        dir: s.dir,
         role: s.role,
         epoch: s.epoch,
         leader: s.leader,
         voted_for: s.voted_for,
         log: s.log.as_slice().to_vec(),
         hw: s.hw,
-        latest_voters: model_ids(model::spec::latest_voters(bootstrap, &s.log)),
+        latest_voters: model::spec::latest_voters(bootstrap, &s.log),
         committed_voters: committed,
         epoch_start: leading.then_some(s.epoch_start),
         end: if leading {
@@ -144,10 +150,10 @@ pub fn abstract_model(
         fetching: s.fetching,
         log_start: s.log.start(),
         snapshots: {
-            let mut v: Vec<(u8, u8, Mask)> = [s.log.base(), s.snapshot]
+            let mut v: Vec<(u8, u8, VoterSet)> = [s.log.base(), s.snapshot]
                 .into_iter()
                 .flatten()
-                .map(|p| (p.id.end, p.id.epoch, model_ids(p.voters)))
+                .map(|p| (p.id.end, p.id.epoch, p.voters))
                 .collect();
             v.sort();
             v.dedup();
@@ -157,13 +163,16 @@ pub fn abstract_model(
     }
 }
 
-/// The implementation side of the projection. `leader_state` gives the epoch start offset.
+/// The implementation side of the projection. `leader_state` gives the epoch start offset; `peer_dir`
+/// is the model's [`model::types::Server::peer_dir`] at this server: the key of each id whose
+/// progress the leader's abstraction reads.
 pub fn abstract_view(
     me: Id,
     node: &Node,
     v: &NodeView,
     epoch_start: Option<i64>,
     servers: usize,
+    peer_dir: &dyn Fn(Id) -> u8,
 ) -> Result<Abstract, String> {
     use kraft::log::RaftLog;
     let role = role_of(v.role);
@@ -186,28 +195,26 @@ pub fn abstract_view(
             log.len()
         ));
     }
+    let dir = key_dir(&node.local_key(), me, "own directory id")?;
     let mut end = BTreeMap::new();
     let mut caught_up: Mask = 0;
-    if leading {
-        for j in (0..servers as Id).filter(|&j| j != me) {
-            end.insert(j, None);
-        }
+    if let (true, Some(l)) = (leading, node.leader_state()) {
+        // Every tracked key is one of the mapping's.
         for r in &v.replicas {
             let j = id_of(r.key.id, "replica id")?;
-            if j == me {
-                continue;
-            }
-            if r.key != replica_key(j) {
-                return Err(format!("leader tracks replica {j} under key {:?}", r.key));
-            }
-            let o = r
-                .end_offset
-                .map(|o| small(o, "replica end offset"))
-                .transpose()?;
-            if end.insert(j, o).is_none() {
+            key_dir(&r.key, j, "replica directory id")?;
+            if usize::from(j) >= servers {
                 return Err(format!("leader tracks unknown replica {j}"));
             }
-            if r.caught_up {
+        }
+        for j in (0..servers as Id).filter(|&j| j != me) {
+            let p = l.progress(&replica_key_at(j, peer_dir(j)));
+            let o = p
+                .and_then(|p| p.end_offset)
+                .map(|o| small(o, "replica end offset"))
+                .transpose()?;
+            end.insert(j, o);
+            if p.is_some_and(|p| p.has_caught_up) {
                 caught_up |= bit(j);
             }
         }
@@ -234,19 +241,20 @@ pub fn abstract_view(
             epoch: small(f.epoch, "fetch epoch")?,
             fetch_offset: small(f.fetch_offset, "fetch offset")?,
             last_fetched_epoch: small(f.last_fetched_epoch, "last fetched epoch")?,
-            replica_dir: 0,
+            replica_dir: dir,
         }),
         None => None,
     };
     Ok(Abstract {
+        dir,
         role,
         epoch: small(v.epoch, "epoch")?,
         leader: v.leader_id.map(|l| id_of(l, "leader id")).transpose()?,
         voted_for: v.voted.map(|k| id_of(k.id, "voted-for id")).transpose()?,
         log,
         hw: v.high_watermark.map(|h| small(h, "HW")).transpose()?,
-        latest_voters: mask_of(&v.latest_voters)?,
-        committed_voters: v.committed_voters.as_ref().map(mask_of).transpose()?,
+        latest_voters: voters_of(&v.latest_voters)?,
+        committed_voters: v.committed_voters.as_ref().map(voters_of).transpose()?,
         epoch_start: if leading {
             Some(small(epoch_start.unwrap_or(-1), "epoch start offset")?)
         } else {
@@ -268,7 +276,7 @@ pub fn abstract_view(
                 Ok((
                     small(m.id.end_offset, "snapshot end offset")?,
                     small(m.id.epoch, "snapshot epoch")?,
-                    mask_of(voters)?,
+                    voters_of(voters)?,
                 ))
             })
             .collect::<Result<_, String>>()?,

@@ -244,6 +244,7 @@ pub struct ServerForm {
     snapshot: Option<SnapshotForm>,
     fetching_snapshot: Option<SnapshotId>,
     volatile_voters: VotersForm,
+    other_caught_up: u32,
 }
 
 impl From<&Server> for ServerForm {
@@ -268,6 +269,7 @@ impl From<&Server> for ServerForm {
             snapshot,
             fetching_snapshot,
             volatile_voters,
+            other_caught_up,
         } = *s;
         ServerForm {
             dir,
@@ -289,6 +291,7 @@ impl From<&Server> for ServerForm {
             snapshot: snapshot.map(Into::into),
             fetching_snapshot,
             volatile_voters: volatile_voters.into(),
+            other_caught_up,
         }
     }
 }
@@ -316,6 +319,7 @@ impl TryFrom<ServerForm> for Server {
             snapshot: f.snapshot.map(Into::into),
             fetching_snapshot: f.fetching_snapshot,
             volatile_voters: f.volatile_voters.into(),
+            other_caught_up: f.other_caught_up,
         })
     }
 }

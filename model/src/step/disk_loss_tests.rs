@@ -186,3 +186,38 @@ fn every_property_holds_across_a_disk_loss_at_small_bounds() {
     assert!(r.violated().is_empty(), "{:?}", r.violated());
     assert!(r.unique_states > 1000, "{} states", r.unique_states);
 }
+
+#[test]
+fn the_new_key_caught_up_while_the_old_one_was_the_voter_may_be_added() {
+    // Kafka keeps the observer state of the new key beside the voter's: once the stale key is
+    // removed, an AddVoter of the new key needs no further fetch (the kraft gate's `disk-loss` graph).
+    let m = model(ModelConfig {
+        refusal_steps: true,
+        ..bounds()
+    });
+    let fetch = |r| Action::Fetch {
+        replica: r,
+        leader: 0,
+    };
+    let change = |op| Action::Change { server: 0, op };
+    let s = step(&m, &m.initial_state(), Action::DiskLoss(1));
+    // Its epoch, its records, then a fetch at the leader's LEO.
+    let s = step(&m, &step(&m, &step(&m, &s, fetch(1)), fetch(1)), fetch(1));
+    let l = &s.servers[0];
+    assert_eq!(
+        (l.peer_dir(1), crate::spec::other_caught_up(l, 1)),
+        (0, Some(1)),
+        "the voter's state, and the new key's catch-up beside it"
+    );
+    let s = step(&m, &s, change(ChangeOp::Remove(1)));
+    let s = step(&m, &step(&m, &s, fetch(2)), fetch(2));
+    let st = m.step(&s, change(ChangeOp::Add(1))).unwrap();
+    assert!(st.replies.is_empty(), "{:?}", st.replies);
+    let latest = crate::spec::latest_voters(0b111, &st.state.servers[0].log);
+    assert_eq!(latest, VoterSet::of(0b101).with(1, 1));
+    // Its next fetch records the new key without losing the catch-up; the old key's is kept.
+    let s = step(&m, &s, fetch(1));
+    let l = &s.servers[0];
+    assert_eq!((l.peer_dir(1), l.caught_up & bit(1)), (1, bit(1)));
+    assert_eq!(crate::spec::other_caught_up(l, 1), Some(0));
+}

@@ -513,6 +513,8 @@ impl KraftModel {
                 if cfg.gc {
                     // As on a restart: the answers on their way to it are lost with its connections.
                     tx.forget_requests(i);
+                } else {
+                    tx.forget_exchanges(i);
                 }
             }
             Action::ClientAppend(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {

@@ -4,8 +4,9 @@
 use super::Tx;
 use crate::config::Bug;
 use crate::spec::{
-    diverging, latest_voters, membership_changes_from, next_high_watermark,
-    reported_committed_offset, reported_committed_voters, snapshot_answer, truncation_offset,
+    diverging, latest_voters, membership_changes_from, next_high_watermark, other_caught_up,
+    reported_committed_offset, reported_committed_voters, set_other_caught_up, snapshot_answer,
+    truncation_offset,
 };
 use crate::types::{
     bit, event, violation, ErrorCode, FetchKey, FetchResponse, Id, Kind, Log, Reply, Role,
@@ -142,15 +143,27 @@ impl Tx<'_> {
         let other_key = voters.has_id(f) && !voters.is_voter(f, key.replica_dir);
         if other_key {
             if !self.cfg.has(Bug::FetchIgnoresDirectoryId) {
+                // Kafka's observer state of that key: its caught-up flag outlives the voter's key.
+                let s = self.server(l);
+                if key.fetch_offset >= s.log.len() {
+                    set_other_caught_up(s, f, Some(key.replica_dir));
+                }
                 return;
             }
             self.s.history.violations |= violation::KEY_NOT_HELD_COUNTED;
         }
         let s = self.server(l);
         if !other_key && s.peer_dir(f) != key.replica_dir {
-            // Another key of this id: its state starts afresh.
+            // Another key of this id: its state starts afresh, but for a catch-up seen while it was
+            // not the recorded key; the key it replaces keeps its own.
+            let was = other_caught_up(s, f) == Some(key.replica_dir);
+            let old = (s.caught_up & bit(f) != 0).then(|| s.peer_dir(f));
+            set_other_caught_up(s, f, old);
             s.end[f as usize] = None;
             s.caught_up &= !bit(f);
+            if was {
+                s.caught_up |= bit(f);
+            }
             s.set_peer_dir(f, key.replica_dir);
         }
         s.end[f as usize] = Some(key.fetch_offset);

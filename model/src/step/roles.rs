@@ -36,6 +36,7 @@ impl Tx<'_> {
         s.end = [None; MAX_SERVERS];
         s.caught_up = 0;
         s.peer_dirs = 0;
+        s.other_caught_up = 0;
         s.pending = None;
         s.volatile_voters = VoterSet::default();
         s.fetching = None;
@@ -265,6 +266,20 @@ impl Tx<'_> {
             dir: s.dir + 1,
             ..Server::default()
         };
+    }
+
+    /// A replaced disk is a new process: even where stale messages are kept (`gc` off), the answers
+    /// to the old process's requests die with its connections, and so do its requests that expect
+    /// one (a Vote or Fetch answer would reach the new process, at epoch 0, naming an epoch it
+    /// never saw, possibly with itself as leader). Kafka correlates answers on the connection.
+    pub(super) fn forget_exchanges(&mut self, i: Id) {
+        self.s.network.retain(|e| match e.msg {
+            Msg::VoteResponse { .. } | Msg::FetchResponse(_) => e.dst != i,
+            Msg::VoteRequest { .. } | Msg::PreVoteRequest { .. } | Msg::FetchRequest(_) => {
+                e.src != i
+            }
+            _ => true,
+        });
     }
 
     /// Kafka 4.4's `isValidVoterKey`, checked after the epoch transition of a (pre-)vote request:

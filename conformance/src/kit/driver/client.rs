@@ -14,7 +14,9 @@ use crate::kit::net::NodeConn;
 impl Kit {
     /// An operator change sent to the node; answered when the model's step produces the reply.
     pub fn change(&mut self, op: ChangeOp) -> R<()> {
-        let Some(req) = crate::mapping::change_request(op) else {
+        let dir =
+            crate::mapping::request_dir(&self.state, self.model.cfg.bootstrap(), self.nut, op);
+        let Some(req) = crate::mapping::change_request(op, dir) else {
             return Err(Box::new(Divergence::Kit(format!("{op:?} has no request"))));
         };
         let corr = self.next_corr();
@@ -259,6 +261,10 @@ impl Kit {
                 )
             })
             .collect();
+        let keys: Vec<_> = candidates
+            .iter()
+            .map(|(_, _, st)| crate::describe::Keys::of(&self.model.cfg, st, self.nut))
+            .collect();
         line.expected = views
             .iter()
             .map(|v| format!("{v:?}"))
@@ -279,7 +285,7 @@ impl Kit {
         let mut why = Vec::new();
         for (c, view) in views.iter().enumerate() {
             let (k, appends) = (candidates[c].0, candidates[c].1);
-            match crate::describe::check_content(&value, view.as_ref(), version) {
+            match crate::describe::check_content(&value, view.as_ref(), &keys[c], version) {
                 Ok(()) => {
                     // Only the first state (the kit's current one) takes appends; another state
                     // with appends (the change not applied yet, the node's records already written)
