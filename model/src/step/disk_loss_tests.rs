@@ -25,6 +25,16 @@ fn settle(m: &KraftModel, s: &State, a: Action) -> State {
     m.step(s, a).map_or_else(|| s.clone(), |st| st.state)
 }
 
+/// `replica` fetches from leader 0.
+fn fetch(replica: Id) -> Action {
+    Action::Fetch { replica, leader: 0 }
+}
+
+/// An operator's `op` at leader 0.
+fn change(op: ChangeOp) -> Action {
+    Action::Change { server: 0, op }
+}
+
 fn step(m: &KraftModel, s: &State, a: Action) -> State {
     m.step(s, a)
         .unwrap_or_else(|| panic!("{a:?} not enabled"))
@@ -133,11 +143,6 @@ fn the_operator_replaces_the_stale_key_with_the_new_one() {
         refusal_steps: true,
         ..bounds()
     });
-    let fetch = |r| Action::Fetch {
-        replica: r,
-        leader: 0,
-    };
-    let change = |op| Action::Change { server: 0, op };
     let s = step(&m, &m.initial_state(), Action::DiskLoss(1));
     let s = step(&m, &step(&m, &s, fetch(1)), fetch(1));
     // The id is a voter under its old key: adding the new key is DUPLICATE_VOTER.
@@ -195,11 +200,6 @@ fn the_new_key_caught_up_while_the_old_one_was_the_voter_may_be_added() {
         refusal_steps: true,
         ..bounds()
     });
-    let fetch = |r| Action::Fetch {
-        replica: r,
-        leader: 0,
-    };
-    let change = |op| Action::Change { server: 0, op };
     let s = step(&m, &m.initial_state(), Action::DiskLoss(1));
     // Its epoch, its records, then a fetch at the leader's LEO.
     let s = step(&m, &step(&m, &step(&m, &s, fetch(1)), fetch(1)), fetch(1));
