@@ -125,14 +125,7 @@ fn two_nodes_elect_and_replicate_over_sasl_plaintext_plain() {
     );
     // A wrong password: Kafka's SASL_AUTHENTICATION_FAILED, exit code 9.
     let wrong = client_properties(c.root.path(), "wrong", "admin", "not-the-password");
-    let out = c.cli(&[
-        "describe",
-        "--bootstrap-controller",
-        &c.addr(1),
-        "--status",
-        "--command-config",
-        wrong.to_str().unwrap(),
-    ]);
+    let out = describe_status(&c, &wrong);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(9), "{err}");
     assert!(
@@ -244,13 +237,18 @@ fn two_nodes_over_sasl_ssl() {
     let d = c.wait_for_leader(Duration::from_secs(30));
     assert_eq!(ids(&d).0, vec![1, 2]);
     // SASL without TLS is refused: the listener speaks TLS first.
-    let out = c.cli(&[
+    let out = describe_status(&c, &plain);
+    assert_ne!(out.status.code(), Some(0));
+}
+
+/// `kraft describe --status` through node 1 with `config` as `--command-config`.
+fn describe_status(c: &Cluster, config: &Path) -> std::process::Output {
+    c.cli(&[
         "describe",
         "--bootstrap-controller",
         &c.addr(1),
         "--status",
         "--command-config",
-        plain.to_str().unwrap(),
-    ]);
-    assert_ne!(out.status.code(), Some(0));
+        config.to_str().unwrap(),
+    ])
 }
