@@ -144,6 +144,11 @@ struct CheckArgs {
     /// Disable symmetry reduction.
     #[arg(long)]
     no_symmetry: bool,
+    /// The model as the conformance gate explores it (`trace::trace_config`: refusals as steps,
+    /// stale messages kept, check-quorum and the node's pre-vote); with --no-symmetry its unique
+    /// states are the model states of the gate's graph at these bounds.
+    #[arg(long)]
+    gate_form: bool,
     /// Stateright target_max_depth (paths of at most DEPTH − 2 actions); makes the run non-exhaustive.
     #[arg(long)]
     depth: Option<usize>,
@@ -457,6 +462,11 @@ fn cmd_check(a: CheckArgs) -> Result<ExitCode, ExitCode> {
         (None, _) => check::default_bounds(),
     };
     let cfg = a.bounds.apply(base);
+    let cfg = if a.gate_form {
+        trace::trace_config(cfg)
+    } else {
+        cfg
+    };
     let mut model = model_or_exit(cfg)?;
     if a.harm {
         model.only = Some(&properties::HARM);
