@@ -85,6 +85,15 @@ fn kraft_node_that_lost_its_disk_joins_again_by_itself() {
     );
 }
 
+/// The auto-join node is formatted by the kit itself (no voter set): a node given with `--bootstrap`
+/// is refused before anything starts.
+#[test]
+fn auto_join_is_refused_with_bootstrap() {
+    let a = args(&["--bootstrap", "127.0.0.1:1", "--scenario", "auto-join"]);
+    let e = kit::run(&a).err().expect("refused");
+    assert!(e.contains("not with --bootstrap"), "{e}");
+}
+
 #[test]
 fn kraft_node_follows_the_model_over_the_wire() {
     let o = run_against_kraft(&[]);

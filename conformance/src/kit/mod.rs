@@ -495,6 +495,11 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
         runs.push(vec!["first-election", "disk-loss"]);
     }
     if wanted.contains(&"auto-join") {
+        if args.bootstrap.is_some() {
+            return Err(
+                "auto-join formats its node with no voter set itself: not with --bootstrap".into(),
+            );
+        }
         runs.push(vec!["auto-join"]);
     }
     let mut report = Report::default();
