@@ -2,6 +2,8 @@
 # The kit's node launcher for Apache Kafka 4.4.0 (`conformance node --node-script kit-node.sh`, used by
 # kit.sh for its scenarios and tours): one KRaft controller, node 0, in directory DIR.
 #   kit-node.sh format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID   formats it with Kafka's StorageTool
+#   kit-node.sh format DIR PORT - CLUSTER_ID DIRECTORY_ID        the same with --no-initial-controllers, under
+#                                                                that directory id (the kit's auto-join node)
 #   kit-node.sh start DIR PORT ELECTION_MS FETCH_MS              runs kafka.Kafka in the foreground (exec)
 # Needs KIT_CLASSPATH (the harness classpath, set by kit.sh); KIT_FORMAT_ARGS as in kit.sh; KIT_NODE_PROPS
 # (set by the kit for a scenario that needs them, e.g. leader-snapshot): extra controller properties.
@@ -32,6 +34,16 @@ PROPS
 case "$cmd" in
 format)
     props 60000 60000
+    if [ "$4" = - ]; then
+        # StorageTool draws a random directory id; the kit names the node's key, so meta.properties
+        # gets the one it was given.
+        java -Xshare:auto -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+            -cp "$KIT_CLASSPATH" kafka.tools.StorageTool format \
+            --cluster-id "$5" --config "$dir/controller.properties" --no-initial-controllers
+        sed -i "s/^directory.id=.*/directory.id=$6/" "$dir/logs/meta.properties"
+        grep -q "^directory.id=$6\$" "$dir/logs/meta.properties"
+        exit 0
+    fi
     # shellcheck disable=SC2086 # KIT_FORMAT_ARGS is a list of arguments
     exec java -Xshare:auto -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
         -cp "$KIT_CLASSPATH" kafka.tools.StorageTool format \
@@ -42,5 +54,5 @@ start)
     exec java -Xms64m -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
         -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true \
         -cp "$KIT_CLASSPATH" kafka.Kafka "$dir/controller.properties" ;;
-*) echo "usage: $0 format DIR PORT INITIAL_CONTROLLERS CLUSTER_ID | start DIR PORT ELECTION_MS FETCH_MS" >&2; exit 2 ;;
+*) echo "usage: $0 format DIR PORT INITIAL_CONTROLLERS|- CLUSTER_ID [DIRECTORY_ID] | start DIR PORT ELECTION_MS FETCH_MS" >&2; exit 2 ;;
 esac

@@ -14,6 +14,8 @@
 #            next three; default 19190)
 #        conformance/kafka/kit.sh --tour first-election [--tour membership]   (transition tours: the kit
 #            formats and starts a controller per path itself, through kit-node.sh)
+#        conformance/kafka/kit.sh --scenario auto-join   (the controller lost its disk and auto-joins: the
+#            kit formats it with no voter set under a new directory id and starts it, through kit-node.sh)
 set -uo pipefail
 . "$(dirname "$0")/prepare.sh"
 prepare_harness "kafka kit" debug
@@ -65,6 +67,11 @@ if [ "${1:-}" = "--tour" ]; then
         --node-appends 7 --elected-appends "${KIT_ELECTED_APPENDS:-3,1}" --wait-ms 60000 --election-ms 3000 \
         --work-dir "$work/tour" --report "$work/tour.jsonl" "$@" \
         | tee "$work/tour.out"
+    status=${PIPESTATUS[0]}
+elif [ "${1:-} ${2:-}" = "--scenario auto-join" ]; then
+    "$kit" node --node-script "$here/kit-node.sh" --cluster-id "$cluster" --one-in-flight --describe-max 2 \
+        --wait-ms 60000 --work-dir "$work/auto-join" --report "$work/auto-join.jsonl" "$@" \
+        | tee "$work/auto-join.out"
     status=${PIPESTATUS[0]}
 elif [ $# -gt 0 ]; then
     run_one custom "${KIT_ELECTION_MS:-300}" "$@" || status=1

@@ -44,6 +44,56 @@ fn kraft_leader_replaces_a_voter_that_lost_its_disk() {
     }
 }
 
+/// The node lost its disk and auto-joins: formatted with no voter set under a new directory id, it
+/// asks the kit's leader to remove its stale key, then to add its own (v1, AckWhenCommitted false,
+/// its listener), in that order, fetches on as a voter, and asks nothing more.
+#[test]
+fn kraft_node_that_lost_its_disk_joins_again_by_itself() {
+    let o = run_against_kraft(&["--scenario", "auto-join"]);
+    let names: Vec<&str> = o.scenarios.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["auto-join"]);
+    let t = &o.report.transitions;
+    assert_eq!(t.get("AutoJoin from node to kit"), Some(&2), "{t:?}");
+    let c = &o.report.coverage;
+    for key in [
+        "kit→node RemoveRaftVoterResponse error 0",
+        "kit→node AddRaftVoterResponse error 0",
+    ] {
+        assert_eq!(c.get(key), Some(&1), "{key}: {c:?}");
+    }
+    let requests: Vec<&str> = o
+        .report
+        .lines
+        .iter()
+        .filter(|l| l.action.contains("auto-join"))
+        .map(|l| l.observed.as_str())
+        .collect();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        requests[0].starts_with("RemoveRaftVoterRequest v0 (id 0"),
+        "{requests:?}"
+    );
+    assert!(
+        requests[0].ends_with("RemoveStale { dir: 0 }"),
+        "{requests:?}"
+    );
+    assert!(
+        requests[1].contains("AddRaftVoterRequest v1 (id 0")
+            && requests[1].contains("AckWhenCommitted false")
+            && requests[1].ends_with(": Add"),
+        "{requests:?}"
+    );
+}
+
+/// The auto-join node is formatted by the kit itself (no voter set): a node given with `--bootstrap`
+/// is refused before anything starts.
+#[test]
+fn auto_join_is_refused_with_bootstrap() {
+    let a = args(&["--bootstrap", "127.0.0.1:1", "--scenario", "auto-join"]);
+    let e = kit::run(&a).err().expect("refused");
+    assert!(e.contains("not with --bootstrap"), "{e}");
+}
+
 #[test]
 fn kraft_node_follows_the_model_over_the_wire() {
     let o = run_against_kraft(&[]);

@@ -40,6 +40,7 @@ use crate::schema::MessageSchema;
 
 mod client;
 pub mod hold;
+mod join;
 pub mod leader_snapshot;
 pub mod race;
 mod restart;
@@ -178,6 +179,10 @@ pub struct Kit {
     past: Vec<State>,
     /// Timer steps of the node seen so far.
     pub node_timers: u64,
+    /// The node's auto-join request awaiting the played leader's answer (`join`).
+    join: Option<join::PendingJoin>,
+    /// The node's auto-join requests answered so far, in order (by operation).
+    pub join_answers: Vec<ChangeOp>,
 }
 
 impl Kit {
@@ -216,6 +221,8 @@ impl Kit {
             dead_below: 0,
             past: Vec::new(),
             node_timers: 0,
+            join: None,
+            join_answers: Vec::new(),
         }
     }
 
@@ -468,10 +475,12 @@ impl Kit {
         None
     }
 
-    /// Decodes one frame the node sent on connection `conn`: a peer request, or a connection handshake
-    /// (ApiVersions, not in the model), answered here (`None`).
+    /// Decodes one frame the node sent to played replica `replica` on connection `conn`: a peer
+    /// request, or one handled here (`None`): a connection handshake (ApiVersions, not in the model),
+    /// an auto-join request (`join`).
     fn read_peer(
         &mut self,
+        replica: Id,
         conn: u64,
         payload: Result<Bytes, String>,
         line: &mut Line,
@@ -487,6 +496,9 @@ impl Kit {
         };
         match incoming {
             Incoming::Peer { from, message } => Ok(Some((reply, from, message))),
+            Incoming::Client(req) if join::is_join_request(&req) => self
+                .auto_join_from_node(replica, conn, reply, &req, line.clone())
+                .map(|_| None),
             Incoming::Client(ClientRequest::ApiVersions(_)) => {
                 // Kafka's network client opens every connection with ApiVersions; not in the model.
                 line.action = "ApiVersions (connection handshake, not in the model)".into();
@@ -522,7 +534,8 @@ impl Kit {
     /// Handles one frame the node sent to a played replica.
     fn inbound(&mut self, replica: Id, conn: u64, payload: Result<Bytes, String>) -> R<()> {
         let mut line = Line::new("node", String::new());
-        let Some((reply, from, message)) = self.read_peer(conn, payload, &mut line)? else {
+        let Some((reply, from, message)) = self.read_peer(replica, conn, payload, &mut line)?
+        else {
             return Ok(());
         };
         self.report

@@ -40,10 +40,11 @@ pub const NUT: Id = 0;
 )]
 pub struct KitArgs {
     /// Scenarios to run (first-election, add-voter, follow, install-snapshot, leader-snapshot,
-    /// leader-log-start, all: every one but leader-log-start, which waits for the node's 60 s
-    /// retention clock). add-voter runs after first-election on the same node, install-snapshot after
-    /// follow, leader-snapshot and leader-log-start each after first-election on a node of its own
-    /// that snapshots its log (`scenarios::node_properties`).
+    /// leader-log-start, disk-loss, auto-join, all: every one but leader-log-start, which waits for
+    /// the node's 60 s retention clock, disk-loss and auto-join). add-voter runs after first-election
+    /// on the same node, install-snapshot after follow, leader-snapshot, leader-log-start and
+    /// disk-loss each after first-election on a node of its own (`scenarios::node_properties`),
+    /// auto-join alone on a node formatted with no voter set under a new directory id.
     #[arg(long, default_value = "all")]
     pub scenario: Vec<String>,
     /// Test an already running node at HOST:PORT instead of starting one. It must be formatted as
@@ -192,7 +193,7 @@ pub struct NodeProcess {
     launcher: Launcher,
     port: u16,
     /// Kafka properties the node is started with (`scenarios::node_properties`).
-    props: &'static [(&'static str, &'static str)],
+    props: Vec<(String, String)>,
 }
 
 impl Drop for NodeProcess {
@@ -213,7 +214,7 @@ impl NodeProcess {
     /// Starts the node again on the same data directory with timers `(election, fetch)` (ms), and
     /// waits until it listens.
     pub fn start(&mut self, timers: (u64, u64), wait: Duration) -> Result<(), String> {
-        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers, self.props)?;
+        self.child = spawn_node(&self.launcher, &self.dir, self.port, timers, &self.props)?;
         let a: SocketAddr = format!("127.0.0.1:{}", self.port)
             .parse()
             .map_err(|e| format!("{e}"))?;
@@ -272,13 +273,15 @@ fn default_work_dir() -> PathBuf {
 }
 
 /// Formats and starts `kraft node` as node 0 of the voters {0, 1, 2} at `eps`, with Kafka properties
-/// `props` beside the timers.
+/// `props` beside the timers. With `fresh` (a directory id): formatted with no voter set under that
+/// directory id instead (`--no-initial-controllers`; a script gets `-` and the id).
 fn start_node(
     launcher: &Launcher,
     dir: PathBuf,
     eps: &Endpoints,
     timers: (u64, u64),
-    props: &'static [(&'static str, &'static str)],
+    props: Vec<(String, String)>,
+    fresh: Option<String>,
 ) -> Result<NodeProcess, String> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -290,15 +293,20 @@ fn start_node(
             c.arg("format")
                 .arg("--data-dir")
                 .arg(dir.join("data"))
-                .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"])
-                .args(["--initial-controllers", &initial]);
+                .args(["--cluster-id", &eps.cluster_id, "--node-id", "0"]);
+            match &fresh {
+                Some(id) => c.args(["--no-initial-controllers", "--directory-id", id]),
+                None => c.args(["--initial-controllers", &initial]),
+            };
             c
         }
         Launcher::Script(script) => {
             let mut c = Command::new(script);
-            c.arg("format")
-                .arg(&dir)
-                .args([&port, &initial, &eps.cluster_id]);
+            c.arg("format").arg(&dir).arg(&port);
+            match &fresh {
+                Some(id) => c.args(["-", &eps.cluster_id, id]),
+                None => c.args([&initial, &eps.cluster_id]),
+            };
             c
         }
     };
@@ -313,7 +321,7 @@ fn start_node(
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let child = spawn_node(launcher, &dir, eps.ports[0], timers, props)?;
+    let child = spawn_node(launcher, &dir, eps.ports[0], timers, &props)?;
     Ok(NodeProcess {
         child,
         dir,
@@ -324,14 +332,14 @@ fn start_node(
 }
 
 /// The node on `dir` listening on `port` (its log appended to `dir`/node.log). `props`: Kafka properties,
-/// given to `kraft node` as its flags of the same names and to a script as `KIT_NODE_PROPS` (one
+/// given to `kraft node` as its flags ([`kraft_flag`]) and to a script as `KIT_NODE_PROPS` (one
 /// `key=value` a line).
 fn spawn_node(
     launcher: &Launcher,
     dir: &std::path::Path,
     port: u16,
     (election, fetch): (u64, u64),
-    props: &[(&str, &str)],
+    props: &[(String, String)],
 ) -> Result<Child, String> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -352,7 +360,7 @@ fn spawn_node(
                 // cannot serve with NOT_LEADER_OR_FOLLOWER; its played leaders serve no clients.
                 .args(["--describe-quorum-forwarding", "false"]);
             for (k, v) in props {
-                c.arg(format!("--{}", k.replace('.', "-"))).arg(v);
+                c.args(kraft_flag(k, v));
             }
             c
         }
@@ -373,6 +381,16 @@ fn spawn_node(
         .stderr(log)
         .spawn()
         .map_err(|e| format!("{launcher:?}: {e}"))
+}
+
+/// The `kraft node` flags of Kafka property `key` = `value`: the flag of the same name, but for the two
+/// `controller.quorum.*` keys whose flags have Kafka's short names (`--bootstrap-servers`, `--auto-join`).
+fn kraft_flag(key: &str, value: &str) -> Vec<String> {
+    match key {
+        "controller.quorum.bootstrap.servers" => vec!["--bootstrap-servers".into(), value.into()],
+        "controller.quorum.auto.join.enable" if value == "true" => vec!["--auto-join".into()],
+        _ => vec![format!("--{}", key.replace('.', "-")), value.into()],
+    }
 }
 
 fn wait_listening(addr: SocketAddr, wait: Duration) -> Result<(), String> {
@@ -476,6 +494,14 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
     if wanted.contains(&"disk-loss") {
         runs.push(vec!["first-election", "disk-loss"]);
     }
+    if wanted.contains(&"auto-join") {
+        if args.bootstrap.is_some() {
+            return Err(
+                "auto-join formats its node with no voter set itself: not with --bootstrap".into(),
+            );
+        }
+        runs.push(vec!["auto-join"]);
+    }
     let mut report = Report::default();
     if let Some(p) = &args.report {
         let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -515,8 +541,18 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             None => {
                 eps.ports[0] = free_port()?;
                 let bin = kraft_bin(args)?;
-                let props = scenarios::node_properties(run[run.len() - 1]);
-                let mut p = start_node(&bin, work.join(format!("run{n}")), &eps, timers[i], props)?;
+                let last = run[run.len() - 1];
+                let mut props: Vec<(String, String)> = scenarios::node_properties(last)
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                // The auto-join node: its next directory id, no voter set (the model's DiskLoss).
+                let fresh = (last == "auto-join").then(|| {
+                    props.extend(scenarios::auto_join_properties(&eps));
+                    kraft::storage::format_directory_id(crate::mapping::directory_id_at(NUT, 1))
+                });
+                let dir = work.join(format!("run{n}"));
+                let mut p = start_node(&bin, dir, &eps, timers[i], props, fresh)?;
                 let a: SocketAddr = format!("127.0.0.1:{}", eps.ports[0])
                     .parse()
                     .map_err(|e| format!("{e}"))?;
@@ -529,6 +565,12 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
             // Voter 1's disk loss and the two changes that bring it back under its new key.
             cfg.max_disk_losses = 1;
             cfg.max_changes = 2;
+        }
+        if run.contains(&"auto-join") {
+            // The node's disk loss, its stale key's removal and its own addition.
+            cfg.max_disk_losses = 1;
+            cfg.max_changes = 2;
+            cfg.auto_join = true;
         }
         let model = KraftModel::new(cfg).map_err(|e| e.to_string())?;
         report.trace = run.join("+");
@@ -552,6 +594,7 @@ pub fn run(args: &KitArgs) -> Result<Outcome, String> {
                 "leader-snapshot" => scenarios::leader_snapshot(&mut kit),
                 "leader-log-start" => scenarios::leader_log_start(&mut kit),
                 "disk-loss" => scenarios::disk_loss(&mut kit, dq.clone()),
+                "auto-join" => scenarios::auto_join(&mut kit, dq.clone()),
                 _ => scenarios::follow(&mut kit, dq.clone()),
             };
             if let Err(d) = &r {

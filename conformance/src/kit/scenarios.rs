@@ -9,7 +9,7 @@ use super::driver::{Divergence, Kit};
 type R<T> = Result<T, Box<Divergence>>;
 
 /// Scenario names, in the order `all` runs them.
-pub const ALL: [&str; 7] = [
+pub const ALL: [&str; 8] = [
     "first-election",
     "add-voter",
     "follow",
@@ -17,19 +17,26 @@ pub const ALL: [&str; 7] = [
     "leader-snapshot",
     "leader-log-start",
     "disk-loss",
+    "auto-join",
 ];
 
 /// The scenarios `all` runs: every one but `leader-log-start`, which waits for the node's 60 s
-/// retention clock, and `disk-loss`, a run of its own with another model bound (run them by name).
+/// retention clock, and `disk-loss` and `auto-join`, runs of their own with other model bounds (run
+/// them by name).
 pub fn in_all(scenario: &str) -> bool {
-    !matches!(scenario, "leader-log-start" | "disk-loss")
+    !matches!(scenario, "leader-log-start" | "disk-loss" | "auto-join")
 }
+
+/// The fetch timeout of the `auto-join` node: also its update-voter-set period (Kafka's
+/// `FollowerState`), the wait before each of its auto-join requests.
+pub const AUTO_JOIN_FETCH_MS: u64 = 1000;
 
 /// Timers the node under test is started with for a scenario: `(election, fetch)` timeouts in ms.
 /// A timer the scenario waits for is short; one it must not see is far beyond the scenario's length.
 pub fn timers(scenario: &str) -> (u64, u64) {
     match scenario {
         "follow" | "install-snapshot" => (60_000, 60_000),
+        "auto-join" => (60_000, AUTO_JOIN_FETCH_MS),
         _ => (300, 60_000),
     }
 }
@@ -55,6 +62,18 @@ pub fn node_properties(scenario: &str) -> &'static [(&'static str, &'static str)
 /// retention every 60 s (`KafkaRaftLog.maybeClean`, a fixed interval; `kraft` too), the first time
 /// up to 60 s after its start.
 pub const LOG_START_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// The Kafka properties of the `auto-join` node beside [`node_properties`]: auto-join on, and played
+/// replica 1 (the leader to be) as its one bootstrap server (with no voter set it asks no one else).
+pub fn auto_join_properties(eps: &super::encode::Endpoints) -> Vec<(String, String)> {
+    vec![
+        (
+            "controller.quorum.bootstrap.servers".into(),
+            format!("127.0.0.1:{}", eps.ports[1]),
+        ),
+        ("controller.quorum.auto.join.enable".into(), "true".into()),
+    ]
+}
 
 /// The first in-flight message from a played replica, if any.
 fn kit_message(k: &Kit) -> Option<Envelope> {
@@ -295,6 +314,68 @@ fn serve_snapshot(
     k.fetch_after_snapshot(OBSERVER, id)?;
     for r in [1, 2] {
         fetch_from_node(k, r)?;
+    }
+    Ok(())
+}
+
+/// The node lost its disk and joins again by itself (KIP-1186; a run of its own). It is formatted with
+/// no voter set under its next directory id (the model's `DiskLoss` of the node) while the played
+/// voters still hold its old key, and started with auto-join on and replica 1 as its bootstrap server.
+/// Replica 1 is elected by 1 and 2 and commits its epoch's start; the node fetches as an observer,
+/// asks replica 1 to remove its stale key (its id, the old directory id; answered once voter 2's
+/// fetches commit it), then to add its own key with its listener (AddRaftVoter v1, `AckWhenCommitted
+/// = false`: answered at append), in that order; it fetches that record and on as a voter until its
+/// HW covers it. Then, its key a voter, it sends no auto-join request for two update-voter-set
+/// periods (any would be a divergence: the model enables none).
+pub fn auto_join(k: &mut Kit, dq: std::ops::RangeInclusive<i16>) -> R<()> {
+    let me = k.nut;
+    let bootstrap = k.model.cfg.bootstrap();
+    k.kit(Action::DiskLoss(me))?;
+    k.kit(Action::ElectionTimeout(1))?;
+    k.settle_played()?;
+    if k.state.servers[1].role != Role::Leader {
+        return Err(Box::new(Divergence::Kit(format!(
+            "replica 1 did not become leader in the model ({:?})",
+            k.state.servers[1].role
+        ))));
+    }
+    for _ in 0..2 {
+        k.played_fetch(2, 1)?;
+    }
+    k.until(
+        "the node's RemoveRaftVoter of its stale key, answered once committed",
+        |k| !k.join_answers.is_empty(),
+    )?;
+    k.until(
+        "the node's AddRaftVoter of its own key, answered at append",
+        |k| k.join_answers.len() >= 2,
+    )?;
+    if k.join_answers[..2] != [ChangeOp::Remove(me), ChangeOp::Add(me)] {
+        return Err(Box::new(Divergence::Kit(format!(
+            "auto-join answered in the order {:?}",
+            k.join_answers
+        ))));
+    }
+    let dir = k.state.servers[me as usize].dir;
+    k.until(
+        "the node fetches the record that names it and its HW covers it (a voter)",
+        |k| {
+            let (s, l) = (&k.state.servers[me as usize], &k.state.servers[1]);
+            let committed = model::spec::committed_voters(bootstrap, &l.log, l.hw);
+            model::spec::latest_voters(bootstrap, &s.log).is_voter(me, dir)
+                && committed.is_some_and(|c| c.is_voter(me, dir))
+                && s.hw == l.hw
+        },
+    )?;
+    describe_all(k, dq)?;
+    let (answered, steps) = (k.join_answers.len(), k.node_steps);
+    k.serve_for(std::time::Duration::from_millis(2 * AUTO_JOIN_FETCH_MS))?;
+    if k.join_answers.len() != answered || k.node_steps == steps {
+        return Err(Box::new(Divergence::Kit(format!(
+            "as a voter the node sent {} auto-join request(s) and took {} steps in two periods",
+            k.join_answers.len() - answered,
+            k.node_steps - steps
+        ))));
     }
     Ok(())
 }

@@ -314,7 +314,7 @@ pub(super) fn fresh_kit(
         Listeners::bind(&[(1, 0), (2, 0), (3, 0)]).map_err(|e| format!("kit listeners: {e}"))?;
     let mut eps = Endpoints::played(&args.cluster_id, addrs);
     eps.ports[0] = super::free_port()?;
-    let mut node = start_node(bin, dir, &eps, (election, NEVER), &[])?;
+    let mut node = start_node(bin, dir, &eps, (election, NEVER), Vec::new(), None)?;
     let addr = format!("127.0.0.1:{}", eps.ports[0])
         .parse()
         .map_err(|e| format!("{e}"))?;

@@ -104,8 +104,8 @@ impl Kit {
     /// The model produced an operator reply: the node's answer must be there, with the same code.
     pub(super) fn operator_reply(&mut self, r: Reply) -> R<()> {
         if r.server != self.nut {
-            // A played replica's operator: nothing on the wire.
-            return Ok(());
+            // A played replica's answer: to the node's auto-join request, else nothing on the wire.
+            return self.answer_join(r);
         }
         let mut line = Line::new("node", format!("operator reply to {:?}", r.op));
         line.expected = format!("{:?}", r.error);

@@ -216,7 +216,9 @@ impl Kit {
                 continue;
             }
             let mut line = Line::new("node", String::new());
-            let Some((reply, from, message)) = self.read_peer(i.conn, i.payload, &mut line)? else {
+            let Some((reply, from, message)) =
+                self.read_peer(i.replica, i.conn, i.payload, &mut line)?
+            else {
                 continue;
             };
             self.report
