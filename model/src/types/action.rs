@@ -103,6 +103,10 @@ pub enum Action {
         /// The leader it follows.
         leader: Id,
     },
+    /// A second copy of a message in flight (`--duplicates N`, at most N in a run): a request the
+    /// sender retried on a timeout, and so the receiver's duplicated answer. Delivery still removes
+    /// one copy at a time (`src/step/network.rs`, `Tx::duplicate`).
+    Duplicate(Envelope),
 }
 
 /// An answer to an operator request, produced by a step (not part of the state).

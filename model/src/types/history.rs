@@ -80,11 +80,14 @@ pub struct History {
     /// Auto-join: the VotersRecords acknowledged at append.
     #[serde(default, skip_serializing_if = "AppendAcks::is_empty")]
     pub append_acks: AppendAcks,
+    /// Duplicated messages so far (bound, `--duplicates`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates: u8,
 }
 
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 5 * (MAX_LOG + 1) + 1 + 2 * MAX_ACKS];
+        let mut buf = [0u8; 16 + 3 * MAX_LOG + 1 + 12 + 5 * (MAX_LOG + 1) + 1 + 2 * MAX_ACKS + 2];
         buf[..16].copy_from_slice(&self.leaders);
         let mut n = 16;
         buf[n] = self.committed.len;
@@ -136,6 +139,11 @@ impl Hash for History {
         // Only once an auto-join was acknowledged (states without one hash as they did).
         if !self.append_acks.is_empty() {
             n += self.append_acks.pack(&mut buf[n..]);
+        }
+        // Only once a message was duplicated (states without one hash as they did).
+        if self.duplicates != 0 {
+            buf[n..n + 2].copy_from_slice(&[0xD0, self.duplicates]);
+            n += 2;
         }
         h.write(&buf[..n]);
     }
