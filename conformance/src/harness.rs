@@ -654,6 +654,12 @@ impl Cluster {
                     .ok_or_else(|| format!("no such message to drop: {env:?}"))?;
                 self.network.remove(pos);
             }
+            // A retried request: the same bytes in flight once more.
+            Action::Duplicate(env) => {
+                let m = self.network.iter().find(|m| m.envelope == env).cloned();
+                let m = m.ok_or_else(|| format!("no such message to duplicate: {env:?}"))?;
+                self.network.push(m);
+            }
         }
         Ok(applied)
     }

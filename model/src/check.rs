@@ -452,6 +452,7 @@ pub fn bug_bounds(bug: Bug, fetch: FetchMode) -> ModelConfig {
         Bug::AutoJoinKeepsStale => ModelConfig {
             bug: Some(bug),
             fetch,
+            max_duplicates: 0,
             ..auto_join_bounds()
         },
         // The joiner auto-joins; voters 1 and 2 elect a leader without its record.
@@ -607,10 +608,11 @@ pub fn upgrade_bounds() -> ModelConfig {
 
 /// `check --preset auto-join`: KIP-1186 auto-join on the joiner and on a replica that lost its disk
 /// (one disk loss; two changes: the stale key's removal and the new key's add, or the joiner's add
-/// beside operator changes), no crash (model/README.md, "Auto-join").
+/// beside operator changes), no crash, one retried request (model/README.md, "Auto-join").
 pub fn auto_join_bounds() -> ModelConfig {
     ModelConfig {
         auto_join: true,
+        max_duplicates: 1,
         ..disk_loss_bounds()
     }
 }

@@ -289,6 +289,11 @@ pub struct ModelConfig {
     /// the stale key of its id, then adds itself, acknowledged at append (`src/step/auto_join.rs`).
     #[serde(default)]
     pub auto_join: bool,
+    /// Most `Duplicate` steps in a run: a second copy of a message in flight (a retried request,
+    /// hence a duplicated answer) on a network that otherwise delivers each copy once. 0 = none;
+    /// absent in older trace files. Needs a non-duplicating network (there every message stays).
+    #[serde(default)]
+    pub max_duplicates: u8,
 }
 
 impl Default for ModelConfig {
@@ -318,6 +323,7 @@ impl Default for ModelConfig {
             gc: true,
             updates: false,
             auto_join: false,
+            max_duplicates: 0,
         }
     }
 }
@@ -386,6 +392,12 @@ impl ModelConfig {
                     .into(),
             ));
         }
+        if self.max_duplicates > 0 && self.network.duplicating() {
+            return Err(ConfigError(
+                "--duplicates needs a network that delivers each copy once (reliable or lossy)"
+                    .into(),
+            ));
+        }
         if self.bug.is_some_and(Bug::upgrade) && self.start != Start::Static {
             return Err(ConfigError(
                 "an upgrade bug variant needs --start static".into(),
@@ -426,6 +438,9 @@ impl fmt::Display for ModelConfig {
         }
         if self.max_disk_losses > 0 {
             write!(f, " disk_losses={}", self.max_disk_losses)?;
+        }
+        if self.max_duplicates > 0 {
+            write!(f, " duplicates={}", self.max_duplicates)?;
         }
         Ok(())
     }

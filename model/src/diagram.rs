@@ -62,7 +62,8 @@ fn local_label(a: &Action) -> Option<(u8, String)> {
         Action::Fetch { .. }
         | Action::FetchSnapshot { .. }
         | Action::Deliver(_)
-        | Action::Drop(_) => return None,
+        | Action::Drop(_)
+        | Action::Duplicate(_) => return None,
     })
 }
 

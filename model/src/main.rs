@@ -269,6 +269,9 @@ struct Bounds {
     /// the id, then add the own key, acknowledged at append (default: off).
     #[arg(long)]
     auto_join: Option<bool>,
+    /// Most messages duplicated in a run (retried requests; needs a non-duplicating network).
+    #[arg(long)]
+    duplicates: Option<u8>,
 }
 
 impl Bounds {
@@ -293,6 +296,7 @@ impl Bounds {
             pre_vote: self.pre_vote.unwrap_or(base.pre_vote),
             updates: self.updates.unwrap_or(base.updates),
             auto_join: self.auto_join.unwrap_or(base.auto_join),
+            max_duplicates: self.duplicates.unwrap_or(base.max_duplicates),
             ..base
         }
     }
@@ -354,6 +358,9 @@ fn explore_command(cfg: &ModelConfig) -> String {
     }
     if cfg.auto_join {
         cmd += " --auto-join true";
+    }
+    if cfg.max_duplicates > 0 {
+        cmd += &format!(" --duplicates {}", cfg.max_duplicates);
     }
     cmd
 }

@@ -186,6 +186,7 @@ pub fn action(a: &Action) -> String {
         Action::Fetch { replica, leader } => format!("server {replica}: fetch from {leader}"),
         Action::Deliver(e) => format!("deliver {}", envelope(e)),
         Action::Drop(e) => format!("drop {}", envelope(e)),
+        Action::Duplicate(e) => format!("duplicate {} (a retry)", envelope(e)),
         Action::TakeSnapshot(i) => format!("server {i}: takes a snapshot"),
         Action::AdvanceLogStart(i) => format!("server {i}: log start moves to its snapshot"),
         Action::FetchSnapshot { replica, leader } => {

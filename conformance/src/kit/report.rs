@@ -117,11 +117,11 @@ pub fn transition_key(nut: Id, a: &Action) -> String {
         Action::Fetch { replica, leader } => {
             format!("Fetch by {} from {}", who(replica), who(leader))
         }
-        Action::Deliver(e) | Action::Drop(e) => {
-            let verb = if matches!(a, Action::Drop(_)) {
-                "Drop"
-            } else {
-                "Deliver"
+        Action::Deliver(e) | Action::Drop(e) | Action::Duplicate(e) => {
+            let verb = match a {
+                Action::Drop(_) => "Drop",
+                Action::Duplicate(_) => "Duplicate",
+                _ => "Deliver",
             };
             let m = match e.msg {
                 Msg::VoteRequest { .. } => "VoteRequest".to_string(),

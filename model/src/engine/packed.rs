@@ -473,6 +473,7 @@ pub struct HistoryForm {
     events: u8,
     opened: u16,
     append_acks: AppendAcks,
+    duplicates: u8,
 }
 
 impl From<&History> for HistoryForm {
@@ -490,6 +491,7 @@ impl From<&History> for HistoryForm {
             events,
             opened,
             append_acks,
+            duplicates,
         } = *h;
         HistoryForm {
             leaders,
@@ -504,6 +506,7 @@ impl From<&History> for HistoryForm {
             events,
             opened,
             append_acks,
+            duplicates,
         }
     }
 }
@@ -529,6 +532,7 @@ impl TryFrom<HistoryForm> for History {
             events: f.events,
             opened: f.opened,
             append_acks: f.append_acks,
+            duplicates: f.duplicates,
         })
     }
 }
@@ -594,6 +598,7 @@ pub enum ActionForm {
     FetchSnapshot(Id, Id),
     UpgradeKraftVersion(Id),
     AutoJoin(Id, Id),
+    Duplicate(EnvelopeForm),
 }
 
 impl Plain for Action {
@@ -617,6 +622,7 @@ impl Plain for Action {
             Action::FetchSnapshot { replica, leader } => ActionForm::FetchSnapshot(replica, leader),
             Action::UpgradeKraftVersion(i) => ActionForm::UpgradeKraftVersion(i),
             Action::AutoJoin { replica, leader } => ActionForm::AutoJoin(replica, leader),
+            Action::Duplicate(ref e) => ActionForm::Duplicate(e.into()),
         }
     }
     fn from_form(f: ActionForm) -> Result<Action, String> {
@@ -638,6 +644,7 @@ impl Plain for Action {
             ActionForm::FetchSnapshot(replica, leader) => Action::FetchSnapshot { replica, leader },
             ActionForm::UpgradeKraftVersion(i) => Action::UpgradeKraftVersion(i),
             ActionForm::AutoJoin(replica, leader) => Action::AutoJoin { replica, leader },
+            ActionForm::Duplicate(e) => Action::Duplicate(e.try_into()?),
         })
     }
 }

@@ -393,6 +393,9 @@ impl KraftModel {
             if cfg.network.lossy() {
                 out.push(Action::Drop(*env));
             }
+            if self.may_duplicate(st, env) {
+                out.push(Action::Duplicate(*env));
+            }
         }
     }
 
@@ -626,6 +629,7 @@ impl KraftModel {
             Action::AutoJoin { replica, leader } if replica < n && leader < n => {
                 self.step_auto_join(&mut tx, st, replica, leader)?
             }
+            Action::Duplicate(env) if self.may_duplicate(st, &env) => tx.duplicate(env),
             _ => return None,
         }
         if cfg.gc {
@@ -640,6 +644,13 @@ impl KraftModel {
             replies: tx.replies,
         })
     }
+}
+
+/// True if the network keeps at most one copy of `msg`: every message on a duplicating network;
+/// with `gc`, pre-vote requests and vote answers (see [`Tx::send`]).
+fn kept_once(cfg: &ModelConfig, msg: &Msg) -> bool {
+    let idempotent = matches!(msg, Msg::PreVoteRequest { .. } | Msg::VoteResponse { .. });
+    cfg.network.duplicating() || (cfg.gc && idempotent)
 }
 
 fn op_in_range(op: ChangeOp, n: u8) -> bool {
@@ -686,9 +697,7 @@ impl Tx<'_> {
     fn send(&mut self, src: Id, dst: Id, msg: Msg) {
         let env = Envelope { src, dst, msg };
         let pos = self.s.network.partition_point(|e| *e < env);
-        let idempotent = matches!(msg, Msg::PreVoteRequest { .. } | Msg::VoteResponse { .. });
-        let as_set = self.cfg.network.duplicating() || (self.cfg.gc && idempotent);
-        if as_set && self.s.network.get(pos) == Some(&env) {
+        if kept_once(self.cfg, &msg) && self.s.network.get(pos) == Some(&env) {
             // A set: the copy is already there. For pre-vote requests and vote answers this is a
             // reduction (`gc`): a prospective that times out and stands again with the same epoch
             // and log sends identical requests, and every effect of such a message is idempotent
@@ -747,6 +756,8 @@ impl Tx<'_> {
 mod auto_join_tests;
 #[cfg(test)]
 mod disk_loss_tests;
+#[cfg(test)]
+mod duplicate_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

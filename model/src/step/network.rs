@@ -1,9 +1,34 @@
-//! Message delivery and the garbage collection of messages their receiver is certain to ignore.
+//! Message delivery, bounded duplication, and the garbage collection of messages their receiver is
+//! certain to ignore.
 
-use super::Tx;
-use crate::types::{bit, Envelope, ErrorCode, Id, Kind, Log, Mask, Msg, Role, Server};
+use super::{kept_once, KraftModel, Tx};
+use crate::types::{bit, Envelope, ErrorCode, Id, Kind, Log, Mask, Msg, Role, Server, State};
+
+impl KraftModel {
+    /// True if `Duplicate(env)` is enabled: `env` is in flight, duplicates remain, and the network
+    /// keeps more than one copy of it (on a duplicating network, and for the messages `gc` keeps
+    /// once, one copy already stands for any number).
+    pub(super) fn may_duplicate(&self, st: &State, env: &Envelope) -> bool {
+        st.history.duplicates < self.cfg.max_duplicates
+            && !kept_once(&self.cfg, &env.msg)
+            && st.network.binary_search(env).is_ok()
+    }
+}
 
 impl Tx<'_> {
+    /// A second copy of `env` goes in flight. Kafka resends a Vote, BeginQuorumEpoch or
+    /// EndQuorumEpoch request whose answer did not come in time (its `RequestManager` timeout), with
+    /// the same content while the sender stays in the same state, and the first copy may still
+    /// arrive: the receiver handles the request twice and answers twice. The network is
+    /// unordered, so a copy made now is the retry sent when the original was and delayed; and
+    /// both copies are alike to `collect_garbage` and `forget_requests`, so a retry the sender's
+    /// state change would cancel goes with the original.
+    pub(super) fn duplicate(&mut self, env: Envelope) {
+        let pos = self.s.network.partition_point(|e| *e < env);
+        self.s.network.insert(pos, env);
+        self.s.history.duplicates += 1;
+    }
+
     pub(super) fn deliver(&mut self, env: Envelope) {
         let Envelope { src, dst, msg } = env;
         if dst as usize >= self.s.servers.len() {
