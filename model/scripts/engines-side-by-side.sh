@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The default `check` four ways at once on this machine, loopback only: the DFS (2 threads), the
-# timely engine as 1 process x 2 workers, as 2 processes x 1 worker on 127.0.0.1, and as 2 processes
-# bound to 127.0.0.1 and 127.0.0.2 (a hostfile). Prints one table row per run: unique and generated
+# The default `check` five ways at once on this machine, loopback only: the DFS (2 threads), the
+# timely engine as 1 process x 2 workers, as 2 processes x 1 worker on 127.0.0.1, as 2 processes
+# bound to 127.0.0.1 and 127.0.0.2 (a hostfile), and as 2 processes on 127.0.0.1 spilling their
+# frontier beyond $FRONTIER_MEMORY (default 8M) each. Prints one table row per run: unique and generated
 # states, the checker's seconds, CPU seconds and peak RSS of each process (/usr/bin/time -v).
 # Extra arguments go to every run (e.g. `--max-changes 1 --crashes 0` for a quick one).
 # Usage: model/scripts/engines-side-by-side.sh [BOUNDS...]
@@ -14,6 +15,8 @@ trap 'rm -rf "$out"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(port)" "$(port)" >"$out/hosts-lo"
 printf '127.0.0.1:%s\n127.0.0.2:%s\n' "$(port)" "$(port)" >"$out/hosts-two"
+printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(port)" "$(port)" >"$out/hosts-spill"
+mkdir "$out/spill"
 
 run() { # NAME ARGS...: one process, timed
     local name=$1
@@ -28,6 +31,8 @@ run t1x2 --engine timely --workers 2 "${extra[@]}" &
 for p in 0 1; do
     run "lo$p" --engine timely --workers 1 --processes 2 --process "$p" --hostfile "$out/hosts-lo" "${extra[@]}" &
     run "two$p" --engine timely --workers 1 --processes 2 --process "$p" --hostfile "$out/hosts-two" "${extra[@]}" &
+    run "spill$p" --engine timely --workers 1 --processes 2 --process "$p" --hostfile "$out/hosts-spill" \
+        --spill-dir "$out/spill" --frontier-memory "${FRONTIER_MEMORY:-8M}" "${extra[@]}" &
 done
 wait
 echo "done $(date -u '+%F %T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -45,7 +50,8 @@ def report(name):
 print("| run | unique | generated | checker s | unique/s | CPU-s (all processes) | unique/CPU-s | peak RSS per process (MB) |")
 print("|---|---|---|---|---|---|---|---|")
 for label, names in [("DFS, 2 threads", ["dfs"]), ("timely 1 x 2 workers", ["t1x2"]),
-                     ("timely 2 x 1, 127.0.0.1", ["lo0", "lo1"]), ("timely 2 x 1, 127.0.0.1 + .2", ["two0", "two1"])]:
+                     ("timely 2 x 1, 127.0.0.1", ["lo0", "lo1"]), ("timely 2 x 1, 127.0.0.1 + .2", ["two0", "two1"]),
+                     ("timely 2 x 1, 127.0.0.1, spilled", ["spill0", "spill1"])]:
     r = report(names[0])
     times = [timing(n) for n in names]
     cpu = sum(c for c, _ in times)

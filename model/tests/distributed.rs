@@ -46,6 +46,12 @@ fn small() -> ModelConfig {
 /// Runs `model check ARGS --engine timely` as two single-worker processes on 127.0.0.1; the
 /// JSON report of process 0 and the exit codes.
 fn two_processes(args: &[&str]) -> (Value, Option<i32>, Option<i32>) {
+    let (report, c0, c1, _) = two_processes_with_stderr(args);
+    (report, c0, c1)
+}
+
+/// [`two_processes`], and process 0's stderr.
+fn two_processes_with_stderr(args: &[&str]) -> (Value, Option<i32>, Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let hostfile = dir.path().join("hosts");
     let ports: Vec<u16> = (0..2)
@@ -90,7 +96,8 @@ fn two_processes(args: &[&str]) -> (Value, Option<i32>, Option<i32>) {
             String::from_utf8_lossy(&o1.stderr)
         )
     });
-    (report, o0.status.code(), o1.status.code())
+    let stderr = String::from_utf8_lossy(&o0.stderr).into_owned();
+    (report, o0.status.code(), o1.status.code(), stderr)
 }
 
 #[test]
@@ -124,6 +131,37 @@ fn two_processes_count_what_the_dfs_counts() {
         two["engine"],
         "timely BFS, 2 process(es) x 1 worker(s), symmetry on"
     );
+}
+
+/// A frontier budget of a few states per level: two processes write most of every level to spill
+/// files and read it back, with the DFS's counts, and leave no file behind.
+#[test]
+fn two_processes_spilling_their_frontier_count_what_the_dfs_counts() {
+    let opts = CheckOptions {
+        threads: 2,
+        ..CheckOptions::default()
+    };
+    let dfs = check::run(KraftModel::new(small()).unwrap(), opts);
+    let spill = tempfile::tempdir().unwrap();
+    let dir = spill.path().to_str().unwrap();
+    let mut args = BOUNDS.to_vec();
+    args.extend(["--spill-dir", dir, "--frontier-memory", "4K", "--progress"]);
+    let (two, c0, c1, stderr) = two_processes_with_stderr(&args);
+    assert_eq!((c0, c1), (Some(0), Some(0)));
+    assert_eq!(two["result"], "ok");
+    assert_eq!(two["exhaustive"], true);
+    assert_eq!(two["unique_states"], dfs.unique_states);
+    assert_eq!(two["states"], dfs.states);
+    let spilled: u64 = stderr
+        .lines()
+        .filter_map(|l| l.split(", ").find_map(|f| f.strip_suffix(" spilled")))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        spilled > dfs.unique_states as u64 / 2,
+        "spilled {spilled}: {stderr}"
+    );
+    assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
 }
 
 #[test]

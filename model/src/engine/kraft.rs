@@ -68,6 +68,10 @@ impl Space for KraftSpace {
         packed::decode(&s.0)
     }
 
+    fn stored_size(&self, s: &Bytes) -> usize {
+        s.0.len()
+    }
+
     fn roots(&self) -> Vec<State> {
         self.model
             .init_states()

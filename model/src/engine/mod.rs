@@ -7,8 +7,10 @@
 //! timestamp is the BFS level, so a finding's path walked back through the owners' parents is a
 //! shortest one. The model's check runs on it with `check --engine timely` ([`kraft`]).
 
+mod frontier;
 pub mod kraft;
 pub mod packed;
+pub mod spill;
 pub mod timely;
 
 use serde::de::DeserializeOwned;
@@ -54,6 +56,11 @@ pub trait Space: Send + Sync + 'static {
         out: &mut Vec<(Self::Action, Self::State)>,
         findings: &mut Vec<Self::Finding>,
     );
+    /// Heap bytes of a stored state beyond `size_of::<Stored>()` (a level's memory, against
+    /// `--frontier-memory`).
+    fn stored_size(&self, _s: &Self::Stored) -> usize {
+        0
+    }
     /// Evaluated once per unique state, by its owner.
     fn check(&self, s: &Self::State, findings: &mut Vec<Self::Finding>);
     /// A failure gets a shortest path walked back and, with [`Options::stop_at_failure`], ends the
@@ -82,6 +89,35 @@ pub struct Cluster {
     /// Print timely's connection progress.
     #[arg(long)]
     pub report_connections: bool,
+    /// Directory for the frontier beyond --frontier-memory: each worker writes a level's states
+    /// there and reads them back while expanding it (files removed after use).
+    #[arg(long, requires = "frontier_memory")]
+    pub spill_dir: Option<PathBuf>,
+    /// Memory for the states waiting for their level, per process, in bytes (suffixes K, M, G:
+    /// powers of 1024); beyond it they go to --spill-dir.
+    #[arg(long, requires = "spill_dir", value_parser = parse_bytes)]
+    pub frontier_memory: Option<u64>,
+}
+
+/// `123`, `64K`, `512M`, `2G` (powers of 1024) as bytes.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let (digits, unit) = match s.trim().char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s.trim()[..i], c.to_ascii_uppercase()),
+        _ => (s.trim(), 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        _ => return Err(format!("{s:?}: a byte count with an optional K, M, G or T")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|e| format!("{s:?}: a byte count with an optional K, M, G or T: {e}"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
 }
 
 /// A cluster the engine cannot start.
@@ -246,6 +282,9 @@ pub struct Outcome<S: Space> {
     pub levels: u32,
     /// True if a limit or a failure ended the search before it was exhaustive.
     pub stopped: bool,
+    /// States written to spill files and read back (a state can be spilled more than once:
+    /// duplicates are dropped only when its level is expanded).
+    pub spilled: u64,
     /// Every finding, in level order (a space may report a finding once per worker or process).
     pub findings: Vec<Found<S::Finding>>,
     /// The first failure of the shallowest level with one, and a shortest path to it.

@@ -19,12 +19,13 @@
 //! visited shard hashes the same fingerprint; the key is the fingerprint's high half, so the low
 //! bits stay uniform inside each shard.
 
+use super::frontier::{hasher, Closing, ClosingOf, Hasher, Pending, PendingOf, CHUNK, ENTRY};
 use super::{memory, Found, Options, Outcome, Space, Trace};
 use ::timely::dataflow::channels::pact::Exchange;
 use ::timely::dataflow::operators::generic::operator::Operator;
 use ::timely::dataflow::operators::vec::Map;
 use ::timely::dataflow::operators::Concat;
-use ::timely::dataflow::operators::{Capability, ConnectLoop, Feedback, Input};
+use ::timely::dataflow::operators::{ConnectLoop, Feedback, Input};
 use ::timely::dataflow::InputHandle;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -33,13 +34,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The fixed hasher of the engine's fingerprint-keyed maps (its input is already a hash).
-type Hasher = ahash::RandomState;
-
-fn hasher() -> Hasher {
-    ahash::RandomState::with_seeds(1, 2, 3, 4)
-}
 
 /// The routing key of a fingerprint (see the module comment).
 fn route(fp: u64) -> u64 {
@@ -63,7 +57,7 @@ enum Cand<St, F> {
 
 /// One worker's totals of one level.
 #[derive(Clone, Serialize, Deserialize)]
-struct Summary<F> {
+pub(super) struct Summary<F> {
     level: u32,
     process: u32,
     unique: u64,
@@ -72,6 +66,8 @@ struct Summary<F> {
     stopped: bool,
     /// A state this worker could not load (the search stops).
     error: Option<String>,
+    /// States of the level written to a spill file.
+    spilled: u64,
     rss: u64,
     hwm: u64,
 }
@@ -79,7 +75,7 @@ struct Summary<F> {
 type CandOf<S> = Cand<<S as Space>::Stored, <S as Space>::Finding>;
 /// A state's parent: its fingerprint and the state's index among its successors
 /// ([`Space::expand`]); [`ROOT`] for a root.
-type Parent = (u64, u32);
+pub(super) type Parent = (u64, u32);
 const ROOT: Parent = (0, u32::MAX);
 type Parents = HashMap<u64, Parent, Hasher>;
 
@@ -101,6 +97,7 @@ struct Level<F> {
     findings: Vec<Found<F>>,
     stopped: bool,
     error: Option<String>,
+    spilled: u64,
     /// Per process: (RSS, peak RSS) at the level's close.
     memory: BTreeMap<u32, (u64, u64)>,
 }
@@ -113,6 +110,7 @@ impl<F> Default for Level<F> {
             findings: Vec::new(),
             stopped: false,
             error: None,
+            spilled: 0,
             memory: BTreeMap::new(),
         }
     }
@@ -126,34 +124,12 @@ fn add<F>(totals: &mut Totals<F>, s: Summary<F>) {
     l.generated += s.generated;
     l.findings.extend(s.findings);
     l.stopped |= s.stopped;
+    l.spilled += s.spilled;
     if l.error.is_none() {
         l.error = s.error;
     }
     let m = l.memory.entry(s.process).or_insert((0, 0));
     *m = (m.0.max(s.rss), m.1.max(s.hwm));
-}
-
-/// A level's candidates at one owner, until the level closes.
-type PendingOf<S> = Pending<<S as Space>::Stored, <S as Space>::Finding>;
-
-struct Pending<St, F> {
-    cap: Capability<u32>,
-    states: HashMap<u64, (Parent, St), Hasher>,
-    generated: u64,
-    found: Vec<Found<F>>,
-}
-
-/// States a worker expands per activation before it reads its input again.
-const CHUNK: usize = 1024;
-
-/// A closed level being expanded.
-type ClosingOf<S> = Closing<<S as Space>::Stored, <S as Space>::Finding>;
-
-struct Closing<St, F> {
-    cap: Capability<u32>,
-    states: std::collections::hash_map::IntoIter<u64, (Parent, St)>,
-    summary: Summary<F>,
-    generated: u64,
 }
 
 /// Searches `space` with `opts`; the outcome on process 0, `None` on the others.
@@ -197,6 +173,11 @@ fn search<S: Space>(
         let (back, next) = scope.feedback::<Vec<CandOf<S>>>(1);
         let (visited, totals, space) = (visited.clone(), totals.clone(), space.clone());
         let opts = opts.clone();
+        // Where a level's states go beyond this worker's share of the memory budget.
+        let spill_to = opts.cluster.spill_dir.clone().map(|dir| {
+            let budget = opts.cluster.frontier_memory.unwrap_or(u64::MAX) / workers as u64;
+            (dir, usize::try_from(budget).unwrap_or(usize::MAX))
+        });
         let act_scope = scope;
         scope
             .input_from(&mut roots)
@@ -216,6 +197,7 @@ fn search<S: Space>(
                     let mut findings = Vec::new();
                     let mut succ = Vec::new();
                     let mut found = Vec::new();
+                    let mut chunk = Vec::with_capacity(CHUNK);
                     // Successors this worker has sent, at any level: once sent, a state is in its
                     // owner's visited set from the close of its level on, so it never needs to
                     // travel again (a local memo of the other shards).
@@ -236,13 +218,27 @@ fn search<S: Space>(
                                     let p = stash.entry(t).or_insert_with(|| Pending {
                                         cap: cap.retain_least(0).expect("a total order"),
                                         states: HashMap::with_hasher(hasher()),
+                                        bytes: 0,
+                                        spill: None,
+                                        error: None,
                                         generated: 0,
                                         found: Vec::new(),
                                     });
                                     match c {
                                         Cand::State { fp, parent, state } => {
-                                            if !seen.contains_key(&fp) {
-                                                p.states.entry(fp).or_insert((parent, state));
+                                            if seen.contains_key(&fp) {
+                                                continue;
+                                            }
+                                            if let Entry::Vacant(slot) = p.states.entry(fp) {
+                                                p.bytes += ENTRY
+                                                    + std::mem::size_of::<S::Stored>()
+                                                    + space.stored_size(&state);
+                                                slot.insert((parent, state));
+                                            }
+                                            if let Some((dir, budget)) = &spill_to {
+                                                if p.bytes > *budget {
+                                                    p.spill(dir, me, t);
+                                                }
                                             }
                                         }
                                         Cand::Generated(n) => p.generated += n,
@@ -260,6 +256,15 @@ fn search<S: Space>(
                                 }
                                 let p = stash.remove(&t).expect("a pending level");
                                 let stop = must_stop(&*space, &opts, &totals.borrow(), t, started);
+                                let (spilled, error) = match (stop, p.spill, p.error) {
+                                    (_, _, Some(e)) => (None, Some(e)),
+                                    (false, Some(w), None) => match w.finish() {
+                                        Ok(r) => (Some(r), None),
+                                        Err(e) => (None, Some(e.to_string())),
+                                    },
+                                    _ => (None, None),
+                                };
+                                let stop = stop || error.is_some();
                                 let summary = Summary {
                                     level: t,
                                     process,
@@ -267,7 +272,8 @@ fn search<S: Space>(
                                     generated: p.generated,
                                     findings: p.found,
                                     stopped: stop,
-                                    error: None,
+                                    error,
+                                    spilled: spilled.as_ref().map_or(0, |r| r.remaining()),
                                     rss: 0,
                                     hwm: 0,
                                 };
@@ -278,14 +284,21 @@ fn search<S: Space>(
                                 closing = Some(Closing {
                                     cap: p.cap,
                                     states: states.into_iter(),
+                                    spilled: spilled.filter(|_| !stop),
                                     summary,
                                     generated: 0,
                                 });
                             }
                             let c = closing.as_mut().expect("a level closing");
                             let t = c.summary.level;
+                            if let Err(e) = c.chunk(&mut chunk) {
+                                c.summary.error.get_or_insert(e.to_string());
+                                c.summary.stopped = true;
+                                c.spilled = None;
+                                chunk.clear();
+                            }
                             let mut session = output.session(&c.cap);
-                            for (fp, (parent, stored)) in c.states.by_ref().take(CHUNK) {
+                            for (fp, (parent, stored)) in chunk.drain(..) {
                                 if !mark(&mut visited.borrow_mut(), fp, parent) {
                                     continue;
                                 }
@@ -327,7 +340,7 @@ fn search<S: Space>(
                                     session.give(Cand::Found(at(f)));
                                 }
                             }
-                            if c.states.len() > 0 {
+                            if c.more() {
                                 // Read the next level's candidates (most are dropped as seen)
                                 // before expanding more: they would pile up in the channels.
                                 activator.activate();
@@ -409,6 +422,7 @@ fn search<S: Space>(
         unique: totals.values().map(|l| l.unique).sum(),
         levels: totals.values().filter(|l| l.unique > 0).count() as u32,
         stopped: totals.values().any(|l| l.stopped),
+        spilled: totals.values().map(|l| l.spilled).sum(),
         findings: totals.into_values().flat_map(|l| l.findings).collect(),
         failure: failure.zip(trace.flatten()),
         peak_rss,
@@ -447,8 +461,12 @@ fn print_level<F>(totals: &Totals<F>, l: u32, started: Instant) {
         .iter()
         .map(|(p, (rss, _))| format!("p{p} {} MB", rss >> 20))
         .collect();
+    let spilled = match level.spilled {
+        0 => String::new(),
+        n => format!(", {n} spilled"),
+    };
     eprintln!(
-        "  ... {secs:.0} s: level {l}, frontier {}, unique {unique} ({:.0}/s), rss {}",
+        "  ... {secs:.0} s: level {l}, frontier {}{spilled}, unique {unique} ({:.0}/s), rss {}",
         level.unique,
         unique as f64 / secs.max(1e-9),
         memory.join(", ")
