@@ -106,6 +106,7 @@ mod membership;
 mod messages;
 mod snapshot;
 mod state;
+pub mod upgrade;
 
 pub use fetch::records_of;
 pub use membership::{change_request, request_dir, ChangeRequest};
