@@ -50,6 +50,10 @@ pub struct Keys {
     /// Ids that have had more than one disk: below v2 (no directory ids) their observer rows cannot
     /// be told apart, and are not compared.
     pub replaced: Mask,
+    /// The latest and the committed set are the static voters (`--start static`, no VotersRecord in
+    /// the log or below the HW): their rows carry no directory id (Kafka's static `ReplicaKey`).
+    pub latest_static: bool,
+    pub committed_static: bool,
 }
 
 impl Keys {
@@ -63,7 +67,15 @@ impl Keys {
         let replaced = (0..state.servers.len())
             .filter(|&j| state.servers[j].dir > 0)
             .fold(0, |m, j| m | bit(j as Id));
+        let static_below = |end: usize| {
+            cfg.start == model::Start::Static
+                && !s.log.as_slice()[..end.min(s.log.as_slice().len())]
+                    .iter()
+                    .any(|e| matches!(e.kind, model::types::Kind::Voters(_)))
+        };
         Keys {
+            latest_static: static_below(usize::MAX),
+            committed_static: static_below(usize::from(s.hw.unwrap_or(0))),
             latest: spec::latest_voters(cfg.bootstrap(), &s.log),
             committed: spec::reported_committed_voters(cfg, s),
             peer,
@@ -156,23 +168,38 @@ pub fn check_content(
     let current = rows(p, "CurrentVoters")?;
     let all_observers = rows(p, "Observers")?;
     let committed = rows(p, "CommittedVoters")?;
-    let dir_at = |r: &Row, d: u8| {
-        if version >= 2 {
+    let dir_at = |r: &Row, d: u8, static_set: bool| {
+        if version >= 2 && !static_set {
             mapping::directory_id_at(r.0 as Id, d)
         } else {
             uuid::Uuid::nil()
         }
     };
     // Directory ids from v2 on: the mapping's identity of each replica, a voter's its set's key.
-    for (field, rows, set) in [
-        ("CurrentVoters", &current, Some(keys.latest)),
-        ("CommittedVoters", &committed, keys.committed),
-        ("Observers", &all_observers, None),
+    for (field, rows, set, static_set) in [
+        (
+            "CurrentVoters",
+            &current,
+            Some(keys.latest),
+            keys.latest_static,
+        ),
+        (
+            "CommittedVoters",
+            &committed,
+            keys.committed,
+            keys.committed_static,
+        ),
+        ("Observers", &all_observers, None, false),
     ] {
         for r in rows {
             let id = Id::try_from(r.0).map_err(|_| format!("{field} replica id {}", r.0))?;
             let ok = match (set.and_then(|s| s.dir(id)), r.4) {
-                (Some(d), got) => got == Some(dir_at(r, d)),
+                // A static committed voter that is a current voter under its reported key has
+                // that voter's row (kip-1204.md §5: the same ReplicaState as in CurrentVoters).
+                (Some(_), got) if static_set && !keys.latest_static && keys.latest.has_id(id) => {
+                    got == keys.latest.dir(id).map(|d| dir_at(r, d, false))
+                }
+                (Some(d), got) => got == Some(dir_at(r, d, static_set)),
                 (None, _) if set.is_some() => false,
                 (None, Some(u)) if version >= 2 => mapping::model_dir(u, id, field).is_ok(),
                 (None, got) => got == Some(uuid::Uuid::nil()),
@@ -193,7 +220,8 @@ pub fn check_content(
         .iter()
         .filter(|r| {
             let id = r.0 as Id;
-            compared(id) && (version < 2 || r.4 == Some(dir_at(r, keys.peer[usize::from(id)])))
+            compared(id)
+                && (version < 2 || r.4 == Some(dir_at(r, keys.peer[usize::from(id)], false)))
         })
         .copied()
         .collect();

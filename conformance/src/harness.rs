@@ -20,6 +20,7 @@ use crate::mapping::{self, ChangeRequest};
 use crate::refusal::{self, Refused};
 
 mod download;
+mod upgrade;
 
 /// Called on every node the harness builds (also after a restart): the mutation check uses it to switch
 /// on `kraft`'s test-only faults, which only exist when `kraft/faults` is enabled (a dev-dependency
@@ -106,6 +107,8 @@ pub struct Cluster {
     clients: BTreeMap<u64, (Id, ChangeOp)>,
     next_client: u64,
     bootstrap: Mask,
+    /// `--start static`: nodes configured with static voters (`mapping::upgrade`).
+    static_voters: bool,
     seed: u64,
     network_kind: NetworkKind,
     hook: Option<NodeHook>,
@@ -116,6 +119,7 @@ impl Cluster {
     pub fn new(
         servers: usize,
         bootstrap: Mask,
+        start: model::Start,
         network_kind: NetworkKind,
         seed: u64,
         hook: Option<NodeHook>,
@@ -132,6 +136,7 @@ impl Cluster {
             clients: BTreeMap::new(),
             next_client: 1,
             bootstrap,
+            static_voters: start == model::Start::Static,
             seed,
             network_kind,
             hook,
@@ -145,7 +150,10 @@ impl Cluster {
 
     fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let dir = self.dirs.get(i as usize).copied().unwrap_or(0);
-        let cfg = mapping::node_config(i, dir, self.bootstrap, self.seed)?;
+        let mut cfg = mapping::node_config(i, dir, self.bootstrap, self.seed)?;
+        if self.static_voters {
+            cfg = mapping::upgrade::static_config(cfg, self.bootstrap)?;
+        }
         let files = self.files.get(i as usize).map(|f| f.as_ref());
         // Start-up loads what the storage's rule keeps: a kept `.checkpoint.part` would be read as a
         // snapshot, as `MetadataLog::open` reads every file it keeps.
@@ -318,12 +326,13 @@ impl Cluster {
                 ClientResponse::AddRaftVoter(r) => r.error_code,
                 ClientResponse::RemoveRaftVoter(r) => r.error_code,
                 ClientResponse::UpdateRaftVoter(r) => r.error_code,
+                ClientResponse::UpdateFeatures(r) => mapping::upgrade::features_code(&r)?,
                 other => return Err(format!("unexpected client reply {other:?}")),
             };
             let error = mapping::error_code(code)
                 .ok_or_else(|| format!("reply error code {code} has no model counterpart"))?;
             applied.replies.push(Reply { server, op, error });
-            if code != 0 {
+            if code != 0 && op != ChangeOp::KraftVersionUpgrade {
                 // The reply on the wire carries the code; the node keeps the typed outcome of the
                 // last reply it built, which must be this one (one refusal per input).
                 let last = self.nodes[i as usize].last_change_reply();
@@ -388,6 +397,11 @@ impl Cluster {
         let Some(dst) = dst else {
             return Err(format!("node {src} sent a message to an unknown node"));
         };
+        mapping::upgrade::check_voter_key(
+            &msg,
+            self.nodes[src as usize].latest_voters(),
+            dst.into(),
+        )?;
         let (msg, digest) = mapping::through_wire_digest(&msg)?;
         let mut envelope = Envelope {
             src,
@@ -556,9 +570,11 @@ impl Cluster {
                         ack_when_committed: true,
                     },
                     ChangeRequest::Remove(r) => ClientRequest::RemoveRaftVoter(r),
-                    ChangeRequest::Update(r) => ClientRequest::UpdateRaftVoter(
-                        r.with_current_leader_epoch(self.nodes[server as usize].epoch()),
-                    ),
+                    ChangeRequest::Update(r) => {
+                        let r = r.with_current_leader_epoch(self.nodes[server as usize].epoch());
+                        self.check_own_update(server, &r)?;
+                        ClientRequest::UpdateRaftVoter(r)
+                    }
                 };
                 let now = self.tick_clock(server);
                 let mut out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(
@@ -583,8 +599,9 @@ impl Cluster {
                 let before = self.network.len();
                 // The model names the fetch target (an observer's bootstrap choice): `fetch_from`.
                 let now = self.tick_clock(replica);
-                let out = Arc::make_mut(&mut self.nodes[replica as usize])
+                let mut out = Arc::make_mut(&mut self.nodes[replica as usize])
                     .fetch_from(now, i32::from(leader));
+                self.drop_own_report(replica, &mut out);
                 self.absorb(replica, out, None, &mut applied)?;
                 let mut sent: Vec<Arc<InFlight>> = self.network.drain(before..).collect();
                 let n = sent.len();
@@ -640,11 +657,9 @@ impl Cluster {
                 check(leader)?;
                 self.fetch_snapshot(replica, leader, &mut applied)?;
             }
-            Action::UpgradeKraftVersion(_) => {
-                return Err(
-                    "UpdateFeatures (kraft.version) is not mapped: --start static is not replayed"
-                        .into(),
-                );
+            Action::UpgradeKraftVersion(i) => {
+                check(i)?;
+                self.upgrade(i, &mut applied)?;
             }
             Action::Drop(env) => {
                 let pos = self

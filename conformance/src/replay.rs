@@ -174,7 +174,7 @@ fn replay_full(
             DivergenceKind::Input(format!("bad model config: {e}")),
         )
     })?;
-    let prefix = if cfg.start == Start::Elected {
+    let prefix = if matches!(cfg.start, Start::Elected | Start::Static) {
         model.election_prefix()
     } else {
         Vec::new()
@@ -182,6 +182,7 @@ fn replay_full(
     let cluster = Cluster::new(
         cfg.servers() as usize,
         cfg.bootstrap(),
+        cfg.start,
         cfg.network,
         opts.seed,
         opts.hook.clone(),

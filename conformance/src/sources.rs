@@ -86,6 +86,19 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..graph_config("membership")?
         },
+        // The `kraft.version` 0 -> 1 upgrade: static voters (`controller.quorum.voters`), their
+        // UpdateRaftVoter reports into the leader's volatile set, the operator's UpdateFeatures (its
+        // refusals, the one batch, the answer at commit) and the add/remove refusals around it.
+        // No change, crash or disk loss; two messages in flight, sync fetch.
+        "upgrade" => ModelConfig {
+            start: Start::Static,
+            joiners: 0,
+            max_log: 5,
+            max_changes: 0,
+            max_in_flight: 2,
+            fetch: FetchMode::Sync,
+            ..graph_config("membership")?
+        },
         // The model check's bounds (`cargo run -p model -- check`, and `--preset snapshots`) as graphs:
         // stale messages kept, refusals as steps, no symmetry, like the gate's. Far larger than the
         // gate's (conformance/README.md, "Beyond one machine"); not in its default.
@@ -115,6 +128,9 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     if cfg.max_disk_losses > 0 {
         snapshots += &format!(" max_disk_losses={}", cfg.max_disk_losses);
     }
+    if cfg.start == Start::Static {
+        snapshots += " start=static";
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -125,13 +141,14 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 pub const LARGE_GRAPH_BOUNDS: [&str; 2] = ["model-default", "model-snapshots"];
 
 /// The gate's named graphs, accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 6] = [
+pub const GRAPH_BOUNDS: [&str; 7] = [
     "first-election",
     "membership",
     "snapshots",
     "snapshot-crash",
     "updates",
     "disk-loss",
+    "upgrade",
 ];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.

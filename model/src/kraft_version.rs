@@ -42,6 +42,16 @@ pub fn upgrade_offset(log: &Log) -> Option<u8> {
         .map(|(o, _)| o)
 }
 
+/// True if leader `s` waits for its upgrade batch to commit. Kafka keeps that wait apart from the
+/// add/remove operation in progress: an add or remove meanwhile is refused for the uncommitted
+/// VotersRecord (REQUEST_TIMED_OUT, `UncommittedVoters`), the wait has no timeout (the
+/// controller's write waits for its commit or a new leader), and a repeated UpdateFeatures waits
+/// for the same commit (its deferred answer is not modelled: no step).
+pub fn upgrade_pending(s: &Server) -> bool {
+    s.pending
+        .is_some_and(|p| p.op == crate::types::ChangeOp::KraftVersionUpgrade)
+}
+
 /// The static voter set (`controller.quorum.voters`).
 pub fn static_voters(cfg: &ModelConfig) -> VoterSet {
     VoterSet::of(cfg.bootstrap())

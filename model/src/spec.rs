@@ -249,7 +249,7 @@ pub fn check_change(
         return Err(Refusal::NotLeader);
     }
     let one_at_a_time = !cfg.has(Bug::ConcurrentChanges);
-    if one_at_a_time && s.pending.is_some() {
+    if one_at_a_time && s.pending.is_some() && !crate::kraft_version::upgrade_pending(s) {
         return Err(Refusal::Pending);
     }
     let bypass_hw = cfg.has(Bug::NoEpochCommit) && s.hw.is_none();

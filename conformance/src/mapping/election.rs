@@ -5,7 +5,8 @@ use kafka_protocol::messages::{
 };
 use model::types::{ErrorCode, Id, Msg};
 
-use super::{error_code, id_of, model_dir, small};
+use super::upgrade::voter_key_dir;
+use super::{error_code, id_of, small};
 
 pub(super) fn code(top: i16, partition: Option<i16>) -> Result<ErrorCode, String> {
     let c = if top != 0 {
@@ -26,7 +27,7 @@ pub(super) fn vote_request(m: &VoteRequest) -> Result<Msg, String> {
     let last_epoch = small(p.last_offset_epoch, "VoteRequest last epoch")?;
     let last_offset = small(p.last_offset, "VoteRequest last offset")?;
     let voter = id_of(m.voter_id.0, "VoteRequest voter id")?;
-    let voter_dir = model_dir(
+    let voter_dir = voter_key_dir(
         p.voter_directory_id,
         voter,
         "VoteRequest voter directory id",
@@ -80,7 +81,7 @@ pub(super) fn begin(m: &BeginQuorumEpochRequest, src: Id) -> Result<Msg, String>
     }
     Ok(Msg::BeginQuorumEpoch {
         epoch: small(p.leader_epoch, "BeginQuorumEpoch epoch")?,
-        voter_dir: model_dir(
+        voter_dir: voter_key_dir(
             p.voter_directory_id,
             id_of(m.voter_id.0, "BeginQuorumEpoch voter id")?,
             "BeginQuorumEpoch voter directory id",

@@ -6,7 +6,9 @@
 //! of Vote, BeginQuorumEpoch and Fetch requests), one listener
 //! `CONTROLLER://node<i>.conformance:<9000+i>`. The cluster id is [`CLUSTER_ID`]. Initial voters are
 //! formatted with the bootstrap checkpoint (`Bootstrap::Checkpoint`, `kraft.version` 1) holding the model's
-//! bootstrap set; joiners get the same checkpoint (contract §1).
+//! bootstrap set; joiners get the same checkpoint (contract §1). With `--start static` every node is
+//! configured with the static voters instead ([`upgrade::static_voter_set`]: `kraft.version` 0, keys
+//! without a directory id, read as the model's directory id 0).
 //!
 //! # Model actions → implementation inputs (see `harness`)
 //! - `Deliver(m)`: the in-flight `kraft` message whose abstraction is `m` is handed to `dst.handle(now,
@@ -58,6 +60,15 @@
 //!   downloads first takes one chunk from a leader that serves it, so it restarts with a
 //!   `.checkpoint.part` on disk (the model's `CrashDuringInstall`).
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
+//! - `Change{server, Update(j)}` at `kraft.version` 0 (`--start static`): the report voter `j` sends by
+//!   itself. `Harness::update_voter_request` of node `j` must be [`change_request`]'s request, to
+//!   `server`; it is handed to `server` as any update. The copy a follower sends beside a Fetch once its
+//!   period has passed is dropped (the model's step is that report). The answer is not delivered back.
+//! - `UpgradeKraftVersion(i)`: UpdateFeatures v2 `kraft.version` = 1, upgrade type UPGRADE
+//!   ([`upgrade::upgrade_request`], as `kafka-features.sh upgrade` sends it) through `handle_client` at
+//!   node `i`; answered now (a refusal or NONE) or when the HW passes the upgrade's batch. Its answer is
+//!   an operator reply; INVALID_UPDATE_VERSION must carry the one reason the model has
+//!   ([`upgrade::features_code`]).
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
 //!   the removal, and the model always schedules the due `Resign` right after that step. The two model
@@ -66,7 +77,8 @@
 //! # Implementation state → model state ([`abstract_view`])
 //! From `node.view()`: role, epoch, leader, voted-for, the log (offset i = record i, its epoch, its kind;
 //! a VotersRecord as the set of its ids), HW, latest and committed voter sets; at a leader, the epoch
-//! start offset, every other replica's end offset and caught-up flag, and the pending change; the
+//! start offset, every other replica's end offset and caught-up flag, the pending change (an add/remove,
+//! or the `kraft.version` upgrade awaiting its commit) and the volatile voter set at `kraft.version` 0; the
 //! outstanding fetch; the log start, the snapshots held other than the bootstrap one (end offset, epoch,
 //! voter set) and the snapshot being downloaded. Operator replies are compared per step (the model's `Step::replies`), and the
 //! messages sent are compared as the multiset of in-flight envelopes after every step.
@@ -87,6 +99,11 @@
 //!   the requester's current directory id (the graphs with disk losses fetch in sync mode).
 //! - **Batch framing**: the model has records one-to-one with offsets; batches (and the record bytes
 //!   of a Fetch response) abstract to their records.
+//! - **Batches of the upgrade**: the model's upgrade is one step; [`upgrade::check_upgrade_batches`]
+//!   checks that every KRaftVersion record has its VotersRecord after it in the same batch.
+//! - **What the `upgrade` graph leaves out**: the UpdateRaftVoter answer to the reporting voter, a
+//!   repeated UpdateFeatures while the first waits (the node answers both at the commit; no model step),
+//!   and the upgrade with crashes, disk losses or a joiner (`--preset upgrade` has them, the gate not).
 //! - **Acknowledgements the model leaves out**: BeginQuorumEpoch and EndQuorumEpoch *responses* are not
 //!   in the model's network; the harness drops them when they are sent. Their only use in Kafka is to let
 //!   a stale sender learn a newer epoch, which the model gets through the other messages.
@@ -99,6 +116,7 @@
 //! This file: identities, node configuration, error codes. [`membership`]: operator change requests.
 //! [`snapshot`]: snapshot settings. [`state`]: the abstract state of a server. [`election`] and [`fetch`]:
 //! the Raft messages as model messages. [`messages`]: the wire round trip and the message dispatch.
+//! [`upgrade`]: static voters, the volatile set and UpdateFeatures (`--start static`).
 
 mod election;
 mod fetch;
@@ -106,6 +124,7 @@ mod membership;
 mod messages;
 mod snapshot;
 mod state;
+pub mod upgrade;
 
 pub use fetch::records_of;
 pub use membership::{change_request, request_dir, ChangeRequest};

@@ -7,6 +7,7 @@ use model::types::{bit, Entry, FetchKey, Id, Kind, Mask, PendingChange, Role, Vo
 
 use model::types::ChangeOp;
 
+use super::upgrade::voters_in_force;
 use super::{id_of, key_dir, replica_key_at, small, voters_of};
 
 fn kind_of(kind: &EntryKind) -> Result<Kind, String> {
@@ -63,8 +64,10 @@ pub struct Abstract {
     pub end: BTreeMap<Id, Option<u8>>,
     /// Leader only: other replicas that caught up in this epoch.
     pub caught_up: Mask,
-    /// Leader only.
+    /// Leader only: an add/remove, or the `kraft.version` upgrade, awaiting its commit.
     pub pending: Option<PendingChange>,
+    /// Leader at `kraft.version` 0 only: the volatile voter set (`mapping::upgrade`).
+    pub volatile_voters: VoterSet,
     pub fetching: Option<FetchKey>,
     /// Log start offset (0 until a snapshot replaces the prefix).
     pub log_start: u8,
@@ -108,6 +111,7 @@ impl Abstract {
             ("end_offsets", format!("{{{end}}}")),
             ("caught_up", set(self.caught_up)),
             ("pending", format!("{:?}", self.pending)),
+            ("volatile_voters", voters(self.volatile_voters)),
             ("fetching", format!("{:?}", self.fetching)),
             ("log_start", self.log_start.to_string()),
             ("snapshots", format!("[{snapshots}]")),
@@ -147,6 +151,11 @@ pub fn abstract_model(
         },
         caught_up: if leading { s.caught_up & !bit(me) } else { 0 },
         pending: if leading { s.pending } else { None },
+        volatile_voters: if leading {
+            s.volatile_voters
+        } else {
+            VoterSet::default()
+        },
         fetching: s.fetching,
         log_start: s.log.start(),
         snapshots: {
@@ -195,6 +204,7 @@ pub fn abstract_view(
             log.len()
         ));
     }
+    super::upgrade::check_upgrade_batches(node)?;
     let dir = key_dir(&node.local_key(), me, "own directory id")?;
     let mut end = BTreeMap::new();
     let mut caught_up: Mask = 0;
@@ -202,7 +212,10 @@ pub fn abstract_view(
         // Every tracked key is one of the mapping's.
         for r in &v.replicas {
             let j = id_of(r.key.id, "replica id")?;
-            key_dir(&r.key, j, "replica directory id")?;
+            // A static voter's state is keyed without a directory id (its voter set's key).
+            if r.key.directory_id.is_some() {
+                key_dir(&r.key, j, "replica directory id")?;
+            }
             if usize::from(j) >= servers {
                 return Err(format!("leader tracks unknown replica {j}"));
             }
@@ -234,6 +247,7 @@ pub fn abstract_view(
                 offset: small(p.offset, "pending change offset")?,
             })
         }
+        (None, true) => super::upgrade::pending_upgrade(node)?,
         _ => None,
     };
     let fetching = match &v.outstanding_fetch {
@@ -253,8 +267,12 @@ pub fn abstract_view(
         voted_for: v.voted.map(|k| id_of(k.id, "voted-for id")).transpose()?,
         log,
         hw: v.high_watermark.map(|h| small(h, "HW")).transpose()?,
-        latest_voters: voters_of(&v.latest_voters)?,
-        committed_voters: v.committed_voters.as_ref().map(voters_of).transpose()?,
+        latest_voters: voters_in_force(&v.latest_voters)?,
+        committed_voters: v
+            .committed_voters
+            .as_ref()
+            .map(voters_in_force)
+            .transpose()?,
         epoch_start: if leading {
             Some(small(epoch_start.unwrap_or(-1), "epoch start offset")?)
         } else {
@@ -263,6 +281,11 @@ pub fn abstract_view(
         end,
         caught_up,
         pending,
+        volatile_voters: if leading {
+            super::upgrade::volatile_of(node)?
+        } else {
+            VoterSet::default()
+        },
         fetching,
         log_start: small(start, "log start")?,
         snapshots: node

@@ -4,6 +4,8 @@
 //! inputs are [`Node::handle`], [`Node::handle_client`], [`Node::append`], [`Node::tick`] and the snapshot
 //! answers. Every hook ends as an input does: the returned [`Output`] is applied under the same contract.
 
+use kafka_protocol::messages::UpdateRaftVoterRequest;
+
 use super::{Millis, Node, Output, Timer};
 
 /// Stepping a [`Node`] on command rather than on its own deadlines.
@@ -36,6 +38,10 @@ pub trait Harness {
 
     /// Whether no Fetch of this replica awaits its response.
     fn outstanding_fetch_is_none(&self) -> bool;
+
+    /// The UpdateRaftVoter (and its leader) this follower would send at its next update-voter check,
+    /// whatever that check's period says (the conformance replay follows the model's `UpdateVoter`).
+    fn update_voter_request(&self) -> Option<(i32, UpdateRaftVoterRequest)>;
 }
 
 impl Harness for Node {
@@ -65,5 +71,9 @@ impl Harness for Node {
 
     fn outstanding_fetch_is_none(&self) -> bool {
         self.outstanding_fetch.is_none()
+    }
+
+    fn update_voter_request(&self) -> Option<(i32, UpdateRaftVoterRequest)> {
+        self.update_voter_request_now()
     }
 }

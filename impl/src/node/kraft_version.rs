@@ -160,7 +160,7 @@ impl Node {
     }
 
     /// The volatile voter set, while this leader is at `kraft.version` 0 and has not appended an upgrade.
-    pub(super) fn volatile_voters(&self) -> Option<&VoterSet> {
+    pub fn volatile_voters(&self) -> Option<&VoterSet> {
         match &self.upgrade {
             Some(Upgrade::Voters(v)) => Some(v),
             _ => None,
@@ -243,6 +243,11 @@ impl Node {
                 offset,
             }),
         }
+    }
+
+    /// The base offset of the upgrade batch the oldest waiting UpdateFeatures request waits for.
+    pub fn upgrade_waiting_for(&self) -> Option<i64> {
+        self.feature_waiters.iter().map(|w| w.offset).min()
     }
 
     /// The offset of this leader's latest KRaftVersionRecord while it is not below the HW.

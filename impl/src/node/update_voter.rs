@@ -25,7 +25,7 @@ impl Node {
     /// Called as a follower sends a Fetch: arms the period when it starts following in an epoch, and once
     /// it has passed sends UpdateRaftVoter if this voter's entry is out of date.
     pub(super) fn maybe_send_update_voter(&mut self, now: Millis, out: &mut Output) {
-        let RoleState::Follower { leader, .. } = self.role else {
+        let RoleState::Follower { .. } = self.role else {
             self.update_voter_due = None;
             return;
         };
@@ -35,6 +35,26 @@ impl Node {
             return;
         }
         self.update_voter_due = Some(PeriodDue::start(epoch, now, period));
+        if let Some((leader, req)) = self.update_voter_request_now() {
+            tracing::info!(
+                node = self.local.id,
+                leader,
+                epoch,
+                kraft_version = self.kraft_version(),
+                "own voter entry differs from this node's listeners, directory id or kraft.version range; sending UpdateRaftVoter"
+            );
+            out.requests
+                .push((leader, Message::UpdateRaftVoterRequest(req)));
+        }
+    }
+
+    /// The UpdateRaftVoter this follower sends its leader at its next check, whatever the period: `None`
+    /// if it is no follower or its entry needs no report (the one rule of what it sends).
+    pub(super) fn update_voter_request_now(&self) -> Option<(i32, UpdateRaftVoterRequest)> {
+        let RoleState::Follower { leader, .. } = self.role else {
+            return None;
+        };
+        let epoch = self.election.epoch;
         let updated_leader = self.update_voter_taken_in == Some(epoch);
         let local = self.local_voter_node();
         let send = if self.kraft_version() >= 1 {
@@ -44,7 +64,7 @@ impl Node {
             !updated_leader && self.history.latest().contains_id(self.local.id)
         };
         if !send {
-            return;
+            return None;
         }
         let req = UpdateRaftVoterRequest::default()
             .with_cluster_id(Some(StrBytes::from_string(self.config.cluster_id.clone())))
@@ -68,15 +88,7 @@ impl Node {
                     .with_min_supported_version(local.supported.min)
                     .with_max_supported_version(local.supported.max),
             );
-        tracing::info!(
-            node = self.local.id,
-            leader,
-            epoch,
-            kraft_version = self.kraft_version(),
-            "own voter entry differs from this node's listeners, directory id or kraft.version range; sending UpdateRaftVoter"
-        );
-        out.requests
-            .push((leader, Message::UpdateRaftVoterRequest(req)));
+        Some((leader, req))
     }
 
     /// UpdateRaftVoter from a peer: served as the client request the shell decodes it as, answered to

@@ -4,7 +4,7 @@
 
 use super::{KraftModel, Tx};
 use crate::config::Start;
-use crate::kraft_version::{check_upgrade, kraft_version};
+use crate::kraft_version::{check_upgrade, kraft_version, upgrade_pending};
 use crate::types::{ChangeOp, Entry, Id, Kind, PendingChange, Reply, Role, State, VoterSet};
 
 impl KraftModel {
@@ -24,7 +24,10 @@ impl KraftModel {
             return self.cfg.updates;
         }
         let v = &st.servers[j as usize];
-        crate::kraft_version::static_voters(&self.cfg).has_id(j)
+        // The voter decides by its own log's `kraft.version` (Kafka's `shouldSendUpdateVoteRequest`):
+        // one that holds an uncommitted upgrade of an old leader reports nothing until it truncates.
+        kraft_version(&self.cfg, &v.log) == 0
+            && crate::kraft_version::static_voters(&self.cfg).has_id(j)
             && v.role == Role::Follower
             && v.leader == Some(server)
             && v.epoch == l.epoch
@@ -44,6 +47,9 @@ impl KraftModel {
             return false;
         }
         let s = &st.servers[i as usize];
+        if upgrade_pending(s) {
+            return false;
+        }
         match check_upgrade(&self.cfg, s) {
             Ok(Some(_)) => s.log.len() + 2 <= self.cfg.max_log,
             _ => self.cfg.refusal_steps,
@@ -69,6 +75,9 @@ impl Tx<'_> {
     pub(super) fn upgrade(&mut self, i: Id) -> Option<()> {
         let cfg = self.cfg;
         let s = &self.s.servers[i as usize];
+        if upgrade_pending(s) {
+            return None;
+        }
         let op = ChangeOp::KraftVersionUpgrade;
         let answer = |error| Reply {
             server: i,
@@ -174,6 +183,11 @@ mod tests {
         // Until it commits, an add is REQUEST_TIMED_OUT.
         let r = check_change(&m.cfg, l, ChangeOp::Add(3), 0).unwrap_err();
         assert_eq!(r.error(), ErrorCode::RequestTimedOut);
+        // For the uncommitted VotersRecord, as Kafka's AddVoterHandler says; the wait does not time
+        // out and a repeated UpdateFeatures is no step.
+        assert_eq!(r, crate::spec::Refusal::UncommittedVoters);
+        assert!(m.step(&s3, Action::ChangeTimeout(0)).is_none());
+        assert!(m.step(&s3, Action::UpgradeKraftVersion(0)).is_none());
         // Two fetch rounds commit it and answer the request.
         let mut s = s3;
         let mut replies = Vec::new();

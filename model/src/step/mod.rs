@@ -325,7 +325,7 @@ impl KraftModel {
                     if self.check_quorum_may_expire(s) {
                         out.push(Action::CheckQuorumTimeout(i));
                     }
-                    if s.pending.is_some() {
+                    if s.pending.is_some() && !crate::kraft_version::upgrade_pending(s) {
                         out.push(Action::ChangeTimeout(i));
                     }
                     if st.history.data < cfg.max_data && s.log.len() < cfg.max_log {
@@ -472,6 +472,9 @@ impl KraftModel {
             }
             Action::ChangeTimeout(i) if i < n && !self.resign_due(&st.servers[i as usize], i) => {
                 let s = &mut tx.s.servers[i as usize];
+                if crate::kraft_version::upgrade_pending(s) {
+                    return None;
+                }
                 let p = s.pending.take()?;
                 tx.replies.push(Reply {
                     server: i,
