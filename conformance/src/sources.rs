@@ -86,6 +86,12 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..graph_config("membership")?
         },
+        // KIP-1186 auto-join on the `disk-loss` bounds: the replaced replica removes its stale key and
+        // adds itself (acknowledged at append), beside operator changes; refusals as steps.
+        "auto-join" => ModelConfig {
+            auto_join: true,
+            ..graph_config("disk-loss")?
+        },
         // The model check's bounds (`cargo run -p model -- check`, and `--preset snapshots`) as graphs:
         // stale messages kept, refusals as steps, no symmetry, like the gate's. Far larger than the
         // gate's (conformance/README.md, "Beyond one machine"); not in its default.
@@ -115,6 +121,9 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     if cfg.max_disk_losses > 0 {
         snapshots += &format!(" max_disk_losses={}", cfg.max_disk_losses);
     }
+    if cfg.auto_join {
+        snapshots += " auto_join=true";
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -125,13 +134,14 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 pub const LARGE_GRAPH_BOUNDS: [&str; 2] = ["model-default", "model-snapshots"];
 
 /// The gate's named graphs, accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 6] = [
+pub const GRAPH_BOUNDS: [&str; 7] = [
     "first-election",
     "membership",
     "snapshots",
     "snapshot-crash",
     "updates",
     "disk-loss",
+    "auto-join",
 ];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.

@@ -100,6 +100,7 @@
 //! [`snapshot`]: snapshot settings. [`state`]: the abstract state of a server. [`election`] and [`fetch`]:
 //! the Raft messages as model messages. [`messages`]: the wire round trip and the message dispatch.
 
+pub mod auto_join;
 mod election;
 mod fetch;
 mod membership;
@@ -208,8 +209,15 @@ pub const CHECK_QUORUM_TIMEOUT_MS: u64 = 3000;
 pub const REQUEST_TIMEOUT_MS: u64 = 2000;
 
 /// Configuration of model server `i` at model directory id `dir` (its disk after `dir` disk losses,
-/// formatted like the first) in a cluster with bootstrap set `bootstrap`.
-pub fn node_config(i: Id, dir: u8, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
+/// formatted like the first) in a cluster with bootstrap set `bootstrap`; `auto_join`: the model's
+/// `--auto-join` (the harness switches the node's period off: it asks only on the model's `AutoJoin`).
+pub fn node_config(
+    i: Id,
+    dir: u8,
+    bootstrap: Mask,
+    seed: u64,
+    auto_join: bool,
+) -> Result<NodeConfig, String> {
     Ok(NodeConfig {
         cluster_id: CLUSTER_ID.to_string(),
         node_id: i32::from(i),
@@ -226,7 +234,7 @@ pub fn node_config(i: Id, dir: u8, bootstrap: Mask, seed: u64) -> Result<NodeCon
         observer_expiry_ms: NEVER,
         seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         snapshots: snapshot_config(),
-        auto_join: false,
+        auto_join,
     })
 }
 
