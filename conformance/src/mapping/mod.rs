@@ -58,6 +58,18 @@
 //!   downloads first takes one chunk from a leader that serves it, so it restarts with a
 //!   `.checkpoint.part` on disk (the model's `CrashDuringInstall`).
 //! - `ClientAppend(i)`: `Node::append` of one Data record.
+//! - `AutoJoin{replica, leader}` (KIP-1186): `Harness::auto_join_now` at `replica` (every node has the
+//!   model's `--auto-join` as its `auto_join` and its period off, `Harness::auto_join_on_command_only`, so it
+//!   asks only here) must send one request, to `leader`; it is framed and decoded by the shell's codec
+//!   ([`auto_join::as_served`]: AddRaftVoter v1 with its `AckWhenCommitted`) and served by the leader's
+//!   `handle_client` as an operator's change is (the ApiVersions round trip included). Its answer is the
+//!   model's reply to the operation it names ([`auto_join::op_of`]), a refusal's reason the model's
+//!   `auto_join_change`'s; an add answered NONE in the step is an acknowledgement at append, compared with
+//!   the model's ghost `History::append_acks`. The answer is not handed back to the replica (it only
+//!   restarts the period).
+//! - Not mapped: `UpgradeKraftVersion` (UpdateFeatures at `--start static`, which no replayed trace
+//!   starts from) and the swap bug's `Swap`: the harness refuses both as inputs, so a trace with one
+//!   diverges, never passes silently.
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
 //!   the removal, and the model always schedules the due `Resign` right after that step. The two model
@@ -97,6 +109,7 @@
 //!
 //! # Files
 //! This file: identities, node configuration, error codes. [`membership`]: operator change requests.
+//! [`auto_join`]: auto-join's requests as the leader's shell serves them.
 //! [`snapshot`]: snapshot settings. [`state`]: the abstract state of a server. [`election`] and [`fetch`]:
 //! the Raft messages as model messages. [`messages`]: the wire round trip and the message dispatch.
 
