@@ -8,8 +8,8 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kraft::log::{MemoryLog, RaftLog};
 use kraft::node::{
-    ChangeOutcome, ClientId, ClientRequest, ClientResponse, Effect, ElectionState, Harness,
-    Message, Millis, Node, Output, SnapshotId, SnapshotMeta, Timer,
+    ChangeOutcome, ClientRequest, ClientResponse, Effect, ElectionState, Harness, Message, Millis,
+    Node, Output, SnapshotId, SnapshotMeta, Timer,
 };
 use kraft::records::SnapshotFileKind;
 use kraft::storage::kept_at_start;
@@ -19,6 +19,7 @@ use model::{FetchMode, NetworkKind};
 use crate::mapping::{self, ChangeRequest};
 use crate::refusal::{self, Refused};
 
+mod auto_join;
 mod download;
 mod upgrade;
 
@@ -106,9 +107,13 @@ pub struct Cluster {
     pub network: Vec<Arc<InFlight>>,
     clients: BTreeMap<u64, (Id, ChangeOp)>,
     next_client: u64,
+    /// Ghost: the auto-join adds acknowledged at append (`append_acks`).
+    append_acks: Vec<(u8, u8)>,
     bootstrap: Mask,
     /// `--start static`: nodes configured with static voters (`mapping::upgrade`).
     static_voters: bool,
+    /// The model's `--auto-join`: every node's `controller.quorum.auto.join.enable`.
+    auto_join: bool,
     seed: u64,
     network_kind: NetworkKind,
     hook: Option<NodeHook>,
@@ -120,6 +125,7 @@ impl Cluster {
         servers: usize,
         bootstrap: Mask,
         start: model::Start,
+        auto_join: bool,
         network_kind: NetworkKind,
         seed: u64,
         hook: Option<NodeHook>,
@@ -135,8 +141,10 @@ impl Cluster {
             network: Vec::new(),
             clients: BTreeMap::new(),
             next_client: 1,
+            append_acks: Vec::new(),
             bootstrap,
             static_voters: start == model::Start::Static,
+            auto_join,
             seed,
             network_kind,
             hook,
@@ -150,7 +158,7 @@ impl Cluster {
 
     fn build(&self, i: Id, log: MemoryLog, state: ElectionState) -> Result<Node, String> {
         let dir = self.dirs.get(i as usize).copied().unwrap_or(0);
-        let mut cfg = mapping::node_config(i, dir, self.bootstrap, self.seed)?;
+        let mut cfg = mapping::node_config(i, dir, self.bootstrap, self.seed, self.auto_join)?;
         if self.static_voters {
             cfg = mapping::upgrade::static_config(cfg, self.bootstrap)?;
         }
@@ -169,6 +177,8 @@ impl Cluster {
         // A deterministic wall clock: the replay stays a function of the model's trace.
         let now = self.clocks.get(i as usize).copied().unwrap_or(0);
         node.set_wall_clock(now, kraft::time::virtual_wall_clock(now));
+        // Auto-join asks when the model's `AutoJoin` does, never by its period.
+        node.auto_join_on_command_only();
         if let Some(hook) = &self.hook {
             hook(&mut node);
         }
@@ -494,9 +504,7 @@ impl Cluster {
             Action::AutoJoin { replica, leader } => {
                 check(replica)?;
                 check(leader)?;
-                return Err(format!(
-                    "server {replica}: an auto-join request to {leader} is not mapped to the implementation"
-                ));
+                self.auto_join(replica, leader, &mut applied)?;
             }
             Action::DiskLoss(i) => {
                 check(i)?;
@@ -561,9 +569,6 @@ impl Cluster {
                         "{op:?} has no Kafka request (only the swap-voter bug variant does this)"
                     )
                 })?;
-                let client = self.next_client;
-                self.next_client += 1;
-                self.clients.insert(client, (server, op));
                 let req = match req {
                     ChangeRequest::Add(r) => ClientRequest::AddRaftVoter {
                         request: r,
@@ -576,22 +581,7 @@ impl Cluster {
                         ClientRequest::UpdateRaftVoter(r)
                     }
                 };
-                let now = self.tick_clock(server);
-                let mut out = Arc::make_mut(&mut self.nodes[server as usize]).handle_client(
-                    now,
-                    ClientId(client),
-                    req,
-                );
-                // The ApiVersions round trip to the new voter, answered within this step (`mapping`).
-                let (probes, rest) = out
-                    .requests
-                    .into_iter()
-                    .partition(|(_, m)| matches!(m, Message::ApiVersionsRequest(_)));
-                out.requests = rest;
-                self.absorb(server, out, None, &mut applied)?;
-                for (dst, req) in probes {
-                    self.answer_api_versions(server, dst, req, &mut applied)?;
-                }
+                self.serve_change(server, op, req, &mut applied)?;
             }
             Action::Fetch { replica, leader } => {
                 check(replica)?;

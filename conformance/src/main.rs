@@ -35,7 +35,7 @@ enum Engine {
 )]
 struct Cli {
     /// (a) Graph replay at these named bounds (`first-election`, `membership`, `snapshots`, `snapshot-crash`,
-    /// `updates`, `disk-loss`, `upgrade`; beyond the gate, the model check's bounds: `model-default`,
+    /// `updates`, `disk-loss`, `upgrade`, `auto-join`; beyond the gate, the model check's bounds: `model-default`,
     /// `model-snapshots`).
     #[arg(long, default_values_t = sources::GRAPH_BOUNDS.map(String::from))]
     graph: Vec<String>,

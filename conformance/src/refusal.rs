@@ -7,7 +7,7 @@
 use kraft::node::Refusal as Impl;
 use model::spec::{self, Refusal};
 use model::types::{Action, ChangeOp, ErrorCode, Id, Reply, State};
-use model::ModelConfig;
+use model::KraftModel;
 
 /// One refused membership request and the rule that refused it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,14 +39,29 @@ pub fn reason(r: Impl) -> Result<Refusal, String> {
 
 /// The refusals of the model step that took `action` from `before` and answered `replies`: a `Change`
 /// answered with an error at once is refused by `spec::check_change` at the pre-step state (the step
-/// appends nothing then), and that function names the rule.
+/// appends nothing then), and that function names the rule; an `AutoJoin`, by the leader's handling of
+/// the request (`mapping::auto_join::refusal`).
 pub fn of_model_step(
-    cfg: &ModelConfig,
+    model: &KraftModel,
     before: &State,
     action: &Action,
     replies: &[Reply],
     out: &mut Vec<Refused>,
 ) {
+    if let Action::AutoJoin { replica, leader } = *action {
+        if let Some(reason) = crate::mapping::auto_join::refusal(model, before, action, replies) {
+            let op = replies
+                .iter()
+                .find(|r| r.server == leader && r.error != ErrorCode::None)
+                .map_or(ChangeOp::Add(replica), |r| r.op);
+            out.push(Refused {
+                server: leader,
+                op,
+                reason,
+            });
+        }
+        return;
+    }
     let Action::Change { server, op } = *action else {
         return;
     };
@@ -58,7 +73,7 @@ pub fn of_model_step(
     }
     if let Some(s) = before.servers.get(server as usize) {
         let dir = model::KraftModel::op_dir(before, op);
-        if let Err(reason) = spec::check_change(cfg, s, op, dir) {
+        if let Err(reason) = spec::check_change(&model.cfg, s, op, dir) {
             out.push(Refused { server, op, reason });
         }
     }

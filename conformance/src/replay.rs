@@ -63,6 +63,12 @@ pub enum DivergenceKind {
         model: Vec<Refused>,
         implementation: Vec<Refused>,
     },
+    /// The auto-join adds acknowledged at append (`AckWhenCommitted` false) differ: the model's ghost
+    /// `History::append_acks` against the harness's record of the leaders' answers.
+    AppendAcks {
+        model: Vec<(u8, u8)>,
+        implementation: Vec<(u8, u8)>,
+    },
     /// The messages in flight differ.
     Network {
         model: Vec<Envelope>,
@@ -183,6 +189,7 @@ fn replay_full(
         cfg.servers() as usize,
         cfg.bootstrap(),
         cfg.start,
+        cfg.auto_join,
         cfg.network,
         opts.seed,
         opts.hook.clone(),
@@ -205,7 +212,7 @@ fn replay_full(
         };
         step_no += 1;
         let mut refused = Vec::new();
-        refusal::of_model_step(&prefix_model.cfg, &state, a, &step.replies, &mut refused);
+        refusal::of_model_step(&prefix_model, &state, a, &step.replies, &mut refused);
         let applied = r.cluster.apply(a, FetchMode::Sync).map_err(|e| {
             r.divergence(
                 step_no,
@@ -259,7 +266,7 @@ fn replay_full(
             )
         })?;
         r.counts.downloads.add(&applied.downloads);
-        refusal::of_model_step(&model.cfg, &state, a, &step.replies, &mut refused_model);
+        refusal::of_model_step(&model, &state, a, &step.replies, &mut refused_model);
         held_model.extend(step.replies);
         held_impl.extend(applied.replies);
         refused_impl.extend(applied.refusals);
@@ -430,6 +437,12 @@ pub fn compare(
                 implementation: i,
             });
         }
+    }
+    if cluster.append_acks() != &state.history.append_acks[..] {
+        return Err(DivergenceKind::AppendAcks {
+            model: state.history.append_acks.to_vec(),
+            implementation: cluster.append_acks().to_vec(),
+        });
     }
     if !cluster.network_is(&state.network) {
         return Err(DivergenceKind::Network {
@@ -617,13 +630,7 @@ pub fn step(
     };
     check.counts.downloads.add(&applied.downloads);
     let mut refused = Vec::new();
-    refusal::of_model_step(
-        &model.cfg,
-        &pair.state,
-        &action,
-        &step.replies,
-        &mut refused,
-    );
+    refusal::of_model_step(model, &pair.state, &action, &step.replies, &mut refused);
     let (mut state, mut replies) = (step.state, step.replies);
     let n = state.servers.len();
     let mut passed = Vec::new();

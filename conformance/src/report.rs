@@ -79,6 +79,17 @@ pub fn render(d: &Divergence) -> String {
             let _ = writeln!(out, "    model:          {model:?}");
             let _ = writeln!(out, "    implementation: {implementation:?}");
         }
+        DivergenceKind::AppendAcks {
+            model,
+            implementation,
+        } => {
+            let _ = writeln!(
+                out,
+                "  auto-join adds acknowledged at append differ, (offset, epoch) of each VotersRecord:"
+            );
+            let _ = writeln!(out, "    model:          {model:?}");
+            let _ = writeln!(out, "    implementation: {implementation:?}");
+        }
         DivergenceKind::State {
             server,
             model,
@@ -184,6 +195,7 @@ pub fn headline(d: &Divergence) -> String {
         DivergenceKind::RecordedState => "recorded state differs".into(),
         DivergenceKind::Replies { .. } => "replies differ".into(),
         DivergenceKind::Refusals { .. } => "refusal reasons differ".into(),
+        DivergenceKind::AppendAcks { .. } => "acknowledgements at append differ".into(),
         DivergenceKind::State {
             server,
             model,

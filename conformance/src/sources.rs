@@ -99,6 +99,12 @@ pub fn graph_config(name: &str) -> Option<ModelConfig> {
             fetch: FetchMode::Sync,
             ..graph_config("membership")?
         },
+        // KIP-1186 auto-join on the `disk-loss` bounds: the replaced replica removes its stale key and
+        // adds itself (acknowledged at append), beside operator changes; refusals as steps.
+        "auto-join" => ModelConfig {
+            auto_join: true,
+            ..graph_config("disk-loss")?
+        },
         // The model check's bounds (`cargo run -p model -- check`, and `--preset snapshots`) as graphs:
         // stale messages kept, refusals as steps, no symmetry, like the gate's. Far larger than the
         // gate's (conformance/README.md, "Beyond one machine"); not in its default.
@@ -131,6 +137,9 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
     if cfg.start == Start::Static {
         snapshots += " start=static";
     }
+    if cfg.auto_join {
+        snapshots += " auto_join=true";
+    }
     format!(
         "{name}[max_in_flight={} max_epoch={} max_log={} max_changes={}{snapshots} pre_vote={}]",
         cfg.max_in_flight, cfg.max_epoch, cfg.max_log, cfg.max_changes, cfg.pre_vote
@@ -141,7 +150,7 @@ pub fn graph_label(name: &str, cfg: &ModelConfig) -> String {
 pub const LARGE_GRAPH_BOUNDS: [&str; 2] = ["model-default", "model-snapshots"];
 
 /// The gate's named graphs, accepted by [`graph_config`].
-pub const GRAPH_BOUNDS: [&str; 7] = [
+pub const GRAPH_BOUNDS: [&str; 8] = [
     "first-election",
     "membership",
     "snapshots",
@@ -149,6 +158,7 @@ pub const GRAPH_BOUNDS: [&str; 7] = [
     "updates",
     "disk-loss",
     "upgrade",
+    "auto-join",
 ];
 
 /// (a) Every maximal path of at most `depth` actions after the initial state.

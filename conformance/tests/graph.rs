@@ -75,6 +75,30 @@ fn snapshots_download_in_chunks_and_restart_mid_download() {
     assert!(d.part_restarts > 0, "{d:?}");
 }
 
+/// The `auto-join` graph at epoch 1: the replaced replica's auto-join (stale-key removal, the add
+/// acknowledged at append, refusals) replayed with the states stateright visits, on 1 and 2 threads.
+#[test]
+fn auto_join_graph_covers_stateright_states_without_divergence() {
+    let w = checker();
+    let cfg = ModelConfig {
+        max_epoch: 1,
+        ..sources::graph_config("auto-join").unwrap()
+    };
+    for threads in [1, 2] {
+        let mut opts = GraphOptions::new(cfg);
+        opts.threads = threads;
+        let g = graph::run(&opts, &w).unwrap();
+        if let Some(d) = g.divergences.first() {
+            panic!("{}", report::render(d));
+        }
+        assert!(g.complete);
+        assert_eq!(g.states as usize, stateright_states(cfg), "{cfg}");
+    }
+    // The bounds reach an auto-join add acknowledged at append and then committed.
+    let c = KraftModel::new(cfg).unwrap().checker().spawn_bfs().join();
+    assert!(c.discovery("AutoJoinCommitted").is_some(), "{cfg}");
+}
+
 #[test]
 fn more_variants_expand_more_without_divergence() {
     let w = checker();

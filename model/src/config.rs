@@ -189,7 +189,6 @@ impl Bug {
             && !matches!(self, Bug::PrevoteBumpsEpoch)
             && !self.snapshots()
             && !self.upgrade()
-            && !self.auto_join()
     }
     /// True for the variants that break a `kraft.version` upgrade rule (they need `--start static`).
     pub fn upgrade(self) -> bool {

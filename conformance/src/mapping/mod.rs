@@ -69,6 +69,17 @@
 //!   node `i`; answered now (a refusal or NONE) or when the HW passes the upgrade's batch. Its answer is
 //!   an operator reply; INVALID_UPDATE_VERSION must carry the one reason the model has
 //!   ([`upgrade::features_code`]).
+//! - `AutoJoin{replica, leader}` (KIP-1186): `Harness::auto_join_now` at `replica` (every node has the
+//!   model's `--auto-join` as its `auto_join` and its period off, `Harness::auto_join_on_command_only`, so it
+//!   asks only here) must send one request, to `leader`; it is framed and decoded by the shell's codec
+//!   ([`auto_join::as_served`]: AddRaftVoter v1 with its `AckWhenCommitted`) and served by the leader's
+//!   `handle_client` as an operator's change is (the ApiVersions round trip included). Its answer is the
+//!   model's reply to the operation it names ([`auto_join::op_of`]), a refusal's reason the model's
+//!   `auto_join_change`'s; an add answered NONE in the step is an acknowledgement at append, compared with
+//!   the model's ghost `History::append_acks`. The answer is not handed back to the replica (it only
+//!   restarts the period).
+//! - Not mapped: the swap bug's `Swap`: the harness refuses it as an input, so a trace with one
+//!   diverges, never passes silently.
 //! - `Resign(i)` (a leader whose own removal is committed): no input. Kafka resigns at the leader's next
 //!   poll, before anything else reaches it; the implementation resigns within the input that committed
 //!   the removal, and the model always schedules the due `Resign` right after that step. The two model
@@ -114,10 +125,12 @@
 //!
 //! # Files
 //! This file: identities, node configuration, error codes. [`membership`]: operator change requests.
+//! [`auto_join`]: auto-join's requests as the leader's shell serves them.
 //! [`snapshot`]: snapshot settings. [`state`]: the abstract state of a server. [`election`] and [`fetch`]:
 //! the Raft messages as model messages. [`messages`]: the wire round trip and the message dispatch.
 //! [`upgrade`]: static voters, the volatile set and UpdateFeatures (`--start static`).
 
+pub mod auto_join;
 mod election;
 mod fetch;
 mod membership;
@@ -227,8 +240,15 @@ pub const CHECK_QUORUM_TIMEOUT_MS: u64 = 3000;
 pub const REQUEST_TIMEOUT_MS: u64 = 2000;
 
 /// Configuration of model server `i` at model directory id `dir` (its disk after `dir` disk losses,
-/// formatted like the first) in a cluster with bootstrap set `bootstrap`.
-pub fn node_config(i: Id, dir: u8, bootstrap: Mask, seed: u64) -> Result<NodeConfig, String> {
+/// formatted like the first) in a cluster with bootstrap set `bootstrap`; `auto_join`: the model's
+/// `--auto-join` (the harness switches the node's period off: it asks only on the model's `AutoJoin`).
+pub fn node_config(
+    i: Id,
+    dir: u8,
+    bootstrap: Mask,
+    seed: u64,
+    auto_join: bool,
+) -> Result<NodeConfig, String> {
     Ok(NodeConfig {
         cluster_id: CLUSTER_ID.to_string(),
         node_id: i32::from(i),
@@ -245,7 +265,7 @@ pub fn node_config(i: Id, dir: u8, bootstrap: Mask, seed: u64) -> Result<NodeCon
         observer_expiry_ms: NEVER,
         seed: seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         snapshots: snapshot_config(),
-        auto_join: false,
+        auto_join,
     })
 }
 

@@ -56,7 +56,7 @@ impl Node {
             self.auto_join_due = None;
             return;
         };
-        if !self.config.auto_join {
+        if !self.config.auto_join || !self.auto_join_periodic {
             return;
         }
         let epoch = self.election.epoch;
@@ -64,9 +64,27 @@ impl Node {
         if !PeriodDue::passed(&mut self.auto_join_due, epoch, now, period) {
             return;
         }
+        self.send_auto_join(now, leader, out);
+    }
+
+    /// [`Harness::auto_join_now`](super::Harness::auto_join_now): the request the period would send,
+    /// sent now to the leader this follower follows.
+    pub(super) fn auto_join_on_command(&mut self, now: Millis) -> Output {
+        self.adopt_clock(now);
+        let mut out = Output::default();
+        if let RoleState::Follower { leader, .. } = self.role {
+            self.send_auto_join(now, leader, &mut out);
+        }
+        self.finish(now, &mut out);
+        out
+    }
+
+    /// Sends [`Node::auto_join_request`] to `leader`, if there is one, and restarts the period.
+    fn send_auto_join(&mut self, now: Millis, leader: i32, out: &mut Output) {
         let Some(request) = self.auto_join_request() else {
             return;
         };
+        let epoch = self.election.epoch;
         self.restart_auto_join_period(now);
         let cluster_id = Some(StrBytes::from_string(self.config.cluster_id.clone()));
         let message = match request {

@@ -33,6 +33,16 @@ pub trait Harness {
     /// `AdvanceLogStart` with retention limits of 0).
     fn clean_now(&mut self, now: Millis) -> Output;
 
+    /// Auto-join (KIP-1186) sends only when [`Harness::auto_join_now`] asks, never by its period (the
+    /// conformance replay follows the model's `AutoJoin`). Lasts as long as this `Node`: a harness calls it
+    /// on every node it builds.
+    fn auto_join_on_command_only(&mut self);
+
+    /// Sends auto-join's request now, whatever its period: to the leader this follower follows, the
+    /// RemoveRaftVoter of the stale key of its id or its own AddRaftVoter, as the period would send it.
+    /// Nothing when auto-join is off, the node follows no leader or its key is a voter.
+    fn auto_join_now(&mut self, now: Millis) -> Output;
+
     /// How many fetches a leader holds for an answer (long poll).
     fn parked_fetch_count(&self) -> usize;
 
@@ -63,6 +73,14 @@ impl Harness for Node {
 
     fn clean_now(&mut self, now: Millis) -> Output {
         self.clean_on_command(now)
+    }
+
+    fn auto_join_on_command_only(&mut self) {
+        self.auto_join_periodic = false;
+    }
+
+    fn auto_join_now(&mut self, now: Millis) -> Output {
+        self.auto_join_on_command(now)
     }
 
     fn parked_fetch_count(&self) -> usize {

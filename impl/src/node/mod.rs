@@ -158,6 +158,8 @@ pub struct Node {
     update_voter_taken_in: Option<i32>,
     /// Observer with auto-join: when it next may ask to join (`auto_join.rs`).
     auto_join_due: Option<timers::PeriodDue>,
+    /// False once a harness sends auto-join's request only on command (`Harness::auto_join_on_command_only`).
+    auto_join_periodic: bool,
     pending: Option<PendingChange>,
     /// Leader: an AddRaftVoter waiting for its new voter's ApiVersions answer (`add_check.rs`).
     add_check: Option<add_check::AddCheck>,
@@ -290,6 +292,7 @@ impl Node {
             update_voter_due: None,
             update_voter_taken_in: None,
             auto_join_due: None,
+            auto_join_periodic: true,
             pending: None,
             add_check: None,
             last_change_reply: None,
