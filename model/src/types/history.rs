@@ -124,17 +124,7 @@ impl Hash for History {
             .chain([reported.map_or(Kind::Data, Kind::Voters)])
             .enumerate()
         {
-            if let Kind::Voters(v) = kind {
-                if v.dirs() != 0 {
-                    let [d0, d1] = v.dirs().to_le_bytes();
-                    buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
-                    n += 3;
-                }
-                if v.unknown_dirs() != 0 {
-                    buf[n..n + 2].copy_from_slice(&[0xE0 | o as u8, v.unknown_dirs()]);
-                    n += 2;
-                }
-            }
+            n = super::log::put_voter_dirs(buf.as_mut_slice(), n, o as u8, kind);
         }
         // Only once an auto-join was acknowledged (states without one hash as they did).
         if !self.append_acks.is_empty() {

@@ -230,17 +230,7 @@ impl Log {
         // Directory ids only where one is not 0, so that logs without a disk loss hash as before;
         // the offset tags each pair.
         for (o, e) in self.entries[..self.len as usize].iter().enumerate() {
-            if let Kind::Voters(v) = e.kind {
-                if v.dirs() != 0 {
-                    let [d0, d1] = v.dirs().to_le_bytes();
-                    buf[n..n + 3].copy_from_slice(&[0xC0 | o as u8, d0, d1]);
-                    n += 3;
-                }
-                if v.unknown_dirs() != 0 {
-                    buf[n..n + 2].copy_from_slice(&[0xE0 | o as u8, v.unknown_dirs()]);
-                    n += 2;
-                }
-            }
+            n = put_voter_dirs(buf, n, o as u8, e.kind);
         }
         if self.start == 0 {
             return n;
@@ -263,4 +253,22 @@ impl Log {
     pub fn base_voters_mut(&mut self) -> &mut VoterSet {
         &mut self.base_voters
     }
+}
+
+/// Writes the directory ids of a voter set at `buf[n..]`, tagged with its position `o` (< 32), only
+/// where they are not 0, so that states without a disk loss or a static voter hash as they did;
+/// returns the new end. One encoding for the log's and the ghost history's voter sets.
+pub(crate) fn put_voter_dirs(buf: &mut [u8], mut n: usize, o: u8, kind: Kind) -> usize {
+    if let Kind::Voters(v) = kind {
+        if v.dirs() != 0 {
+            let [d0, d1] = v.dirs().to_le_bytes();
+            buf[n..n + 3].copy_from_slice(&[0xC0 | o, d0, d1]);
+            n += 3;
+        }
+        if v.unknown_dirs() != 0 {
+            buf[n..n + 2].copy_from_slice(&[0xE0 | o, v.unknown_dirs()]);
+            n += 2;
+        }
+    }
+    n
 }
