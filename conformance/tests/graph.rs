@@ -49,19 +49,29 @@ fn small() -> Vec<ModelConfig> {
 fn graph_replay_covers_stateright_states_without_divergence() {
     let w = checker();
     for cfg in small() {
-        for threads in [1, 2] {
-            let mut opts = GraphOptions::new(cfg);
-            opts.threads = threads;
-            let g = graph::run(&opts, &w).unwrap();
-            if let Some(d) = g.divergences.first() {
-                panic!("{}", report::render(d));
-            }
-            assert!(g.complete);
-            assert_eq!(g.states as usize, stateright_states(cfg), "{cfg}");
+        for g in replay_on_1_and_2_threads(cfg, &w) {
             assert!(g.transitions > g.states, "{cfg}: {g:?}");
             assert!(g.encodings > 0);
         }
     }
+}
+
+/// The graph at `cfg` replayed on 1 and 2 threads: complete, no divergence, and exactly the states
+/// stateright visits.
+fn replay_on_1_and_2_threads(cfg: ModelConfig, w: &wire::WireChecker) -> Vec<graph::GraphOutcome> {
+    let mut runs = Vec::new();
+    for threads in [1, 2] {
+        let mut opts = GraphOptions::new(cfg);
+        opts.threads = threads;
+        let g = graph::run(&opts, w).unwrap();
+        if let Some(d) = g.divergences.first() {
+            panic!("{}", report::render(d));
+        }
+        assert!(g.complete);
+        assert_eq!(g.states as usize, stateright_states(cfg), "{cfg}");
+        runs.push(g);
+    }
+    runs
 }
 
 #[test]
@@ -84,16 +94,7 @@ fn auto_join_graph_covers_stateright_states_without_divergence() {
         max_epoch: 1,
         ..sources::graph_config("auto-join").unwrap()
     };
-    for threads in [1, 2] {
-        let mut opts = GraphOptions::new(cfg);
-        opts.threads = threads;
-        let g = graph::run(&opts, &w).unwrap();
-        if let Some(d) = g.divergences.first() {
-            panic!("{}", report::render(d));
-        }
-        assert!(g.complete);
-        assert_eq!(g.states as usize, stateright_states(cfg), "{cfg}");
-    }
+    replay_on_1_and_2_threads(cfg, &w);
     // The bounds reach an auto-join add acknowledged at append and then committed.
     let c = KraftModel::new(cfg).unwrap().checker().spawn_bfs().join();
     assert!(c.discovery("AutoJoinCommitted").is_some(), "{cfg}");
