@@ -55,9 +55,9 @@ impl Cluster {
         Ok(())
     }
 
-    /// A membership request for the model's `op` served by `server`'s core (`handle_client`, as its
-    /// shell hands over an admin client's or a peer's request); its answer, now or at commit, is the
-    /// model's reply to `op` at `server`. The ApiVersions round trip to a voter being added is answered
+    /// A membership request (or the kraft.version upgrade's UpdateFeatures) for the model's `op` served
+    /// by `server`'s core (`handle_client`, as its shell hands over an admin client's or a peer's
+    /// request); its answer, now or at commit, is the model's reply to `op` at `server`. The ApiVersions round trip to a voter being added is answered
     /// within the step (`mapping`).
     pub(super) fn serve_change(
         &mut self,

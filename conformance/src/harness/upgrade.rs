@@ -1,10 +1,8 @@
 //! The `kraft.version` upgrade on the implementation side (`--start static`): the operator's
 //! UpdateFeatures and the voters' own UpdateRaftVoter reports (see `mapping::upgrade`).
 
-use std::sync::Arc;
-
 use kafka_protocol::messages::UpdateRaftVoterRequest;
-use kraft::node::{ClientId, ClientRequest, Harness, Message, Output};
+use kraft::node::{ClientRequest, Harness, Message, Output};
 use model::types::{ChangeOp, Id};
 
 use super::{Applied, Cluster};
@@ -14,18 +12,11 @@ impl Cluster {
     /// The model's `UpgradeKraftVersion(i)`: `kafka-features.sh upgrade --feature kraft.version=1`
     /// sent to node `i`; its answer comes now (a refusal or a no-op) or once the HW passes the batch.
     pub(super) fn upgrade(&mut self, i: Id, applied: &mut Applied) -> Result<(), String> {
-        let client = self.next_client;
-        self.next_client += 1;
-        self.clients
-            .insert(client, (i, ChangeOp::KraftVersionUpgrade));
-        let now = self.tick_clock(i);
         let req = ClientRequest::UpdateFeatures {
             version: UPDATE_FEATURES_VERSION,
             request: upgrade_request(),
         };
-        let out =
-            Arc::make_mut(&mut self.nodes[i as usize]).handle_client(now, ClientId(client), req);
-        self.absorb(i, out, None, applied)
+        self.serve_change(i, ChangeOp::KraftVersionUpgrade, req, applied)
     }
 
     /// At `kraft.version` 0 a follower's own report rides on a Fetch once its period (a fetch timeout)
