@@ -3,9 +3,10 @@
 //! The space is the one `dfs.rs` proves: the same successors (within the boundary), the same
 //! fingerprint (the symmetry representative's, [`crate::symmetry::canonical`]), the same properties
 //! evaluated once per unique state until each has a verdict. So verdicts and unique-state counts
-//! are the DFS's. A state is kept as it was reached, not renamed to its representative (its orbit
-//! has the same behaviours): then the stored parent actions replay from the initial state as they
-//! are, and the walked-back path is a real run, printed as the same story as any counterexample.
+//! are the DFS's. A state is kept as its representative, as the DFS keeps it (its orbit has the
+//! same behaviours, and a representative's successors are often representatives, whose
+//! fingerprint needs no renaming); the walked-back path is replayed from the initial state by
+//! fingerprints, so it is a real run, printed as the same story as any counterexample.
 //!
 //! The engine keeps and sends a state as its plain form's bytes ([`super::packed`], about 100
 //! bytes where the state takes about 1 KB in memory): timely encodes records with bincode, which
@@ -61,7 +62,11 @@ impl Space for KraftSpace {
     type Finding = Finding;
 
     fn store(&self, s: State) -> Bytes {
-        packed::encode(&s)
+        if !self.symmetry {
+            return packed::encode(&s);
+        }
+        let (perm, _) = crate::symmetry::canonical(&s);
+        packed::encode(&crate::symmetry::renamed(&s, &perm).unwrap_or(s))
     }
 
     fn load(&self, s: Bytes) -> Result<State, String> {

@@ -10,6 +10,8 @@
 mod frontier;
 pub mod kraft;
 pub mod packed;
+mod parents;
+mod sent;
 pub mod spill;
 pub mod timely;
 
@@ -36,7 +38,8 @@ pub trait Space: Send + Sync + 'static {
     /// is small already).
     type Stored: Clone + Serialize + DeserializeOwned + Send + 'static;
 
-    /// `s` as kept.
+    /// `s` as kept: the search goes on from the stored state, which may be any state of the same
+    /// fingerprint (the symmetry representative, whose fingerprint is cheaper to recompute).
     fn store(&self, s: Self::State) -> Self::Stored;
     /// Back from [`Space::store`]; `Err` for bytes no state has (the search stops with it).
     fn load(&self, s: Self::Stored) -> Result<Self::State, String>;
@@ -47,9 +50,9 @@ pub trait Space: Send + Sync + 'static {
     /// one state.
     fn fingerprint(&self, s: &Self::State) -> u64;
     /// The successors of `s` (each with the action that leads there), and anything found while
-    /// stepping (reported at `s`). Deterministic: the same state gives the same successors in the
-    /// same order, in every process (an owner keeps a state's parent as the parent's fingerprint
-    /// and the successor's index in this list, 16 bytes, and a path is replayed from a root).
+    /// stepping (reported at `s`). Deterministic, in every process; states of equal fingerprints
+    /// have successors of equal fingerprints (an owner keeps a state's parent as the parent's
+    /// fingerprint, and a path is replayed from a root by fingerprints).
     fn expand(
         &self,
         s: &Self::State,
@@ -235,19 +238,21 @@ pub type Path<S> = (
     Vec<(<S as Space>::Action, <S as Space>::State)>,
 );
 
-/// A path from a root to a state: the root's fingerprint and, at each step, the index of the
-/// successor taken in [`Space::expand`]'s list.
+/// A path from a root to a state: the root's fingerprint and the fingerprint of each state after
+/// it (the owners kept states of those fingerprints, not necessarily the states this path
+/// reaches: a symmetry representative in place of a state).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
     /// Fingerprint of the root the path starts at.
     pub root: u64,
-    /// Successor indices, first to last.
-    pub steps: Vec<u32>,
+    /// Fingerprints of the states reached, first to last.
+    pub steps: Vec<u64>,
 }
 
 impl Trace {
-    /// The path's root, and each step's action and the state it leads to; `None` if the space
-    /// does not replay it (no root has that fingerprint, or `expand` is not deterministic).
+    /// The path's root, and each step's action and the state it leads to (at each step the first
+    /// successor with the step's fingerprint); `None` if the space does not replay it (no root or
+    /// no successor has the fingerprint).
     pub fn replay<S: Space>(&self, space: &S) -> Option<Path<S>> {
         let root = space
             .roots()
@@ -255,14 +260,12 @@ impl Trace {
             .find(|r| space.fingerprint(r) == self.root)?;
         let mut path: Vec<(S::Action, S::State)> = Vec::new();
         let mut succ = Vec::new();
-        for &i in &self.steps {
+        for &fp in &self.steps {
             succ.clear();
             let at = path.last().map_or(&root, |(_, s)| s);
             space.expand(at, &mut succ, &mut Vec::new());
-            if (i as usize) >= succ.len() {
-                return None;
-            }
-            path.push(succ.swap_remove(i as usize));
+            let i = succ.iter().position(|(_, n)| space.fingerprint(n) == fp)?;
+            path.push(succ.swap_remove(i));
         }
         Some((root, path))
     }

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 /// Longest payload a record may have: far above any stored state (a few hundred bytes).
 pub const MAX_RECORD: u32 = 1 << 20;
 
-/// Header bytes: fingerprint, parent fingerprint, successor index, length, checksum.
-const HEADER: usize = 8 + 8 + 4 + 4 + 8;
+/// Header bytes: fingerprint, parent fingerprint, length, checksum.
+const HEADER: usize = 8 + 8 + 4 + 8;
 
 /// What went wrong with a spill file.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +59,7 @@ pub enum SpillError {
 }
 
 /// A spill file's path, removed when dropped.
-struct Owned(PathBuf);
+pub(crate) struct Owned(pub(crate) PathBuf);
 
 impl Drop for Owned {
     fn drop(&mut self) {
@@ -122,11 +122,10 @@ impl<St: Serialize + DeserializeOwned> Writer<St> {
             })?;
         let mut header = [0u8; HEADER];
         header[..8].copy_from_slice(&fp.to_le_bytes());
-        header[8..16].copy_from_slice(&parent.0.to_le_bytes());
-        header[16..20].copy_from_slice(&parent.1.to_le_bytes());
-        header[20..24].copy_from_slice(&(self.payload.len() as u32).to_le_bytes());
-        let sum = checksum(&header[..24], &self.payload);
-        header[24..].copy_from_slice(&sum.to_le_bytes());
+        header[8..16].copy_from_slice(&parent.to_le_bytes());
+        header[16..20].copy_from_slice(&(self.payload.len() as u32).to_le_bytes());
+        let sum = checksum(&header[..20], &self.payload);
+        header[20..].copy_from_slice(&sum.to_le_bytes());
         let io = |source| SpillError::Io {
             path: path.clone(),
             source,
@@ -232,8 +231,8 @@ impl<St: DeserializeOwned> Reader<St> {
             b[..r.len()].copy_from_slice(&header[r]);
             u64::from_le_bytes(b)
         };
-        let (fp, parent, index) = (word(0..8), word(8..16), word(16..20) as u32);
-        let len = word(20..24) as u32;
+        let (fp, parent) = (word(0..8), word(8..16));
+        let len = word(16..20) as u32;
         if len > MAX_RECORD {
             return Err(SpillError::TooLong {
                 path: path.clone(),
@@ -243,7 +242,7 @@ impl<St: DeserializeOwned> Reader<St> {
         }
         self.payload.resize(len as usize, 0);
         self.file.read_exact(&mut self.payload).map_err(cut)?;
-        if checksum(&header[..24], &self.payload) != word(24..32) {
+        if checksum(&header[..20], &self.payload) != word(20..28) {
             return Err(SpillError::Checksum {
                 path: path.clone(),
                 record,
@@ -257,7 +256,7 @@ impl<St: DeserializeOwned> Reader<St> {
                 reason: e.to_string(),
             })?;
         self.read += 1;
-        Ok(Some((fp, (parent, index), state)))
+        Ok(Some((fp, parent, state)))
     }
 }
 
@@ -271,7 +270,7 @@ mod tests {
         let mut w = Writer::<Bytes>::create(dir, 3, 7).expect("creates");
         for i in 0..n {
             let state = Bytes(vec![i as u8; (i % 50) as usize].into_boxed_slice());
-            w.push(u64::from(i) * 31, (u64::from(i), i + 1), &state)
+            w.push(u64::from(i) * 31, u64::from(i) + 1, &state)
                 .expect("writes");
         }
         let path = w.path.0.clone();
@@ -295,7 +294,7 @@ mod tests {
         assert_eq!(all.len(), 1000);
         for (i, (fp, parent, s)) in all.into_iter().enumerate() {
             let i = i as u32;
-            assert_eq!((fp, parent), (u64::from(i) * 31, (u64::from(i), i + 1)));
+            assert_eq!((fp, parent), (u64::from(i) * 31, u64::from(i) + 1));
             assert_eq!(s.0.len(), (i % 50) as usize);
             assert!(s.0.iter().all(|&b| b == i as u8));
         }
@@ -328,7 +327,7 @@ mod tests {
             ("cut at a record's end", |b| b.truncate(HEADER + 1)),
             ("a payload byte flipped", |b| b[HEADER + HEADER + 2] ^= 1),
             ("a huge length", |b| {
-                b[20..24].copy_from_slice(&u32::MAX.to_le_bytes())
+                b[16..20].copy_from_slice(&u32::MAX.to_le_bytes())
             }),
             ("bytes appended", |b| b.push(0)),
         ];

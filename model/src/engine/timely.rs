@@ -20,6 +20,8 @@
 //! bits stay uniform inside each shard.
 
 use super::frontier::{hasher, Closing, ClosingOf, Hasher, Pending, PendingOf, CHUNK, ENTRY};
+use super::parents::Parents;
+use super::sent::{Sent, SLOTS};
 use super::{memory, Found, Options, Outcome, Space, Trace};
 use ::timely::dataflow::channels::pact::Exchange;
 use ::timely::dataflow::operators::generic::operator::Operator;
@@ -73,22 +75,10 @@ pub(super) struct Summary<F> {
 }
 
 type CandOf<S> = Cand<<S as Space>::Stored, <S as Space>::Finding>;
-/// A state's parent: its fingerprint and the state's index among its successors
-/// ([`Space::expand`]); [`ROOT`] for a root.
-pub(super) type Parent = (u64, u32);
-const ROOT: Parent = (0, u32::MAX);
-type Parents = HashMap<u64, Parent, Hasher>;
-
-/// Records `fp`'s parent unless `fp` is already visited; true if it was new.
-fn mark(visited: &mut Parents, fp: u64, parent: Parent) -> bool {
-    match visited.entry(fp) {
-        Entry::Vacant(slot) => {
-            slot.insert(parent);
-            true
-        }
-        Entry::Occupied(_) => false,
-    }
-}
+/// A state's parent: its fingerprint (a root's is 0, and a root is known by its level, 0).
+pub(super) type Parent = u64;
+/// A worker's shard of the visited set: fingerprints only (their parents are in [`Parents`]).
+type Visited = HashSet<u64, Hasher>;
 
 /// Global totals of one level, summed from every worker's summary.
 struct Level<F> {
@@ -166,12 +156,17 @@ fn search<S: Space>(
     let peers = worker.peers();
     let workers = opts.cluster.workers.unwrap_or(opts.default_workers).max(1);
     let process = (me / workers) as u32;
-    let visited: Rc<RefCell<Parents>> = Rc::new(RefCell::new(HashMap::with_hasher(hasher())));
+    let visited: Rc<RefCell<Visited>> = Rc::new(RefCell::new(HashSet::with_hasher(hasher())));
+    let parents = Rc::new(RefCell::new(Parents::new(
+        opts.cluster.spill_dir.as_deref(),
+        me,
+    )));
     let totals: Rc<RefCell<Totals<S::Finding>>> = Rc::new(RefCell::new(BTreeMap::new()));
     let mut roots: InputHandle<u32, _> = InputHandle::new();
     worker.dataflow::<u32, _, _>(|scope| {
         let (back, next) = scope.feedback::<Vec<CandOf<S>>>(1);
-        let (visited, totals, space) = (visited.clone(), totals.clone(), space.clone());
+        let (visited, parents) = (visited.clone(), parents.clone());
+        let (totals, space) = (totals.clone(), space.clone());
         let opts = opts.clone();
         // Where a level's states go beyond this worker's share of the memory budget.
         let spill_to = opts.cluster.spill_dir.clone().map(|dir| {
@@ -198,10 +193,7 @@ fn search<S: Space>(
                     let mut succ = Vec::new();
                     let mut found = Vec::new();
                     let mut chunk = Vec::with_capacity(CHUNK);
-                    // Successors this worker has sent, at any level: once sent, a state is in its
-                    // owner's visited set from the close of its level on, so it never needs to
-                    // travel again (a local memo of the other shards).
-                    let mut sent: HashSet<u64, Hasher> = HashSet::with_hasher(hasher());
+                    let mut sent = Sent::new(SLOTS);
                     let mut printed = 0u32;
                     move |(input, frontier), output| {
                         input.for_each_stamp(|cap, data| {
@@ -226,7 +218,7 @@ fn search<S: Space>(
                                     });
                                     match c {
                                         Cand::State { fp, parent, state } => {
-                                            if seen.contains_key(&fp) {
+                                            if seen.contains(&fp) {
                                                 continue;
                                             }
                                             if let Entry::Vacant(slot) = p.states.entry(fp) {
@@ -299,10 +291,14 @@ fn search<S: Space>(
                             }
                             let mut session = output.session(&c.cap);
                             for (fp, (parent, stored)) in chunk.drain(..) {
-                                if !mark(&mut visited.borrow_mut(), fp, parent) {
+                                if !visited.borrow_mut().insert(fp) {
                                     continue;
                                 }
                                 c.summary.unique += 1;
+                                if let Err(e) = parents.borrow_mut().push(t, fp, parent) {
+                                    c.summary.error.get_or_insert(e.to_string());
+                                    c.summary.stopped = true;
+                                }
                                 let state = match space.load(stored) {
                                     Ok(s) => s,
                                     Err(e) => {
@@ -318,14 +314,14 @@ fn search<S: Space>(
                                 // A successor this worker owns and has seen goes nowhere (most
                                 // successors were seen before).
                                 let known = |fp: u64| {
-                                    route(fp) % peers as u64 == me as u64 && seen.contains_key(&fp)
+                                    route(fp) % peers as u64 == me as u64 && seen.contains(&fp)
                                 };
-                                for (i, (_, n)) in succ.drain(..).enumerate() {
+                                for (_, n) in succ.drain(..) {
                                     let nfp = space.fingerprint(&n);
-                                    if !known(nfp) && sent.insert(nfp) {
+                                    if !known(nfp) && sent.first(nfp) {
                                         session.give(Cand::State {
                                             fp: nfp,
-                                            parent: (fp, i as u32),
+                                            parent: fp,
                                             state: space.store(n),
                                         });
                                     }
@@ -380,7 +376,7 @@ fn search<S: Space>(
             let fp = space.fingerprint(&state);
             roots.send(Cand::State {
                 fp,
-                parent: ROOT,
+                parent: 0,
                 state: space.store(state),
             });
         }
@@ -401,10 +397,14 @@ fn search<S: Space>(
     // Every worker knows the failure (the totals are global): all take part in the walk back.
     let trace = failure
         .as_ref()
-        .map(|f| walk_back(worker, visited.clone(), f.fingerprint));
+        .map(|f| walk_back(worker, parents.clone(), f.fingerprint, f.level));
     if me != 0 {
         return None;
     }
+    let trace = match trace.transpose() {
+        Ok(t) => t,
+        Err(e) => return Some(Err(e)),
+    };
     let mut peak_rss = Vec::new();
     for l in totals.values() {
         for (&p, &(_, hwm)) in &l.memory {
@@ -473,33 +473,36 @@ fn print_level<F>(totals: &Totals<F>, l: u32, started: Instant) {
     );
 }
 
-/// The path to `target`: rounds of "owner, what is this fingerprint's parent?" until a root.
-/// `None` if an owner does not know the fingerprint (cannot happen for a stored state).
+/// The path to `target`, found at `level`: rounds of "owner, what is this fingerprint's parent?"
+/// one level up each, until a root. `Ok(None)` if an owner does not know the fingerprint (cannot
+/// happen for a stored state); `Err` if an owner could not read its parents.
 fn walk_back(
     worker: &mut ::timely::worker::Worker,
-    visited: Rc<RefCell<Parents>>,
+    parents: Rc<RefCell<Parents>>,
     target: u64,
-) -> Option<Trace> {
-    type Answer = (u64, Option<Parent>);
+    level: u32,
+) -> Result<Option<Trace>, String> {
+    type Answer = (u64, u32, Result<Option<Parent>, String>);
     let answers: Rc<RefCell<Vec<Answer>>> = Rc::new(RefCell::new(Vec::new()));
     let collected = answers.clone();
     let mut query: InputHandle<u32, _> = InputHandle::new();
     worker.dataflow::<u32, _, _>(|scope| {
-        let (back, next) = scope.feedback::<Vec<u64>>(1);
+        let (back, next) = scope.feedback::<Vec<(u64, u32)>>(1);
         let found = scope
             .input_from(&mut query)
             .concat(next)
             .unary(
-                Exchange::new(|fp: &u64| route(*fp)),
+                Exchange::new(|q: &(u64, u32)| route(q.0)),
                 "Parent",
                 move |_cap, _info| {
                     move |input, output| {
                         input.for_each_stamp(|cap, data| {
                             let mut session = output.session(&cap);
-                            let seen = visited.borrow();
+                            let mut parents = parents.borrow_mut();
                             for batch in data {
-                                for fp in batch.drain(..) {
-                                    session.give((fp, seen.get(&fp).cloned()));
+                                for (fp, level) in batch.drain(..) {
+                                    let p = parents.find(level, fp).map_err(|e| e.to_string());
+                                    session.give((fp, level, p));
                                 }
                             }
                         });
@@ -509,7 +512,10 @@ fn walk_back(
             .container::<Vec<Answer>>();
         found
             .clone()
-            .flat_map(|(_, p)| p.filter(|&p| p != ROOT).map(|(parent, _)| parent))
+            .flat_map(|(_, level, p)| match p {
+                Ok(Some(p)) if level > 0 => Some((p, level - 1)),
+                _ => None,
+            })
             .connect_loop(back);
         found.sink(
             Exchange::new(|_: &Answer| 0),
@@ -520,21 +526,26 @@ fn walk_back(
         );
     });
     if worker.index() == 0 {
-        query.send(target);
+        query.send((target, level));
     }
     query.close();
     while worker.step_or_park(None) {}
-    let parents: HashMap<u64, Option<Parent>> = answers.take().into_iter().collect();
+    let mut parents: HashMap<u64, (u32, Option<Parent>)> = HashMap::new();
+    for (fp, level, p) in answers.take() {
+        parents.insert(fp, (level, p?));
+    }
     let mut steps = Vec::new();
     let mut at = target;
     loop {
-        let p = (*parents.get(&at)?)?;
-        if p == ROOT {
+        let Some(&(level, Some(p))) = parents.get(&at) else {
+            return Ok(None);
+        };
+        if level == 0 {
             break;
         }
-        steps.push(p.1);
-        at = p.0;
+        steps.push(at);
+        at = p;
     }
     steps.reverse();
-    Some(Trace { root: at, steps })
+    Ok(Some(Trace { root: at, steps }))
 }
