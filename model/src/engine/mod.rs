@@ -92,8 +92,9 @@ pub struct Cluster {
     /// Print timely's connection progress.
     #[arg(long)]
     pub report_connections: bool,
-    /// Directory for the frontier beyond --frontier-memory: each worker writes a level's states
-    /// there and reads them back while expanding it (files removed after use).
+    /// Directory for the frontier beyond --frontier-memory (each worker writes a level's states
+    /// there and reads them back while expanding it) and for the states' parents (read only to walk
+    /// a violation's path back); files removed after use.
     #[arg(long, requires = "frontier_memory")]
     pub spill_dir: Option<PathBuf>,
     /// Memory for the states waiting for their level, per process, in bytes (suffixes K, M, G:

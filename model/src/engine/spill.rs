@@ -3,8 +3,8 @@
 //! chunks while the level is expanded. The file is removed when its reader (or an unfinished
 //! writer) is dropped, whatever ended the level.
 //!
-//! A record is a fixed header — the state's fingerprint, its parent (fingerprint and successor
-//! index), the payload's length and a checksum of all of it — then the payload: the state's
+//! A record is a fixed header — the state's fingerprint, its parent's fingerprint, the payload's
+//! length and a checksum of all of it — then the payload: the state's
 //! stored form in bincode. Reading is bounded: a length above [`MAX_RECORD`] is an error before
 //! anything is allocated, and the reader knows how many records were written, so a file cut
 //! short, a flipped bit or trailing bytes are typed errors, never a panic or a wrong count.

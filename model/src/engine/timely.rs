@@ -5,15 +5,16 @@
 //! space's stored form, [`Space::Stored`]: the frontier is the engine's memory), and closes level
 //! t only when timely's frontier says no level-t candidate is left anywhere — deciding a level
 //! earlier would keep a state at a deeper level than its least, and the walked-back path would not
-//! be a shortest one. At the close it stores each new state's parent, runs [`Space::check`],
-//! expands the state and sends each successor it has not sent before round the loop (level t + 1),
-//! with its counts and a summary of the level for every worker. So each worker knows the global
+//! be a shortest one. At the close it records each new state's fingerprint in the visited shard and
+//! its parent in [`Parents`], runs [`Space::check`], expands the state and sends each successor its
+//! memo ([`Sent`]) does not remember sending round the loop (level t + 1), with its counts and a
+//! summary of the level for every worker. So each worker knows the global
 //! totals of every closed level, and every worker makes the same stop decision (a failure, the
 //! state cap) at the same level. The search ends when the loop is empty (timely's progress
 //! tracking: no capability, no message in flight).
 //!
 //! A failure's path is walked back in a second dataflow: each round asks the owner of a
-//! fingerprint for its parent, until a root answers.
+//! fingerprint for its parent one level up, until level 0 (a root).
 //!
 //! Routing: timely sends a record to worker `key & (peers − 1)` (or `key % peers`), and the
 //! visited shard hashes the same fingerprint; the key is the fingerprint's high half, so the low
