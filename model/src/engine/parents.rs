@@ -5,7 +5,7 @@
 //! parent fingerprint), written in order and scanned once per walked-back step.
 //! Without a spill directory a level's parents are a vector in memory.
 
-use super::spill::{Owned, SpillError};
+use super::spill::{io, Owned, SpillError};
 use super::timely::Parent;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -30,13 +30,6 @@ enum Level {
         writer: Option<BufWriter<File>>,
         records: u64,
     },
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> SpillError + '_ {
-    move |source| SpillError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 impl Parents {
@@ -88,9 +81,8 @@ impl Parents {
                 writer,
                 records,
             } => {
-                let w = writer.as_mut().ok_or_else(|| SpillError::Io {
-                    path: path.0.clone(),
-                    source: std::io::Error::other("written after it was read"),
+                let w = writer.as_mut().ok_or_else(|| {
+                    io(&path.0)(std::io::Error::other("written after it was read"))
                 })?;
                 let mut rec = [0u8; RECORD];
                 rec[..8].copy_from_slice(&fp.to_le_bytes());

@@ -58,6 +58,14 @@ pub enum SpillError {
     Encode { path: PathBuf, reason: String },
 }
 
+/// The I/O errors of the file at `path`, as [`SpillError::Io`].
+pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> SpillError + '_ {
+    move |source| SpillError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// A spill file's path, removed when dropped.
 pub(crate) struct Owned(pub(crate) PathBuf);
 
@@ -92,15 +100,11 @@ impl<St: Serialize + DeserializeOwned> Writer<St> {
             "frontier-{}-w{worker}-l{level}.spill",
             std::process::id()
         ));
-        let io = |source| SpillError::Io {
-            path: path.clone(),
-            source,
-        };
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(io)?;
+            .map_err(io(&path))?;
         Ok(Writer {
             path: Owned(path),
             file: BufWriter::new(file),
@@ -126,12 +130,8 @@ impl<St: Serialize + DeserializeOwned> Writer<St> {
         header[16..20].copy_from_slice(&(self.payload.len() as u32).to_le_bytes());
         let sum = checksum(&header[..20], &self.payload);
         header[20..].copy_from_slice(&sum.to_le_bytes());
-        let io = |source| SpillError::Io {
-            path: path.clone(),
-            source,
-        };
-        self.file.write_all(&header).map_err(io)?;
-        self.file.write_all(&self.payload).map_err(io)?;
+        self.file.write_all(&header).map_err(io(path))?;
+        self.file.write_all(&self.payload).map_err(io(path))?;
         self.records += 1;
         Ok(())
     }
@@ -149,14 +149,10 @@ impl<St: Serialize + DeserializeOwned> Writer<St> {
             records,
             ..
         } = self;
-        let io = |source| SpillError::Io {
-            path: path.0.clone(),
-            source,
-        };
         file.into_inner()
-            .map_err(|e| io(e.into_error()))?
+            .map_err(|e| io(&path.0)(e.into_error()))?
             .sync_data()
-            .map_err(io)?;
+            .map_err(io(&path.0))?;
         Reader::open(path, records)
     }
 }
@@ -173,10 +169,7 @@ pub struct Reader<St> {
 
 impl<St: DeserializeOwned> Reader<St> {
     fn open(path: Owned, records: u64) -> Result<Self, SpillError> {
-        let file = File::open(&path.0).map_err(|source| SpillError::Io {
-            path: path.0.clone(),
-            source,
-        })?;
+        let file = File::open(&path.0).map_err(io(&path.0))?;
         Ok(Reader {
             path,
             file: BufReader::with_capacity(1 << 16, file),
@@ -204,10 +197,7 @@ impl<St: DeserializeOwned> Reader<St> {
                     path: path.clone(),
                     records: self.records,
                 }),
-                Err(source) => Err(SpillError::Io {
-                    path: path.clone(),
-                    source,
-                }),
+                Err(source) => Err(io(path)(source)),
             };
         }
         let cut = |e: std::io::Error| {
@@ -218,10 +208,7 @@ impl<St: DeserializeOwned> Reader<St> {
                     records: self.records,
                 }
             } else {
-                SpillError::Io {
-                    path: path.clone(),
-                    source: e,
-                }
+                io(path)(e)
             }
         };
         let mut header = [0u8; HEADER];

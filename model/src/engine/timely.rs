@@ -75,6 +75,14 @@ pub(super) struct Summary<F> {
     hwm: u64,
 }
 
+impl<F> Summary<F> {
+    /// The level stops with `e` (the first error of the level is the one reported).
+    fn fail(&mut self, e: String) {
+        self.error.get_or_insert(e);
+        self.stopped = true;
+    }
+}
+
 type CandOf<S> = Cand<<S as Space>::Stored, <S as Space>::Finding>;
 /// A state's parent: its fingerprint (a root's is 0, and a root is known by its level, 0).
 pub(super) type Parent = u64;
@@ -285,8 +293,7 @@ fn search<S: Space>(
                             let c = closing.as_mut().expect("a level closing");
                             let t = c.summary.level;
                             if let Err(e) = c.chunk(&mut chunk) {
-                                c.summary.error.get_or_insert(e.to_string());
-                                c.summary.stopped = true;
+                                c.summary.fail(e.to_string());
                                 c.spilled = None;
                                 chunk.clear();
                             }
@@ -297,14 +304,12 @@ fn search<S: Space>(
                                 }
                                 c.summary.unique += 1;
                                 if let Err(e) = parents.borrow_mut().push(t, fp, parent) {
-                                    c.summary.error.get_or_insert(e.to_string());
-                                    c.summary.stopped = true;
+                                    c.summary.fail(e.to_string());
                                 }
                                 let state = match space.load(stored) {
                                     Ok(s) => s,
                                     Err(e) => {
-                                        c.summary.error.get_or_insert(e);
-                                        c.summary.stopped = true;
+                                        c.summary.fail(e);
                                         continue;
                                     }
                                 };
