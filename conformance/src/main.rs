@@ -98,6 +98,11 @@ struct Cli {
     max_reports: usize,
 }
 
+/// mimalloc: the replay allocates small values and node copies at a high rate (see the workspace's
+/// Cargo.toml for the measured difference).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // `conformance node ...`: the black-box kit (conformance/README.md, "Test your KRaft implementation").
     if std::env::args().nth(1).as_deref() == Some("node") {

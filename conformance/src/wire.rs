@@ -382,13 +382,20 @@ impl WireChecker {
         }
         // The interpreter encodes what the implementation built to the same bytes as the kraft codec
         // (so nothing was dropped or added on the way), and re-encodes its own decode identically.
-        for (what, v) in [
-            ("the response as built", typed_to_value(r)),
-            ("its own decode", value.clone()),
-        ] {
+        // When the two values are equal one encoding checks both.
+        let built = typed_to_value(r);
+        let encodings: &[(&str, &StructValue)] = if built == value {
+            &[("the response as built", &value)]
+        } else {
+            &[
+                ("the response as built", &built),
+                ("its own decode", &value),
+            ]
+        };
+        for &(what, v) in encodings {
             let again = self
                 .response
-                .encode(&v, version)
+                .encode(v, version)
                 .map_err(|e| WireFailure::Decode {
                     decoder: "schema interpreter (encode)",
                     version,
@@ -413,12 +420,15 @@ impl WireChecker {
                 version,
                 ("kafka-protocol", "kafka-protocol (encode)"),
             )?;
-            disagree(
-                "kafka-protocol",
-                "schema interpreter",
-                version,
-                diff(&kp_to_value(&kpv), &value),
-            )?;
+            let kp_value = kp_to_value(&kpv);
+            if kp_value != value {
+                disagree(
+                    "kafka-protocol",
+                    "schema interpreter",
+                    version,
+                    diff(&kp_value, &value),
+                )?;
+            }
         }
         check_shape(&value, version)?;
         Ok(value)
