@@ -351,11 +351,14 @@ pub fn run(opts: &GraphOptions, wire: &WireChecker) -> Result<GraphOutcome, Stri
                 if started.elapsed() >= next {
                     next += every;
                     let t = shared.transitions.load(Ordering::Relaxed);
+                    // Divergences are confirmed and printed when the search ends: the count here
+                    // is what a run stopped early can say.
                     eprintln!(
-                        "  graph: {:.0} s, {} expanded, {t} transitions ({:.0}/s)",
+                        "  graph: {:.0} s, {} expanded, {t} transitions ({:.0}/s), {} divergences found",
                         started.elapsed().as_secs_f64(),
                         shared.expanded.load(Ordering::Relaxed),
-                        t as f64 / started.elapsed().as_secs_f64()
+                        t as f64 / started.elapsed().as_secs_f64(),
+                        shared.found.load(Ordering::Relaxed)
                     );
                 }
             }
